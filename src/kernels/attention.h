@@ -1,0 +1,44 @@
+// Attention over a paged K/V layout. K and V rows of one layer live in
+// fixed-size blocks; a sequence's block table maps its position p to block
+// table[p / block_size], row p % block_size. Kernels never allocate.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "kernels/dot.h"
+
+namespace pc {
+
+enum class KvDtype { kF32, kF16 };
+
+// One layer's K/V as seen by one sequence.
+struct KvLayerView {
+  const void* k = nullptr;  // layer base: [num_blocks][block_size][kv_dim]
+  const void* v = nullptr;
+  KvDtype dtype = KvDtype::kF16;
+  size_t block_size = 16;  // tokens per block
+  size_t kv_dim = 0;       // n_kv_heads * head_dim
+  std::span<const int32_t> block_table;
+};
+
+// Causal attention of one query token at position `pos` over positions
+// [0, pos] of its sequence (online softmax, K/V streamed once).
+// q: [n_head][head_dim]; out: [n_head][head_dim]. Heads share KV heads in
+// groups of n_head / n_kv_head (GQA/MQA).
+void AttendOne(const DotKernels& k, const float* q, const KvLayerView& kv, size_t pos,
+               size_t n_head, size_t n_kv_head, size_t head_dim, float* out);
+
+// Same for a single head h (so callers can parallelise over heads).
+void AttendHead(const DotKernels& k, const float* q_head, const KvLayerView& kv, size_t pos,
+                size_t kv_head, size_t head_dim, float* out_head);
+
+// The numerics of ggml's one-chunk CPU flash attention, which llama.cpp uses
+// for query batches under 64 rows: Q rounded to F16, and the V accumulator
+// held in F16 (rounded after every rescale and every multiply-add). Less
+// precise than AttendHead; it exists so outputs can be compared with that
+// engine step for step. F16 K/V only; head_dim <= 512. Scalar.
+void AttendHeadF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head,
+                        size_t head_dim, float* out_head);
+
+}  // namespace pc

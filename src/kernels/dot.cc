@@ -1,0 +1,111 @@
+#include "kernels/dot.h"
+
+#include "base/check.h"
+#include "base/fp16.h"
+
+namespace pc {
+namespace {
+
+float DotF32(const float* a, const float* b, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
+  return static_cast<float>(s);
+}
+
+float DotF16(const uint16_t* a, const uint16_t* b, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += static_cast<double>(Fp16ToFp32(a[i])) * Fp16ToFp32(b[i]);
+  return static_cast<float>(s);
+}
+
+float DotBf16(const uint16_t* a, const uint16_t* b, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += static_cast<double>(Bf16ToFp32(a[i])) * Bf16ToFp32(b[i]);
+  return static_cast<float>(s);
+}
+
+float DotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) {
+  float s = 0;
+  for (size_t b = 0; b < nb; ++b) {
+    int32_t si = 0;
+    for (size_t i = 0; i < kQuantBlock; ++i) si += w[b].qs[i] * x[b].qs[i];
+    s += static_cast<float>(si) * (Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d));
+  }
+  return s;
+}
+
+float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
+  float s = 0;
+  for (size_t b = 0; b < nb; ++b) {
+    int32_t si = 0;
+    for (size_t j = 0; j < 16; ++j) {
+      si += ((w[b].qs[j] & 15) - 8) * x[b].qs[j];
+      si += ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
+    }
+    s += static_cast<float>(si) * (Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d));
+  }
+  return s;
+}
+
+void AxpyF32(float a, const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
+}
+
+void AxpyF16(float a, const uint16_t* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += a * Fp16ToFp32(x[i]);
+}
+
+float DotF32F16(const float* a, const uint16_t* b, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += static_cast<double>(a[i]) * Fp16ToFp32(b[i]);
+  return static_cast<float>(s);
+}
+
+const DotKernels kScalar = {"scalar", DotF32,  DotF16, DotBf16,   DotQ8_0,  DotQ4_0,
+                            ConvertRowF16, AxpyF32, AxpyF16, DotF32F16};
+
+}  // namespace
+
+const DotKernels& ScalarDotKernels() { return kScalar; }
+
+const DotKernels& DotKernelsFor(Isa isa) {
+  if (isa >= Isa::kAvx2) {
+    if (const DotKernels* k = Avx2DotKernels()) return *k;
+  }
+  return kScalar;
+}
+
+const DotKernels& ActiveDotKernels() {
+  Result<Isa> isa = ActiveIsa();
+  return DotKernelsFor(isa.ok() ? *isa : Isa::kScalar);
+}
+
+float DotRow(const DotKernels& k, TensorType wt, const void* w, const void* x, size_t n) {
+  switch (wt) {
+    case TensorType::kF32: return k.f32(static_cast<const float*>(w), static_cast<const float*>(x), n);
+    case TensorType::kF16:
+      return k.f16(static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(x), n);
+    case TensorType::kBF16:
+      return k.bf16(static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(x), n);
+    case TensorType::kQ8_0:
+      return k.q8_0(static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQuantBlock);
+    case TensorType::kQ4_0:
+      return k.q4_0(static_cast<const BlockQ4_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQuantBlock);
+    case TensorType::kQ6_K: {
+      // Dequantize one super-block at a time into a stack buffer.
+      const auto* wb = static_cast<const BlockQ6_K*>(w);
+      const auto* xf = static_cast<const float*>(x);
+      float tmp[kSuperBlock];
+      float s = 0;
+      for (size_t b = 0; b < n / kSuperBlock; ++b) {
+        DequantizeBlockQ6_K(wb[b], tmp);
+        s += k.f32(tmp, xf + b * kSuperBlock, kSuperBlock);
+      }
+      return s;
+    }
+  }
+  PC_CHECK(false);
+  return 0;
+}
+
+}  // namespace pc

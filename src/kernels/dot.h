@@ -1,0 +1,40 @@
+// Dot-product kernels, one table per instruction-set level. Every SIMD entry
+// has a scalar reference in ScalarDotKernels() that tests compare it with.
+// Pure functions: no allocation, no threads. Inputs need no alignment.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/quant.h"
+#include "runtime/cpu_features.h"
+
+namespace pc {
+
+struct DotKernels {
+  const char* name;
+  float (*f32)(const float* a, const float* b, size_t n);
+  // a, b: fp16 / bf16 rows of n elements; accumulate in f32.
+  float (*f16)(const uint16_t* a, const uint16_t* b, size_t n);
+  float (*bf16)(const uint16_t* a, const uint16_t* b, size_t n);
+  // nb blocks of 32: weight row w against an activation row x quantized to Q8_0.
+  float (*q8_0)(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb);
+  float (*q4_0)(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb);
+  void (*to_f16)(const float* x, uint16_t* y, size_t n);
+  // y[i] += a * x[i] (attention value accumulation) and y[i] *= s.
+  void (*axpy_f32)(float a, const float* x, float* y, size_t n);
+  void (*axpy_f16)(float a, const uint16_t* x, float* y, size_t n);
+  float (*dot_f32_f16)(const float* a, const uint16_t* b, size_t n);
+};
+
+const DotKernels& ScalarDotKernels();
+// Null where this binary was built without that level.
+const DotKernels* Avx2DotKernels();
+// The table for the active level (or the best one at or below it).
+const DotKernels& DotKernelsFor(Isa isa);
+const DotKernels& ActiveDotKernels();
+
+// Dot of a weight row (type wt, n elements) with an activation row already
+// converted to ActivationTypeFor(wt).
+float DotRow(const DotKernels& k, TensorType wt, const void* w, const void* x, size_t n);
+
+}  // namespace pc

@@ -1,0 +1,156 @@
+// AVX2 + FMA + F16C versions of the DotKernels table. This file alone is
+// compiled with -mavx2 -mfma -mf16c; it is only called after ActiveIsa()
+// confirmed the CPU supports them.
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/dot.h"
+
+namespace pc {
+namespace {
+
+// Local conversions: inline helpers from shared headers must not be
+// instantiated in this file, since the linker could then pick this AVX2 copy
+// for callers on CPUs without AVX2.
+inline float H2F(uint16_t h) { return _cvtsh_ss(h); }
+inline uint16_t F2H(float f) { return _cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT); }
+inline float B2F(uint16_t b) {
+  const uint32_t u = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+inline float HorizontalSum(__m256 v) {
+  __m128 lo = _mm256_castps256_ps128(v);
+  __m128 hi = _mm256_extractf128_ps(v, 1);
+  lo = _mm_add_ps(lo, hi);
+  lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+  lo = _mm_add_ss(lo, _mm_movehdup_ps(lo));
+  return _mm_cvtss_f32(lo);
+}
+
+float DotF32(const float* a, const float* b, size_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
+  float s = HorizontalSum(_mm256_add_ps(s0, s1));
+  for (; i < n; ++i) s += a[i] * b[i];
+  return s;
+}
+
+inline __m256 LoadF16(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+inline __m256 LoadBf16(const uint16_t* p) {
+  const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+float DotF16(const uint16_t* a, const uint16_t* b, size_t n) {
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    s0 = _mm256_fmadd_ps(LoadF16(a + i), LoadF16(b + i), s0);
+    s1 = _mm256_fmadd_ps(LoadF16(a + i + 8), LoadF16(b + i + 8), s1);
+  }
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(LoadF16(a + i), LoadF16(b + i), s0);
+  float s = HorizontalSum(_mm256_add_ps(s0, s1));
+  for (; i < n; ++i) s += H2F(a[i]) * H2F(b[i]);
+  return s;
+}
+
+float DotBf16(const uint16_t* a, const uint16_t* b, size_t n) {
+  __m256 s0 = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(LoadBf16(a + i), LoadBf16(b + i), s0);
+  float s = HorizontalSum(s0);
+  for (; i < n; ++i) s += B2F(a[i]) * B2F(b[i]);
+  return s;
+}
+
+// Signed int8 x int8 products summed to 8 int32 lanes, as floats.
+inline __m256 MulSumI8(__m256i x, __m256i y) {
+  const __m256i ax = _mm256_sign_epi8(x, x);
+  const __m256i sy = _mm256_sign_epi8(y, x);
+  const __m256i dot16 = _mm256_maddubs_epi16(ax, sy);
+  return _mm256_cvtepi32_ps(_mm256_madd_epi16(dot16, _mm256_set1_epi16(1)));
+}
+
+float DotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) {
+  __m256 acc = _mm256_setzero_ps();
+  for (size_t b = 0; b < nb; ++b) {
+    const __m256 d = _mm256_set1_ps(H2F(w[b].d) * H2F(x[b].d));
+    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    acc = _mm256_fmadd_ps(d, MulSumI8(qw, qx), acc);
+  }
+  return HorizontalSum(acc);
+}
+
+float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
+  __m256 acc = _mm256_setzero_ps();
+  const __m256i low_mask = _mm256_set1_epi8(0xF);
+  const __m256i eight = _mm256_set1_epi8(8);
+  for (size_t b = 0; b < nb; ++b) {
+    const __m256 d = _mm256_set1_ps(H2F(w[b].d) * H2F(x[b].d));
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
+    // Low nibbles are elements 0..15, high nibbles 16..31.
+    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+    const __m256i qw = _mm256_sub_epi8(_mm256_and_si256(both, low_mask), eight);
+    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    acc = _mm256_fmadd_ps(d, MulSumI8(qw, qx), acc);
+  }
+  return HorizontalSum(acc);
+}
+
+void ToF16(const float* x, uint16_t* y, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), h);
+  }
+  for (; i < n; ++i) y[i] = F2H(x[i]);
+}
+
+void AxpyF32(float a, const float* x, float* y, size_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, _mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] += a * x[i];
+}
+
+void AxpyF16(float a, const uint16_t* x, float* y, size_t n) {
+  const __m256 va = _mm256_set1_ps(a);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_fmadd_ps(va, LoadF16(x + i), _mm256_loadu_ps(y + i)));
+  }
+  for (; i < n; ++i) y[i] += a * H2F(x[i]);
+}
+
+float DotF32F16(const float* a, const uint16_t* b, size_t n) {
+  __m256 s0 = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), LoadF16(b + i), s0);
+  float s = HorizontalSum(s0);
+  for (; i < n; ++i) s += a[i] * H2F(b[i]);
+  return s;
+}
+
+const DotKernels kAvx2 = {"avx2", DotF32, DotF16, DotBf16, DotQ8_0, DotQ4_0,
+                          ToF16,  AxpyF32, AxpyF16, DotF32F16};
+
+}  // namespace
+
+const DotKernels* Avx2DotKernels() { return &kAvx2; }
+
+}  // namespace pc

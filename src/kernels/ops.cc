@@ -1,0 +1,55 @@
+#include "kernels/ops.h"
+
+#include <cmath>
+
+namespace pc {
+
+void RmsNorm(const float* x, const float* w, float* out, size_t n, float eps) {
+  double ss = 0;
+  for (size_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  const float scale = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+  for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
+}
+
+void Rope(float* x, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t pos,
+          float freq_base, bool neox) {
+  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(rope_dim));
+  for (size_t h = 0; h < n_heads; ++h) {
+    float* v = x + h * head_dim;
+    float theta = static_cast<float>(pos);
+    for (size_t i = 0; i < rope_dim / 2; ++i) {
+      const float c = std::cos(theta), s = std::sin(theta);
+      const size_t a = neox ? i : 2 * i;
+      const size_t b = neox ? i + rope_dim / 2 : 2 * i + 1;
+      const float x0 = v[a], x1 = v[b];
+      v[a] = x0 * c - x1 * s;
+      v[b] = x0 * s + x1 * c;
+      theta *= theta_scale;
+    }
+  }
+}
+
+void SiluMul(const float* gate, const float* up, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void AddInPlace(float* y, const float* x, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
+void LogSoftmax(const float* logits, float* out, size_t n) {
+  if (n == 0) return;
+  float max = logits[0];
+  for (size_t i = 1; i < n; ++i) max = std::fmax(max, logits[i]);
+  double sum = 0;
+  for (size_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(logits[i]) - max);
+  const double log_sum = std::log(sum);
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = static_cast<float>(static_cast<double>(logits[i]) - max - log_sum);
+  }
+}
+
+}  // namespace pc

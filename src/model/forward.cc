@@ -1,0 +1,148 @@
+// The forward recipe, llama2.c style: embed, then per layer
+// x += Attention(RmsNorm(x)); x += FFN(RmsNorm(x)); then logits.
+#include "model/forward.h"
+
+#include <cstring>
+
+#include "base/check.h"
+#include "kernels/ops.h"
+#include "kernels/quant.h"
+
+namespace pc {
+
+// Activations for one batch of n tokens (floats unless noted).
+struct Model::Scratch {
+  std::vector<float> x, xb, q, k, v, att, hb, hb2, out;
+  std::vector<uint8_t> xq;  // activation rows converted for a matmul
+  const DotKernels* kernels = nullptr;
+};
+
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, int num_threads) {
+  PC_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::Open(path));
+  Result<std::unique_ptr<Model>> m = FromGguf(std::move(gguf), num_threads);
+  if (!m.ok()) return Errorf("{}: {}", path, m.status().message());
+  return m;
+}
+
+Result<std::unique_ptr<Model>> Model::FromGguf(GgufFile gguf, int num_threads) {
+  std::unique_ptr<Model> m(new Model());
+  m->gguf_ = std::move(gguf);
+  PC_ASSIGN_OR_RETURN(m->config_, ReadModelConfig(m->gguf_));
+  PC_ASSIGN_OR_RETURN(m->weights_, BindWeights(m->gguf_, m->config_));
+  PC_ASSIGN_OR_RETURN(Isa isa, ActiveIsa());
+  (void)isa;
+  m->pool_ = std::make_unique<ThreadPool>(num_threads);
+  return m;
+}
+
+void Model::Linear(const WeightMatrix& w, const float* x, size_t n, float* y, Scratch& s) {
+  const TensorType at = ActivationTypeFor(w.type);
+  const size_t row_bytes = RowBytes(at, w.cols);
+  s.xq.resize(n * row_bytes);
+  for (size_t t = 0; t < n; ++t) {
+    void* dst = s.xq.data() + t * row_bytes;
+    if (at == TensorType::kF16) {
+      s.kernels->to_f16(x + t * w.cols, static_cast<uint16_t*>(dst), w.cols);
+    } else {
+      QuantizeRow(at, x + t * w.cols, dst, w.cols);
+    }
+  }
+  const DotKernels& k = *s.kernels;
+  pool_->ParallelFor(w.rows, 16, [&](size_t r0, size_t r1, int) {
+    MatMulRows(k, w, s.xq.data(), row_bytes, n, y, w.rows, r0, r1);
+  });
+}
+
+void Model::Embed(std::span<const BatchToken> batch, float* x) {
+  const WeightMatrix& e = weights_.token_embd;
+  for (size_t t = 0; t < batch.size(); ++t) {
+    PC_CHECK(batch[t].token >= 0 && batch[t].token < config_.n_vocab);
+    DequantizeRow(e.type, e.data + static_cast<size_t>(batch[t].token) * e.row_bytes(),
+                  x + t * config_.n_embd, config_.n_embd);
+  }
+}
+
+void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  const size_t n = batch.size();
+  for (size_t t = 0; t < n; ++t) {
+    RmsNorm(&s.x[t * c.n_embd], w.attn_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
+  }
+  Linear(w.wq, s.xb.data(), n, s.q.data(), s);
+  Linear(w.wk, s.xb.data(), n, s.k.data(), s);
+  Linear(w.wv, s.xb.data(), n, s.v.data(), s);
+  for (size_t t = 0; t < n; ++t) {
+    Rope(&s.q[t * c.q_dim()], c.n_head, c.head_dim, c.rope_dim, batch[t].pos, c.rope_base, c.rope_neox);
+    Rope(&s.k[t * c.kv_dim()], c.n_kv_head, c.head_dim, c.rope_dim, batch[t].pos, c.rope_base, c.rope_neox);
+    kv.Write(layer, batch[t].block_table, batch[t].pos, &s.k[t * c.kv_dim()], &s.v[t * c.kv_dim()]);
+  }
+  // Every (token, head) pair attends independently.
+  const size_t group = c.n_head / c.n_kv_head;
+  const DotKernels& k = *s.kernels;
+  const bool f16_accum = numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16 &&
+                         (n < 64 || c.head_dim % 16 != 0);
+  pool_->ParallelFor(n * c.n_head, 1, [&](size_t i0, size_t i1, int) {
+    for (size_t i = i0; i < i1; ++i) {
+      const size_t t = i / c.n_head, h = i % c.n_head;
+      const KvLayerView view = kv.View(layer, batch[t].block_table);
+      const size_t off = t * c.q_dim() + h * c.head_dim;
+      if (f16_accum) {
+        AttendHeadF16Accum(&s.q[off], view, batch[t].pos, h / group, c.head_dim, &s.att[off]);
+      } else {
+        AttendHead(k, &s.q[off], view, batch[t].pos, h / group, c.head_dim, &s.att[off]);
+      }
+    }
+  });
+  Linear(w.wo, s.att.data(), n, s.out.data(), s);
+  AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
+}
+
+void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  for (size_t t = 0; t < n; ++t) {
+    RmsNorm(&s.x[t * c.n_embd], w.ffn_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
+  }
+  Linear(w.w_gate, s.xb.data(), n, s.hb.data(), s);
+  Linear(w.w_up, s.xb.data(), n, s.hb2.data(), s);
+  SiluMul(s.hb.data(), s.hb2.data(), s.hb.data(), n * c.n_ff);
+  Linear(w.w_down, s.hb.data(), n, s.out.data(), s);
+  AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
+}
+
+void Model::Output(std::span<const BatchToken> batch, Scratch& s, std::vector<float>* logits) {
+  const ModelConfig& c = config_;
+  size_t m = 0;  // rows that want logits, gathered into xb
+  for (size_t t = 0; t < batch.size(); ++t) {
+    if (!batch[t].want_logits) continue;
+    RmsNorm(&s.x[t * c.n_embd], weights_.output_norm.data(), &s.xb[m * c.n_embd], c.n_embd, c.rms_eps);
+    ++m;
+  }
+  logits->resize(m * c.n_vocab);
+  if (m > 0) Linear(weights_.output, s.xb.data(), m, logits->data(), s);
+}
+
+void Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits) {
+  const ModelConfig& c = config_;
+  const size_t n = batch.size();
+  Scratch s;
+  s.kernels = &ActiveDotKernels();
+  s.x.resize(n * c.n_embd);
+  s.xb.resize(n * c.n_embd);
+  s.q.resize(n * c.q_dim());
+  s.att.resize(n * c.q_dim());
+  s.k.resize(n * c.kv_dim());
+  s.v.resize(n * c.kv_dim());
+  s.hb.resize(n * c.n_ff);
+  s.hb2.resize(n * c.n_ff);
+  s.out.resize(n * c.n_embd);
+  Embed(batch, s.x.data());
+  for (int l = 0; l < c.n_layer; ++l) {
+    AttentionBlock(l, batch, kv, s);
+    FeedForwardBlock(l, n, s);
+  }
+  Output(batch, s, logits);
+}
+
+}  // namespace pc

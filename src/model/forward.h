@@ -1,0 +1,66 @@
+// The llama forward pass. Model owns the mapped file and weight views; one
+// Forward call runs a batch of tokens, each belonging to some sequence whose
+// K/V lives in a KvStore behind that sequence's block table. Prefill (many
+// tokens of one sequence) and decode (one token per sequence) are the two
+// shapes of the same batch.
+// Thread-safety: Forward is not reentrant (it uses the model's pool).
+#pragma once
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gguf/gguf.h"
+#include "model/config.h"
+#include "model/kv_cache.h"
+#include "model/weights.h"
+#include "runtime/thread_pool.h"
+
+namespace pc {
+
+// Precise: F32 accumulation everywhere. GgmlCompat: attention as llama.cpp's
+// CPU backend computes it (F16 accumulation for query batches under 64 rows or
+// head sizes not a multiple of 16), for step-by-step comparison with it.
+enum class Numerics { kPrecise, kGgmlCompat };
+
+struct BatchToken {
+  int32_t token = 0;
+  int32_t pos = 0;                       // position in its sequence
+  std::span<const int32_t> block_table;  // its sequence's blocks
+  bool want_logits = false;
+};
+
+class Model {
+ public:
+  static Result<std::unique_ptr<Model>> Load(const std::string& path, int num_threads = 0);
+  static Result<std::unique_ptr<Model>> FromGguf(GgufFile gguf, int num_threads = 0);
+
+  const ModelConfig& config() const { return config_; }
+  const GgufFile& gguf() const { return gguf_; }
+  ThreadPool& pool() { return *pool_; }
+  void set_numerics(Numerics n) { numerics_ = n; }
+  Numerics numerics() const { return numerics_; }
+
+  // Runs the batch; K/V of every token is written to kv before attention.
+  // logits receives n_vocab floats per token with want_logits, in order.
+  void Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits);
+
+ private:
+  Model() = default;
+  struct Scratch;
+  // Layer steps of the recipe; x is [n][n_embd].
+  void Embed(std::span<const BatchToken> batch, float* x);
+  void AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
+  void FeedForwardBlock(int layer, size_t n, Scratch& s);
+  void Output(std::span<const BatchToken> batch, Scratch& s, std::vector<float>* logits);
+  // y[n][w.rows] = x[n][w.cols] * w^T, split across the pool.
+  void Linear(const WeightMatrix& w, const float* x, size_t n, float* y, Scratch& s);
+
+  GgufFile gguf_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::unique_ptr<ThreadPool> pool_;
+  Numerics numerics_ = Numerics::kPrecise;
+};
+
+}  // namespace pc

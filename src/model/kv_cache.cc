@@ -1,0 +1,50 @@
+#include "model/kv_cache.h"
+
+#include <cstring>
+
+#include "base/check.h"
+#include "base/fp16.h"
+
+namespace pc {
+
+KvStore::KvStore(size_t n_layer, size_t kv_dim, size_t block_size, size_t num_blocks, KvDtype dtype)
+    : kv_dim_(kv_dim), block_size_(block_size), num_blocks_(num_blocks), dtype_(dtype) {
+  layer_bytes_ = num_blocks * block_size * kv_dim * elem_bytes();
+  k_.assign(n_layer, std::vector<uint8_t>(layer_bytes_));
+  v_.assign(n_layer, std::vector<uint8_t>(layer_bytes_));
+}
+
+void KvStore::Write(size_t layer, std::span<const int32_t> table, size_t pos, const float* k,
+                    const float* v) {
+  PC_CHECK(pos / block_size_ < table.size());
+  const int32_t block = table[pos / block_size_];
+  PC_CHECK(block >= 0 && static_cast<size_t>(block) < num_blocks_);
+  const size_t row = static_cast<size_t>(block) * block_size_ + pos % block_size_;
+  uint8_t* kd = k_[layer].data() + row * kv_dim_ * elem_bytes();
+  uint8_t* vd = v_[layer].data() + row * kv_dim_ * elem_bytes();
+  if (dtype_ == KvDtype::kF32) {
+    std::memcpy(kd, k, kv_dim_ * 4);
+    std::memcpy(vd, v, kv_dim_ * 4);
+    return;
+  }
+  auto* kh = reinterpret_cast<uint16_t*>(kd);
+  auto* vh = reinterpret_cast<uint16_t*>(vd);
+  for (size_t i = 0; i < kv_dim_; ++i) {
+    kh[i] = Fp32ToFp16(k[i]);
+    vh[i] = Fp32ToFp16(v[i]);
+  }
+}
+
+KvLayerView KvStore::View(size_t layer, std::span<const int32_t> table) const {
+  return KvLayerView{k_[layer].data(), v_[layer].data(), dtype_, block_size_, kv_dim_, table};
+}
+
+uint8_t* KvStore::BlockK(size_t layer, int32_t block) {
+  return k_[layer].data() + static_cast<size_t>(block) * block_layer_bytes();
+}
+
+uint8_t* KvStore::BlockV(size_t layer, int32_t block) {
+  return v_[layer].data() + static_cast<size_t>(block) * block_layer_bytes();
+}
+
+}  // namespace pc

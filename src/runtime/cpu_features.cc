@@ -1,0 +1,144 @@
+#include "runtime/cpu_features.h"
+
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+
+namespace pc {
+namespace {
+
+uint64_t ReadXcr0() {
+  uint32_t lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (static_cast<uint64_t>(hi) << 32) | lo;
+}
+
+// Linux hands out AMX tile state only after this request (arch_prctl).
+bool RequestAmxPermission() {
+  constexpr int kArchReqXcompPerm = 0x1023;
+  constexpr int kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
+
+CpuFeatures Detect() {
+  CpuFeatures f;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return f;
+  const bool osxsave = (c >> 27) & 1;
+  if (!osxsave) return f;
+  const uint64_t xcr0 = ReadXcr0();
+  const bool ymm_os = (xcr0 & 0x6) == 0x6;
+  const bool zmm_os = (xcr0 & 0xe6) == 0xe6;
+  f.fma = ymm_os && ((c >> 12) & 1);
+  f.f16c = ymm_os && ((c >> 29) & 1);
+  if (__get_cpuid_max(0, nullptr) < 7) return f;
+  __cpuid_count(7, 0, a, b, c, d);
+  f.avx2 = ymm_os && ((b >> 5) & 1);
+  f.avx512f = zmm_os && ((b >> 16) & 1);
+  f.avx512bw = zmm_os && ((b >> 30) & 1);
+  f.avx512vl = zmm_os && ((b >> 31) & 1);
+  f.avx512vnni = zmm_os && ((c >> 11) & 1);
+  f.avx512fp16 = zmm_os && ((d >> 23) & 1);
+  const bool tile_os = (xcr0 & (3ull << 17)) == (3ull << 17);
+  f.amx_bf16 = (d >> 22) & 1;
+  f.amx_tile = (d >> 24) & 1;
+  f.amx_int8 = (d >> 25) & 1;
+  unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
+  __cpuid_count(7, 1, a1, b1, c1, d1);
+  f.avx512bf16 = zmm_os && ((a1 >> 5) & 1);
+  if (f.amx_tile && !(tile_os && RequestAmxPermission())) {
+    f.amx_tile = f.amx_bf16 = f.amx_int8 = false;
+  }
+  return f;
+}
+
+std::once_flag g_once;
+Result<Isa> g_active = Isa::kScalar;
+std::mutex g_mu;
+
+}  // namespace
+
+const CpuFeatures& DetectCpuFeatures() {
+  static const CpuFeatures features = Detect();
+  return features;
+}
+
+Isa BestSupportedIsa() {
+  const CpuFeatures& f = DetectCpuFeatures();
+  const bool avx2 = f.avx2 && f.fma && f.f16c;
+  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl;
+  if (avx512 && f.amx_tile && f.amx_bf16 && f.amx_int8) return Isa::kAmx;
+  if (avx512) return Isa::kAvx512;
+  if (avx2) return Isa::kAvx2;
+  return Isa::kScalar;
+}
+
+const char* IsaName(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+    case Isa::kAmx: return "amx";
+  }
+  return "?";
+}
+
+Result<Isa> ParseIsa(const std::string& name) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+    if (name == IsaName(isa)) return isa;
+  }
+  return Errorf("unknown instruction set '{}' (expected scalar, avx2, avx512 or amx)", name);
+}
+
+Result<Isa> ActiveIsa() {
+  std::call_once(g_once, [] {
+    std::lock_guard lock(g_mu);
+    const char* env = std::getenv("PROMPTCACHE_ISA");
+    if (env == nullptr || *env == 0) {
+      g_active = BestSupportedIsa();
+      return;
+    }
+    Result<Isa> isa = ParseIsa(env);
+    if (!isa.ok()) {
+      g_active = Errorf("PROMPTCACHE_ISA: {}", isa.status().message());
+    } else if (*isa > BestSupportedIsa()) {
+      g_active = Errorf("PROMPTCACHE_ISA={} is not supported on this CPU (best: {})", env,
+                        IsaName(BestSupportedIsa()));
+    } else {
+      g_active = *isa;
+    }
+  });
+  std::lock_guard lock(g_mu);
+  return g_active;
+}
+
+Status SetActiveIsa(Isa isa) {
+  (void)ActiveIsa();
+  if (isa > BestSupportedIsa()) {
+    return Errorf("{} is not supported on this CPU (best: {})", IsaName(isa),
+                  IsaName(BestSupportedIsa()));
+  }
+  std::lock_guard lock(g_mu);
+  g_active = isa;
+  return OkStatus();
+}
+
+std::string CpuFeatureSummary() {
+  const CpuFeatures& f = DetectCpuFeatures();
+  std::string s;
+  auto add = [&s](bool on, const char* name) {
+    if (on) s += (s.empty() ? "" : " ") + std::string(name);
+  };
+  add(f.avx2, "avx2"); add(f.fma, "fma"); add(f.f16c, "f16c");
+  add(f.avx512f, "avx512f"); add(f.avx512bw, "avx512bw"); add(f.avx512vl, "avx512vl");
+  add(f.avx512vnni, "avx512vnni"); add(f.avx512bf16, "avx512bf16");
+  add(f.avx512fp16, "avx512fp16"); add(f.amx_tile, "amx-tile"); add(f.amx_bf16, "amx-bf16");
+  add(f.amx_int8, "amx-int8");
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace pc

@@ -1,0 +1,122 @@
+#include "tokenizer/tokenizer.h"
+
+#include <algorithm>
+
+#include "tokenizer/bpe.h"
+#include "tokenizer/spm.h"
+
+namespace pc {
+
+namespace {
+const char kSpmSpace[] = "\xe2\x96\x81";  // U+2581, SentencePiece's visible space
+
+std::string ReplaceAll(const std::string& s, const std::string& from, const std::string& to) {
+  std::string out;
+  size_t pos = 0;
+  for (size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size()) {
+    out.append(s, pos, hit - pos);
+    out += to;
+  }
+  out.append(s, pos, std::string::npos);
+  return out;
+}
+}  // namespace
+
+Result<Tokenizer> Tokenizer::FromGguf(const GgufFile& gguf) {
+  PC_ASSIGN_OR_RETURN(Vocab vocab, LoadVocab(gguf));
+  return FromVocab(std::move(vocab));
+}
+
+Result<Tokenizer> Tokenizer::FromVocab(Vocab vocab) {
+  Tokenizer t;
+  if (vocab.model == VocabModel::kBpe) {
+    PC_ASSIGN_OR_RETURN(t.pre_, PreTokenizer::ForName(vocab.pre));
+  }
+  for (int32_t id = 0; id < vocab.size(); ++id) {
+    const TokenKind k = vocab.kind[id];
+    if ((k == TokenKind::kControl || k == TokenKind::kUserDefined) && !vocab.text[id].empty()) {
+      t.special_ids_.push_back(id);
+    }
+  }
+  std::stable_sort(t.special_ids_.begin(), t.special_ids_.end(), [&vocab](int32_t a, int32_t b) {
+    return vocab.text[a].size() > vocab.text[b].size();
+  });
+  t.vocab_ = std::move(vocab);
+  return t;
+}
+
+void Tokenizer::EncodeText(const std::string& text, bool first_fragment, std::vector<int32_t>* out) const {
+  if (vocab_.model == VocabModel::kSpm) {
+    // SentencePiece marks word starts with U+2581 and prefixes the text with
+    // one, so "Hello" and " Hello" at the start tokenize alike.
+    std::string escaped = (vocab_.add_space_prefix && first_fragment) ? " " + text : text;
+    SpmEncode(vocab_, ReplaceAll(escaped, " ", kSpmSpace), out);
+    return;
+  }
+  for (const std::string& word : pre_->Split(text)) BpeEncodeWord(vocab_, word, out);
+}
+
+std::vector<int32_t> Tokenizer::Encode(const std::string& text, const EncodeOptions& opt) const {
+  std::vector<int32_t> out;
+  if (opt.add_special && vocab_.add_bos) out.push_back(vocab_.bos);
+  // Partition into special-token matches and plain text. User-defined tokens
+  // always match; control tokens only when parse_special is set.
+  size_t pos = 0;
+  bool first = true;
+  while (pos < text.size()) {
+    size_t best_at = std::string::npos;
+    int32_t best_id = -1;
+    for (int32_t id : special_ids_) {
+      if (!opt.parse_special && vocab_.kind[id] != TokenKind::kUserDefined) continue;
+      const size_t at = text.find(vocab_.text[id], pos);
+      if (at < best_at) {
+        best_at = at;
+        best_id = id;
+      }
+    }
+    const size_t end = best_at == std::string::npos ? text.size() : best_at;
+    if (end > pos) EncodeText(text.substr(pos, end - pos), first, &out);
+    first = false;
+    if (best_id < 0) break;
+    out.push_back(best_id);
+    pos = best_at + vocab_.text[best_id].size();
+  }
+  if (opt.add_special && vocab_.add_eos) out.push_back(vocab_.eos);
+  return out;
+}
+
+std::string Tokenizer::Piece(int32_t id) const {
+  if (id < 0 || id >= vocab_.size()) return "";
+  const std::string& t = vocab_.text[id];
+  switch (vocab_.kind[id]) {
+    case TokenKind::kControl:
+    case TokenKind::kUnused: return "";
+    case TokenKind::kUserDefined: return t;
+    case TokenKind::kByte:
+      for (int b = 0; b < 256; ++b) {
+        if (vocab_.byte_token[b] == id) return std::string(1, static_cast<char>(b));
+      }
+      return t;
+    case TokenKind::kUnknown:
+    case TokenKind::kNormal: break;
+  }
+  if (vocab_.model == VocabModel::kSpm) return ReplaceAll(t, kSpmSpace, " ");
+  std::string out;
+  for (size_t pos = 0; pos < t.size();) {
+    size_t n = 0;
+    const uint32_t cp = DecodeUtf8At(t, pos, &n);
+    const int b = ByteFromUnicode(cp);
+    if (b >= 0) out += static_cast<char>(b);
+    else out.append(t, pos, n);
+    pos += n;
+  }
+  return out;
+}
+
+std::string Tokenizer::Decode(std::span<const int32_t> ids) const {
+  std::string out;
+  for (int32_t id : ids) out += Piece(id);
+  return out;
+}
+
+}  // namespace pc

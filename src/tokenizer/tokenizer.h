@@ -1,0 +1,44 @@
+// Text <-> token ids for a model's vocabulary (SPM or byte-level BPE).
+// Thread-safety: immutable after construction; all methods are const and may
+// run concurrently.
+#pragma once
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "gguf/gguf.h"
+#include "tokenizer/pretokenizer.h"
+#include "tokenizer/vocab.h"
+
+namespace pc {
+
+struct EncodeOptions {
+  bool add_special = true;    // BOS/EOS as the vocabulary's add_bos/add_eos flags ask
+  bool parse_special = false; // recognise control-token text such as "<s>" in the input
+};
+
+class Tokenizer {
+ public:
+  static Result<Tokenizer> FromGguf(const GgufFile& gguf);
+  static Result<Tokenizer> FromVocab(Vocab vocab);
+
+  std::vector<int32_t> Encode(const std::string& text, const EncodeOptions& opt = {}) const;
+  // Raw bytes of one token (control tokens render as nothing).
+  std::string Piece(int32_t id) const;
+  std::string Decode(std::span<const int32_t> ids) const;
+
+  const Vocab& vocab() const { return vocab_; }
+  int32_t n_vocab() const { return vocab_.size(); }
+  bool IsEndOfGeneration(int32_t id) const { return id == vocab_.eos || id == vocab_.eot; }
+
+ private:
+  void EncodeText(const std::string& text, bool first_fragment, std::vector<int32_t>* out) const;
+
+  Vocab vocab_;
+  std::shared_ptr<const PreTokenizer> pre_;
+  std::vector<int32_t> special_ids_;  // longest text first, for partitioning
+};
+
+}  // namespace pc

@@ -1,0 +1,17 @@
+// Subcommand registration. Each Register* adds a CLI11 subcommand whose
+// callback sets *exit_code; frontends only map flags to library calls.
+#pragma once
+#include <CLI/CLI.hpp>
+
+namespace pc::cli {
+
+void RegisterRun(CLI::App& app, int* exit_code);
+void RegisterTokenize(CLI::App& app, int* exit_code);
+void RegisterInspect(CLI::App& app, int* exit_code);
+void RegisterMakeModel(CLI::App& app, int* exit_code);
+void RegisterDemo(CLI::App& app, int* exit_code);
+
+// Prints "error: msg" to stderr and returns 1.
+int Fail(const std::string& message);
+
+}  // namespace pc::cli
