@@ -1,1 +1,230 @@
-#include <gtest/gtest.h>
+// Every SIMD kernel against its scalar reference over many sizes (0, 1, odd,
+// non-multiples of the vector width and block size) and misaligned inputs.
+#include <cmath>
+#include <random>
+
+#include "base/fp16.h"
+#include "kernels/attention.h"
+#include "kernels/dot.h"
+#include "kernels/ops.h"
+#include "kernels/quant.h"
+#include "test_support.h"
+
+namespace pc {
+namespace {
+
+std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+std::vector<const DotKernels*> SimdTables() {
+  std::vector<const DotKernels*> out;
+  if (BestSupportedIsa() >= Isa::kAvx2 && Avx2DotKernels() != nullptr) out.push_back(Avx2DotKernels());
+  return out;
+}
+
+const size_t kSizes[] = {0, 1, 2, 3, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100, 255, 256, 257, 1000, 4099};
+
+void ExpectClose(float got, float want, double terms, const char* what, size_t n) {
+  const double tol = 1e-5 * (1.0 + std::fabs(want)) + 1e-6 * terms;
+  EXPECT_NEAR(got, want, tol) << what << " n=" << n;
+}
+
+TEST(Kernels, SimdTablesPresentOnThisMachine) {
+  // Documented for the logs: which SIMD tables the tests compare.
+  std::printf("best ISA %s, features: %s, SIMD tables tested: %zu\n", IsaName(BestSupportedIsa()),
+              CpuFeatureSummary().c_str(), SimdTables().size());
+  SUCCEED();
+}
+
+TEST(Kernels, FloatDotsMatchScalarAtEverySizeAndOffset) {
+  const DotKernels& ref = ScalarDotKernels();
+  for (const DotKernels* k : SimdTables()) {
+    for (size_t n : kSizes) {
+      for (size_t off : {0u, 1u, 3u}) {  // misalign by whole elements
+        auto a = RandomFloats(n + off, 1), b = RandomFloats(n + off, 2);
+        ExpectClose(k->f32(a.data() + off, b.data() + off, n), ref.f32(a.data() + off, b.data() + off, n), n, "f32", n);
+        std::vector<uint16_t> ah(n + off), bh(n + off), ab(n + off), bb(n + off);
+        for (size_t i = 0; i < n + off; ++i) {
+          ah[i] = Fp32ToFp16(a[i]); bh[i] = Fp32ToFp16(b[i]);
+          ab[i] = Fp32ToBf16(a[i]); bb[i] = Fp32ToBf16(b[i]);
+        }
+        ExpectClose(k->f16(ah.data() + off, bh.data() + off, n), ref.f16(ah.data() + off, bh.data() + off, n), n, "f16", n);
+        ExpectClose(k->bf16(ab.data() + off, bb.data() + off, n), ref.bf16(ab.data() + off, bb.data() + off, n), n, "bf16", n);
+        ExpectClose(k->dot_f32_f16(a.data() + off, bh.data() + off, n), ref.dot_f32_f16(a.data() + off, bh.data() + off, n), n, "f32xf16", n);
+        std::vector<float> y1 = RandomFloats(n + off, 3), y2 = y1;
+        k->axpy_f32(0.37f, a.data() + off, y1.data() + off, n);
+        ref.axpy_f32(0.37f, a.data() + off, y2.data() + off, n);
+        for (size_t i = 0; i < n + off; ++i) EXPECT_NEAR(y1[i], y2[i], 1e-5) << "axpy_f32 n=" << n;
+        y1 = RandomFloats(n + off, 4);
+        y2 = y1;
+        k->axpy_f16(-1.5f, bh.data() + off, y1.data() + off, n);
+        ref.axpy_f16(-1.5f, bh.data() + off, y2.data() + off, n);
+        for (size_t i = 0; i < n + off; ++i) EXPECT_NEAR(y1[i], y2[i], 1e-5) << "axpy_f16 n=" << n;
+        std::vector<uint16_t> h1(n), h2(n);
+        k->to_f16(a.data() + off, h1.data(), n);
+        ref.to_f16(a.data() + off, h2.data(), n);
+        EXPECT_EQ(h1, h2) << "to_f16 must round exactly like the scalar code, n=" << n;
+      }
+    }
+  }
+}
+
+TEST(Kernels, QuantizedDotsMatchScalarAtEveryBlockCountAndOffset) {
+  const DotKernels& ref = ScalarDotKernels();
+  for (const DotKernels* k : SimdTables()) {
+    for (size_t nb : {0u, 1u, 2u, 3u, 7u, 8u, 9u, 33u, 130u}) {
+      const size_t n = nb * kQuantBlock;
+      auto w = RandomFloats(n, 5), x = RandomFloats(n, 6, 3.0f);
+      // One spare block in front so the block arrays start misaligned.
+      std::vector<uint8_t> w8((nb + 1) * sizeof(BlockQ8_0) + 1), w4((nb + 1) * sizeof(BlockQ4_0) + 1),
+          x8((nb + 1) * sizeof(BlockQ8_0) + 1);
+      auto* w8p = reinterpret_cast<BlockQ8_0*>(w8.data() + 1);
+      auto* w4p = reinterpret_cast<BlockQ4_0*>(w4.data() + 1);
+      auto* x8p = reinterpret_cast<BlockQ8_0*>(x8.data() + 1);
+      QuantizeRowQ8_0(w.data(), w8p, n);
+      QuantizeRowQ4_0(w.data(), w4p, n);
+      QuantizeRowQ8_0(x.data(), x8p, n);
+      ExpectClose(k->q8_0(w8p, x8p, nb), ref.q8_0(w8p, x8p, nb), n, "q8_0", n);
+      ExpectClose(k->q4_0(w4p, x8p, nb), ref.q4_0(w4p, x8p, nb), n, "q4_0", n);
+    }
+  }
+}
+
+TEST(Quant, RoundTripErrorIsWithinHalfAStep) {
+  for (size_t n : {32u, 64u, 320u}) {
+    auto x = RandomFloats(n, 7);
+    std::vector<BlockQ8_0> q8(n / 32);
+    std::vector<BlockQ4_0> q4(n / 32);
+    std::vector<float> y8(n), y4(n);
+    QuantizeRowQ8_0(x.data(), q8.data(), n);
+    QuantizeRowQ4_0(x.data(), q4.data(), n);
+    DequantizeRow(TensorType::kQ8_0, q8.data(), y8.data(), n);
+    DequantizeRow(TensorType::kQ4_0, q4.data(), y4.data(), n);
+    for (size_t b = 0; b < n / 32; ++b) {
+      float amax = 0;
+      for (size_t i = 0; i < 32; ++i) amax = std::max(amax, std::fabs(x[b * 32 + i]));
+      for (size_t i = 0; i < 32; ++i) {
+        EXPECT_LE(std::fabs(y8[b * 32 + i] - x[b * 32 + i]), amax / 127 * 0.51 + 1e-3 * amax);
+        // Q4_0 maps the signed extreme to -8, so the opposite extreme may clamp at +7: one step.
+        EXPECT_LE(std::fabs(y4[b * 32 + i] - x[b * 32 + i]), amax / 8 * 1.01);
+      }
+    }
+  }
+}
+
+TEST(Quant, Q4_0NibbleOrderIsLowHalfFirst) {
+  // Element j comes from the low nibble of byte j, element j+16 from its high nibble.
+  BlockQ4_0 b{};
+  b.d = Fp32ToFp16(1.0f);
+  for (int j = 0; j < 16; ++j) b.qs[j] = static_cast<uint8_t>((j & 15) | (((15 - j) & 15) << 4));
+  float y[32];
+  DequantizeRow(TensorType::kQ4_0, &b, y, 32);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j], static_cast<float>(j - 8));
+    EXPECT_EQ(y[j + 16], static_cast<float>(15 - j - 8));
+  }
+}
+
+TEST(Quant, Q8_0ScaleIsMaxAbsOver127) {
+  std::vector<float> x(32, 0.0f);
+  x[5] = -2.54f;
+  x[9] = 1.27f;
+  BlockQ8_0 b;
+  QuantizeRowQ8_0(x.data(), &b, 32);
+  EXPECT_NEAR(Fp16ToFp32(b.d), 0.02f, 1e-5);
+  EXPECT_EQ(b.qs[5], -127);
+  EXPECT_EQ(b.qs[9], 64);  // 63.5 rounds away from zero
+}
+
+TEST(Fp16, ConversionIsExactForEveryHalf) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float f = Fp16ToFp32(static_cast<uint16_t>(h));
+    if (std::isnan(f)) continue;
+    EXPECT_EQ(Fp32ToFp16(f), h) << h;
+  }
+  EXPECT_EQ(Fp32ToFp16(65520.0f), 0x7c00);  // rounds to infinity
+  EXPECT_EQ(Fp32ToFp16(1.0f + 1.0f / 4096), 0x3c00);  // tie to even
+}
+
+TEST(Ops, RmsNormRopeAndSoftmaxBehave) {
+  std::vector<float> x = {1, 2, 3, 4}, w = {1, 1, 1, 1}, out(4);
+  RmsNorm(x.data(), w.data(), out.data(), 4, 0.0f);
+  const float rms = std::sqrt((1 + 4 + 9 + 16) / 4.0f);
+  for (int i = 0; i < 4; ++i) EXPECT_NEAR(out[i], x[i] / rms, 1e-6);
+  // RoPE at position 0 is the identity; rotations preserve pair norms.
+  std::vector<float> v = RandomFloats(16, 9), v0 = v;
+  Rope(v.data(), 2, 8, 8, 0, 10000.0f, false);
+  EXPECT_EQ(v, v0);
+  for (bool neox : {false, true}) {
+    v = v0;
+    Rope(v.data(), 2, 8, 8, 17, 10000.0f, neox);
+    for (int h = 0; h < 2; ++h) {
+      for (int i = 0; i < 4; ++i) {
+        const int a = h * 8 + (neox ? i : 2 * i), b = h * 8 + (neox ? i + 4 : 2 * i + 1);
+        EXPECT_NEAR(v[a] * v[a] + v[b] * v[b], v0[a] * v0[a] + v0[b] * v0[b], 1e-4);
+      }
+    }
+  }
+  std::vector<float> logits = {1, 2, 3}, lp(3);
+  LogSoftmax(logits.data(), lp.data(), 3);
+  double s = 0;
+  for (float l : lp) s += std::exp(l);
+  EXPECT_NEAR(s, 1.0, 1e-6);
+}
+
+// Attention through a shuffled block table equals a plain softmax(QK^T)V.
+TEST(Attention, PagedOnlineSoftmaxMatchesDirectComputation) {
+  const size_t head_dim = 16, n_kv_head = 2, n_head = 4, block = 4, n_pos = 11;
+  const size_t kv_dim = n_kv_head * head_dim;
+  const std::vector<int32_t> table = {2, 0, 3};  // positions 0-3 in block 2, ...
+  std::vector<float> k = RandomFloats(4 * block * kv_dim, 10), v = RandomFloats(4 * block * kv_dim, 11);
+  const auto q = RandomFloats(n_head * head_dim, 12);
+  for (KvDtype dt : {KvDtype::kF32, KvDtype::kF16}) {
+    std::vector<uint16_t> kh(k.size()), vh(v.size());
+    for (size_t i = 0; i < k.size(); ++i) {
+      kh[i] = Fp32ToFp16(k[i]);
+      vh[i] = Fp32ToFp16(v[i]);
+    }
+    KvLayerView view{dt == KvDtype::kF16 ? static_cast<const void*>(kh.data()) : k.data(),
+                     dt == KvDtype::kF16 ? static_cast<const void*>(vh.data()) : v.data(), dt, block, kv_dim, table};
+    auto row = [&](const std::vector<float>& m, size_t p, size_t g, size_t i) {
+      const size_t r = table[p / block] * block + p % block;
+      const float val = m[r * kv_dim + g * head_dim + i];
+      return dt == KvDtype::kF16 ? Fp16ToFp32(Fp32ToFp16(val)) : val;
+    };
+    for (const DotKernels* kern : {&ScalarDotKernels(), &ActiveDotKernels()}) {
+      std::vector<float> out(n_head * head_dim);
+      AttendOne(*kern, q.data(), view, n_pos - 1, n_head, n_kv_head, head_dim, out.data());
+      for (size_t h = 0; h < n_head; ++h) {
+        const size_t g = h / (n_head / n_kv_head);
+        std::vector<double> s(n_pos);
+        double mx = -1e30, sum = 0;
+        for (size_t p = 0; p < n_pos; ++p) {
+          double d = 0;
+          for (size_t i = 0; i < head_dim; ++i) d += q[h * head_dim + i] * row(k, p, g, i);
+          s[p] = d / std::sqrt(static_cast<double>(head_dim));
+          mx = std::max(mx, s[p]);
+        }
+        for (auto& x : s) sum += (x = std::exp(x - mx));
+        for (size_t i = 0; i < head_dim; ++i) {
+          double want = 0;
+          for (size_t p = 0; p < n_pos; ++p) want += s[p] / sum * row(v, p, g, i);
+          EXPECT_NEAR(out[h * head_dim + i], want, 1e-4) << "head " << h;
+        }
+        if (dt == KvDtype::kF16) {
+          std::vector<float> approx(head_dim);
+          AttendHeadF16Accum(q.data() + h * head_dim, view, n_pos - 1, g, head_dim, approx.data());
+          for (size_t i = 0; i < head_dim; ++i) EXPECT_NEAR(approx[i], out[h * head_dim + i], 5e-3);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pc

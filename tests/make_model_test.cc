@@ -1,1 +1,121 @@
-#include <gtest/gtest.h>
+// make-model output loads back and runs, in every weight type, with the
+// built-in vocabulary and with a copied one.
+#include <cmath>
+#include <filesystem>
+#include <cstring>
+#include <fstream>
+
+#include "kernels/quant.h"
+#include "model/generate.h"
+#include "model/make_model.h"
+#include "test_support.h"
+
+namespace pc {
+namespace {
+
+std::string WordList() {
+  const std::string path = test::TempPath("words.txt");
+  std::ofstream f(path);
+  for (const char* w : {"the", "quick", "brown", "fox", "jumps", "over", "lazy", "dog", "hello", "world"}) f << w << "\n";
+  return path;
+}
+
+MakeModelOptions TinyOptions(TensorType type) {
+  MakeModelOptions opt;
+  opt.shape = *BuiltinShape("tiny");
+  opt.type = type;
+  opt.vocab_size = 1024;
+  opt.words_path = WordList();
+  return opt;
+}
+
+class MakeModelTypes : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(MakeModelTypes, LoadsBackAndGenerates) {
+  const std::string path = test::TempPath(std::string("tiny-") + TensorTypeName(GetParam()) + ".gguf");
+  ASSERT_TRUE(MakeModel(TinyOptions(GetParam()), path).ok());
+  auto model = Model::Load(path, 2);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  const ModelConfig& c = (*model)->config();
+  EXPECT_EQ(c.n_embd, 128);
+  EXPECT_EQ(c.n_layer, 2);
+  EXPECT_EQ(c.n_kv_head, 2);
+  EXPECT_EQ(c.n_vocab, 1024);
+  const GgufTensorInfo* q = (*model)->gguf().FindTensor("blk.0.attn_q.weight");
+  ASSERT_NE(q, nullptr);
+  EXPECT_EQ(q->type, GetParam());
+  EXPECT_EQ((*model)->gguf().FindTensor("output.weight"), nullptr) << "tiny is tied";
+  auto tok = Tokenizer::FromGguf((*model)->gguf());
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  // The built-in vocabulary spells words whole.
+  const auto ids = tok->Encode("hello world", {.add_special = false});
+  EXPECT_EQ(ids.size(), 2u);
+  EXPECT_EQ(tok->Decode(ids), " hello world");
+  GenerateOptions opt;
+  opt.max_tokens = 8;
+  opt.sampling.temperature = 0;
+  opt.ignore_eos = true;
+  std::vector<int32_t> out;
+  auto st = Generate(**model, *tok, tok->Encode("the quick brown fox"), opt, [&](const TokenEvent& e) {
+    out.push_back(e.id);
+    return true;
+  });
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(out.size(), 8u);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, MakeModelTypes,
+                         ::testing::Values(TensorType::kF32, TensorType::kF16, TensorType::kBF16,
+                                           TensorType::kQ8_0, TensorType::kQ4_0),
+                         [](const auto& info) { return std::string(TensorTypeName(info.param)); });
+
+TEST(MakeModel, QuantizedWeightsAreTheStandardRoundToNearestBlocks) {
+  // Same seed in F32 and Q8_0: each stored Q8_0 block equals our quantizer's
+  // output for the corresponding F32 row.
+  const std::string f32 = test::TempPath("same-f32.gguf"), q8 = test::TempPath("same-q8.gguf");
+  ASSERT_TRUE(MakeModel(TinyOptions(TensorType::kF32), f32).ok());
+  ASSERT_TRUE(MakeModel(TinyOptions(TensorType::kQ8_0), q8).ok());
+  auto a = GgufFile::Open(f32);
+  auto b = GgufFile::Open(q8);
+  ASSERT_TRUE(a.ok() && b.ok());
+  const GgufTensorInfo* ta = a->FindTensor("blk.1.ffn_down.weight");
+  const GgufTensorInfo* tb = b->FindTensor("blk.1.ffn_down.weight");
+  ASSERT_TRUE(ta && tb);
+  std::vector<uint8_t> want(tb->size_bytes);
+  const size_t cols = ta->dims[0];
+  for (size_t r = 0; r < ta->Rows(); ++r) {
+    QuantizeRow(TensorType::kQ8_0, reinterpret_cast<const float*>(ta->data) + r * cols,
+                want.data() + r * RowBytes(TensorType::kQ8_0, cols), cols);
+  }
+  EXPECT_EQ(0, std::memcmp(want.data(), tb->data, want.size()));
+}
+
+TEST(MakeModel, CopiesAVocabularyAndItsTokenizerStillMatches) {
+  PC_SHARED_OR_SKIP(vocab, "tokenizer/ggml-vocab-llama-spm.gguf");
+  MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
+  opt.vocab_path = vocab;
+  const std::string path = test::TempPath("tiny-spm.gguf");
+  ASSERT_TRUE(MakeModel(opt, path).ok());
+  auto model = Model::Load(path, 1);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  EXPECT_EQ((*model)->config().n_vocab, 32000);
+  auto tok = Tokenizer::FromGguf((*model)->gguf());
+  ASSERT_TRUE(tok.ok());
+  // " Hello world" in the llama SPM vocabulary.
+  EXPECT_EQ(tok->Encode("Hello world", {.add_special = false}), (std::vector<int32_t>{15043, 3186}));
+}
+
+TEST(MakeModel, RejectsBadShapesAndMissingWordLists) {
+  MakeModelOptions opt = TinyOptions(TensorType::kF32);
+  opt.shape.n_embd = 100;  // not a multiple of 32
+  EXPECT_FALSE(MakeModel(opt, test::TempPath("bad.gguf")).ok());
+  opt = TinyOptions(TensorType::kF32);
+  opt.words_path = "/nonexistent/words";
+  auto s = MakeModel(opt, test::TempPath("bad2.gguf"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("word list"), std::string::npos);
+  EXPECT_FALSE(BuiltinShape("bench-7t").ok());
+}
+
+}  // namespace
+}  // namespace pc

@@ -1,1 +1,166 @@
-#include <gtest/gtest.h>
+// Tokenizer parity with the shared test vectors, pre-tokenizer variants,
+// special tokens and the streaming detokenizer.
+#include <sstream>
+
+#include "test_support.h"
+#include "tokenizer/detokenizer.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pc {
+namespace {
+
+struct Vector {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+
+std::vector<Vector> LoadVectors(const std::string& inp_path, const std::string& out_path) {
+  const std::string sep = "\n__ggml_vocab_test__\n";
+  std::string inp = test::ReadText(inp_path);
+  std::vector<std::string> texts;
+  size_t pos = 0;
+  for (size_t hit; (hit = inp.find(sep, pos)) != std::string::npos; pos = hit + sep.size()) {
+    texts.push_back(inp.substr(pos, hit - pos));
+  }
+  if (pos < inp.size()) texts.push_back(inp.substr(pos));
+  std::istringstream out(test::ReadText(out_path));
+  std::vector<Vector> vectors;
+  std::string line;
+  for (size_t i = 0; i < texts.size() && std::getline(out, line); ++i) {
+    Vector v{texts[i], {}};
+    std::istringstream ids(line);
+    int32_t id;
+    while (ids >> id) v.ids.push_back(id);
+    vectors.push_back(std::move(v));
+  }
+  EXPECT_EQ(vectors.size(), texts.size()) << "one output line per test string";
+  return vectors;
+}
+
+void CheckVocab(const std::string& name) {
+  PC_SHARED_OR_SKIP(gguf_path, "tokenizer/" + name + ".gguf");
+  PC_SHARED_OR_SKIP(inp_path, "tokenizer/" + name + ".gguf.inp");
+  PC_SHARED_OR_SKIP(out_path, "tokenizer/" + name + ".gguf.out");
+  auto gguf = GgufFile::Open(gguf_path);
+  ASSERT_TRUE(gguf.ok()) << gguf.status().message();
+  auto tok = Tokenizer::FromGguf(*gguf);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
+  const auto vectors = LoadVectors(inp_path, out_path);
+  ASSERT_GT(vectors.size(), 10u);
+  int passed = 0;
+  for (const Vector& v : vectors) {
+    const auto ids = tok->Encode(v.text, {.add_special = false, .parse_special = false});
+    EXPECT_EQ(ids, v.ids) << name << ": '" << v.text << "'";
+    passed += ids == v.ids;
+  }
+  std::printf("%s: %d/%zu vectors exact\n", name.c_str(), passed, vectors.size());
+}
+
+TEST(TokenizerVectors, LlamaSpm) { CheckVocab("ggml-vocab-llama-spm"); }
+TEST(TokenizerVectors, Gpt2Bpe) { CheckVocab("ggml-vocab-gpt-2"); }
+
+TEST(Tokenizer, SpmAddsBosAndParsesSpecialOnlyWhenAsked) {
+  PC_SHARED_OR_SKIP(path, "models/stories260K.gguf");
+  auto gguf = GgufFile::Open(path);
+  ASSERT_TRUE(gguf.ok());
+  auto tok = Tokenizer::FromGguf(*gguf);
+  ASSERT_TRUE(tok.ok());
+  // The reference tokenization of "Once upon a time" with BOS.
+  EXPECT_EQ(tok->Encode("Once upon a time"), (std::vector<int32_t>{1, 403, 407, 261, 378}));
+  const auto plain = tok->Encode("</s>", {.add_special = false, .parse_special = false});
+  EXPECT_NE(plain, std::vector<int32_t>{2});
+  const auto special = tok->Encode("</s>", {.add_special = false, .parse_special = true});
+  EXPECT_EQ(special, std::vector<int32_t>{2});
+}
+
+TEST(Tokenizer, DecodeRoundTripsSpmText) {
+  PC_SHARED_OR_SKIP(path, "tokenizer/ggml-vocab-llama-spm.gguf");
+  auto gguf = GgufFile::Open(path);
+  ASSERT_TRUE(gguf.ok());
+  auto tok = Tokenizer::FromGguf(*gguf);
+  ASSERT_TRUE(tok.ok());
+  const std::string text = "Hello world! Ünïcödé and emoji \xF0\x9F\xA6\x99 too.";
+  const auto ids = tok->Encode(text, {.add_special = false});
+  EXPECT_EQ(tok->Decode(ids), " " + text);  // SPM's leading space prefix
+}
+
+TEST(Tokenizer, DecodeRoundTripsBpeText) {
+  PC_SHARED_OR_SKIP(path, "tokenizer/ggml-vocab-gpt-2.gguf");
+  auto gguf = GgufFile::Open(path);
+  ASSERT_TRUE(gguf.ok());
+  auto tok = Tokenizer::FromGguf(*gguf);
+  ASSERT_TRUE(tok.ok());
+  const std::string text = "  Hello\n\nworld's 12345 \xF0\x9F\xA6\x99 tabs\there";
+  EXPECT_EQ(tok->Decode(tok->Encode(text, {.add_special = false})), text);
+}
+
+TEST(PreTokenizer, EveryNamedVariantCompilesAndUnknownIsAnError) {
+  for (const std::string& name : KnownPreTokenizers()) {
+    auto pt = PreTokenizer::ForName(name);
+    ASSERT_TRUE(pt.ok()) << name << ": " << pt.status().message();
+    // Splitting then joining loses nothing.
+    const std::string text = "Hello, world! It's 2024: 12345 apples\n\n  and 日本語 text";
+    std::string joined;
+    for (const auto& piece : (*pt)->Split(text)) joined += piece;
+    EXPECT_EQ(joined, text) << name;
+  }
+  auto bad = PreTokenizer::ForName("no-such-tokenizer");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("no-such-tokenizer"), std::string::npos);
+}
+
+TEST(PreTokenizer, VariantsSplitDigitsAsPublished) {
+  auto join = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& p : v) s += "[" + p + "]";
+    return s;
+  };
+  EXPECT_EQ(join((*PreTokenizer::ForName("llama3"))->Split("12345")), "[123][45]");
+  EXPECT_EQ(join((*PreTokenizer::ForName("qwen2"))->Split("123")), "[1][2][3]");
+  EXPECT_EQ(join((*PreTokenizer::ForName("starcoder"))->Split("a12")), "[a][1][2]");
+  EXPECT_EQ(join((*PreTokenizer::ForName("gpt2"))->Split("Hi there's")), "[Hi][ there]['s]");
+  EXPECT_EQ(join((*PreTokenizer::ForName("deepseek-coder"))->Split("ab\ncd")), "[ab][\n][cd]");
+}
+
+TEST(PreTokenizer, InvalidUtf8StaysOnePieceWithoutCrashing) {
+  auto pt = PreTokenizer::ForName("gpt2");
+  ASSERT_TRUE(pt.ok());
+  const std::string bad = "ok \xff\xfe broken";
+  std::string joined;
+  for (const auto& piece : (*pt)->Split(bad)) joined += piece;
+  EXPECT_EQ(joined, bad);
+}
+
+TEST(StreamDecoder, HoldsBackIncompleteUtf8) {
+  EXPECT_EQ(CompleteUtf8Prefix("abc"), 3u);
+  EXPECT_EQ(CompleteUtf8Prefix("ab\xe6"), 2u);          // 3-byte lead alone
+  EXPECT_EQ(CompleteUtf8Prefix("ab\xe6\x97"), 2u);      // 2 of 3 bytes
+  EXPECT_EQ(CompleteUtf8Prefix("ab\xe6\x97\xa5"), 5u);  // complete
+  EXPECT_EQ(CompleteUtf8Prefix("\xf0\x9f\xa6"), 0u);
+  EXPECT_EQ(CompleteUtf8Prefix(""), 0u);
+}
+
+TEST(StreamDecoder, EmitsCompleteCharactersFromByteTokens) {
+  PC_SHARED_OR_SKIP(path, "tokenizer/ggml-vocab-llama-spm.gguf");
+  auto gguf = GgufFile::Open(path);
+  ASSERT_TRUE(gguf.ok());
+  auto tok = Tokenizer::FromGguf(*gguf);
+  ASSERT_TRUE(tok.ok());
+  // An emoji is rare enough to be spelled with byte-fallback tokens.
+  const auto ids = tok->Encode("\xF0\x9F\xA6\x99!", {.add_special = false});
+  StreamDecoder dec(*tok);
+  std::vector<std::string> outs;
+  std::string all;
+  for (int32_t id : ids) {
+    outs.push_back(dec.Push(id));
+    all += outs.back();
+    // Every emitted chunk is itself complete UTF-8.
+    EXPECT_EQ(CompleteUtf8Prefix(outs.back()), outs.back().size());
+  }
+  all += dec.Flush();
+  EXPECT_EQ(all, " \xF0\x9F\xA6\x99!");
+  EXPECT_GT(ids.size(), 3u) << "expected byte-fallback tokens";
+}
+
+}  // namespace
+}  // namespace pc

@@ -144,8 +144,8 @@ Status GgufParser::Run(std::span<const uint8_t> bytes, GgufFile* f) {
   PC_RETURN_IF_ERROR(c.Read(&n_tensors, "tensor count"));
   PC_RETURN_IF_ERROR(c.Read(&n_kv, "metadata count"));
   // A key-value pair takes at least 8 (key length) + 4 (type) + 1 bytes.
-  if (n_kv > c.left() / 13) return Errorf("metadata count {} is impossible for a file of {} bytes", n_kv, bytes.size());
-  if (n_tensors > c.left() / 24) return Errorf("tensor count {} is impossible for a file of {} bytes", n_tensors, bytes.size());
+  if (n_kv > c.left() / 13) return Errorf("metadata count {} is impossible for a file of {} bytes (truncated or corrupt)", n_kv, bytes.size());
+  if (n_tensors > c.left() / 24) return Errorf("tensor count {} is impossible for a file of {} bytes (truncated or corrupt)", n_tensors, bytes.size());
   for (uint64_t i = 0; i < n_kv; ++i) {
     std::string key;
     PC_RETURN_IF_ERROR(c.ReadString(&key, "metadata key", kMaxKeyBytes));

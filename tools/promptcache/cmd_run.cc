@@ -11,7 +11,7 @@ namespace pc::cli {
 namespace {
 
 struct RunFlags {
-  std::string model, prompt, prompt_tokens, kv_type = "f16";
+  std::string model, prompt, prompt_tokens, kv_type = "f16", numerics = "precise";
   int n = 64, top_k = 40, logprobs = 0, threads = 0;
   float temp = 0.8f, top_p = 0.95f;
   uint64_t seed = 0;
@@ -38,6 +38,7 @@ Result<std::vector<int32_t>> ParseIds(const std::string& s) {
 int Run(const RunFlags& f) {
   Result<std::unique_ptr<Model>> model = Model::Load(f.model, f.threads);
   if (!model.ok()) return Fail(model.status().message());
+  (*model)->set_numerics(f.numerics == "ggml" ? Numerics::kGgmlCompat : Numerics::kPrecise);
   Result<Tokenizer> tok = Tokenizer::FromGguf((*model)->gguf());
   if (!tok.ok()) return Fail(tok.status().message());
   std::vector<int32_t> prompt;
@@ -99,6 +100,9 @@ void RegisterRun(CLI::App& app, int* exit_code) {
   c->add_option("--logprobs", f->logprobs, "Report the K most likely tokens per step")->check(CLI::Range(0, 1000));
   c->add_option("-t,--threads", f->threads, "Threads (default: physical cores)")->check(CLI::Range(0, 1024));
   c->add_option("--kv-type", f->kv_type, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}));
+  c->add_option("--numerics", f->numerics,
+                 "precise (F32 accumulation) or ggml (llama.cpp CPU attention rounding, for comparisons)")
+      ->check(CLI::IsMember({"precise", "ggml"}));
   c->add_flag("--ignore-eos", f->ignore_eos, "Keep generating past end-of-sequence");
   c->add_flag("--json", f->json, "One JSON object per generated token");
   c->add_flag("--stats", f->stats, "Print prefill and decode speed to stderr");

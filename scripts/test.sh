@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Builds (Release, warnings as errors) and runs the whole test suite under
+# CTest. With --asan, also builds and runs everything under
+# AddressSanitizer + UndefinedBehaviorSanitizer in build-asan/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+jobs="${JOBS:-$(nproc)}"
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPROMPTCACHE_WERROR=ON
+cmake --build build -j "$jobs"
+(cd build && ctest --output-on-failure -j "$jobs")
+if [ "${1:-}" = "--asan" ]; then
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROMPTCACHE_WERROR=ON \
+    -DPROMPTCACHE_SANITIZE=ON -DPROMPTCACHE_BUILD_BENCH=OFF
+  cmake --build build-asan -j "$jobs"
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --output-on-failure -j "$jobs")
+fi
