@@ -80,12 +80,13 @@ TEST(Kernels, QuantizedDotsMatchScalarAtEveryBlockCountAndOffset) {
     for (size_t nb : {0u, 1u, 2u, 3u, 7u, 8u, 9u, 33u, 130u}) {
       const size_t n = nb * kQuantBlock;
       auto w = RandomFloats(n, 5), x = RandomFloats(n, 6, 3.0f);
-      // One spare block in front so the block arrays start misaligned.
-      std::vector<uint8_t> w8((nb + 1) * sizeof(BlockQ8_0) + 1), w4((nb + 1) * sizeof(BlockQ4_0) + 1),
-          x8((nb + 1) * sizeof(BlockQ8_0) + 1);
-      auto* w8p = reinterpret_cast<BlockQ8_0*>(w8.data() + 1);
-      auto* w4p = reinterpret_cast<BlockQ4_0*>(w4.data() + 1);
-      auto* x8p = reinterpret_cast<BlockQ8_0*>(x8.data() + 1);
+      // Two spare bytes in front: block arrays start off any vector boundary
+      // (block structs keep their own 2-byte alignment).
+      std::vector<uint8_t> w8((nb + 1) * sizeof(BlockQ8_0) + 2), w4((nb + 1) * sizeof(BlockQ4_0) + 2),
+          x8((nb + 1) * sizeof(BlockQ8_0) + 2);
+      auto* w8p = reinterpret_cast<BlockQ8_0*>(w8.data() + 2);
+      auto* w4p = reinterpret_cast<BlockQ4_0*>(w4.data() + 2);
+      auto* x8p = reinterpret_cast<BlockQ8_0*>(x8.data() + 2);
       QuantizeRowQ8_0(w.data(), w8p, n);
       QuantizeRowQ4_0(w.data(), w4p, n);
       QuantizeRowQ8_0(x.data(), x8p, n);

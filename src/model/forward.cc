@@ -2,6 +2,7 @@
 // x += Attention(RmsNorm(x)); x += FFN(RmsNorm(x)); then logits.
 #include "model/forward.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/check.h"
@@ -36,20 +37,42 @@ Result<std::unique_ptr<Model>> Model::FromGguf(GgufFile gguf, int num_threads) {
 }
 
 void Model::Linear(const WeightMatrix& w, const float* x, size_t n, float* y, Scratch& s) {
-  const TensorType at = ActivationTypeFor(w.type);
-  const size_t row_bytes = RowBytes(at, w.cols);
+  const Projection p{&w, y};
+  LinearMany({&p, 1}, x, n, s);
+}
+
+void Model::LinearMany(std::span<const Projection> ps, const float* x, size_t n, Scratch& s) {
+  // Convert the input once per activation type (all share it today).
+  const TensorType at = ActivationTypeFor(ps[0].w->type);
+  const size_t cols = ps[0].w->cols;
+  for (const Projection& p : ps) {
+    PC_CHECK(p.w->cols == cols);
+    if (ActivationTypeFor(p.w->type) != at) {  // mixed weight types: one job each
+      for (const Projection& q : ps) LinearMany({&q, 1}, x, n, s);
+      return;
+    }
+  }
+  const size_t row_bytes = RowBytes(at, cols);
   s.xq.resize(n * row_bytes);
   for (size_t t = 0; t < n; ++t) {
     void* dst = s.xq.data() + t * row_bytes;
     if (at == TensorType::kF16) {
-      s.kernels->to_f16(x + t * w.cols, static_cast<uint16_t*>(dst), w.cols);
+      s.kernels->to_f16(x + t * cols, static_cast<uint16_t*>(dst), cols);
     } else {
-      QuantizeRow(at, x + t * w.cols, dst, w.cols);
+      QuantizeRow(at, x + t * cols, dst, cols);
     }
   }
+  // One row space over all matrices, split across the pool.
+  size_t total = 0;
+  for (const Projection& p : ps) total += p.w->rows;
   const DotKernels& k = *s.kernels;
-  pool_->ParallelFor(w.rows, 16, [&](size_t r0, size_t r1, int) {
-    MatMulRows(k, w, s.xq.data(), row_bytes, n, y, w.rows, r0, r1);
+  pool_->ParallelFor(total, 16, [&](size_t r0, size_t r1, int) {
+    size_t base = 0;
+    for (const Projection& p : ps) {
+      const size_t lo = std::max(r0, base), hi = std::min(r1, base + p.w->rows);
+      if (lo < hi) MatMulRows(k, *p.w, s.xq.data(), row_bytes, n, p.y, p.w->rows, lo - base, hi - base);
+      base += p.w->rows;
+    }
   });
 }
 
@@ -69,9 +92,8 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
   for (size_t t = 0; t < n; ++t) {
     RmsNorm(&s.x[t * c.n_embd], w.attn_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
   }
-  Linear(w.wq, s.xb.data(), n, s.q.data(), s);
-  Linear(w.wk, s.xb.data(), n, s.k.data(), s);
-  Linear(w.wv, s.xb.data(), n, s.v.data(), s);
+  const Projection qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
+  LinearMany(qkv, s.xb.data(), n, s);
   for (size_t t = 0; t < n; ++t) {
     Rope(&s.q[t * c.q_dim()], c.n_head, c.head_dim, c.rope_dim, batch[t].pos, c.rope_base, c.rope_neox);
     Rope(&s.k[t * c.kv_dim()], c.n_kv_head, c.head_dim, c.rope_dim, batch[t].pos, c.rope_base, c.rope_neox);
@@ -104,8 +126,8 @@ void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {
   for (size_t t = 0; t < n; ++t) {
     RmsNorm(&s.x[t * c.n_embd], w.ffn_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
   }
-  Linear(w.w_gate, s.xb.data(), n, s.hb.data(), s);
-  Linear(w.w_up, s.xb.data(), n, s.hb2.data(), s);
+  const Projection gate_up[] = {{&w.w_gate, s.hb.data()}, {&w.w_up, s.hb2.data()}};
+  LinearMany(gate_up, s.xb.data(), n, s);
   SiluMul(s.hb.data(), s.hb2.data(), s.hb.data(), n * c.n_ff);
   Linear(w.w_down, s.hb.data(), n, s.out.data(), s);
   AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);

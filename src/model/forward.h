@@ -55,6 +55,13 @@ class Model {
   void Output(std::span<const BatchToken> batch, Scratch& s, std::vector<float>* logits);
   // y[n][w.rows] = x[n][w.cols] * w^T, split across the pool.
   void Linear(const WeightMatrix& w, const float* x, size_t n, float* y, Scratch& s);
+  // Several matrices over the same input in one pool job (q/k/v, gate/up):
+  // one thread handoff instead of one per matrix.
+  struct Projection {
+    const WeightMatrix* w;
+    float* y;  // [n][w->rows]
+  };
+  void LinearMany(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
 
   GgufFile gguf_;
   ModelConfig config_;

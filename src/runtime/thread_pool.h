@@ -1,8 +1,11 @@
-// Persistent worker pool. Workers sleep on a condition variable between jobs
-// (no idle spinning that would steal a core from HTTP threads).
+// Persistent worker pool. Between the jobs of one forward pass (microseconds
+// apart) workers spin briefly on an atomic generation counter; after
+// kSpinLimit they sleep on a condition variable, so an idle pool never keeps a
+// core busy (the HTTP threads need it).
 // Thread-safety: ParallelFor may be called from one thread at a time per pool
 // (the engine's step loop); it blocks until every chunk has run.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -34,12 +37,13 @@ class ThreadPool {
   std::vector<std::thread> workers_;
   std::mutex mu_;
   std::condition_variable work_cv_;
-  std::condition_variable done_cv_;
+  // The job: written before generation_ is bumped, read after it is seen.
   const std::function<void(size_t, size_t, int)>* job_ = nullptr;
   size_t job_n_ = 0, job_chunk_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<int> sleeping_{0};
+  std::atomic<bool> stop_{false};
 };
 
 // Number of physical cores (distinct core ids), at least 1.
