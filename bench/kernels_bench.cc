@@ -27,7 +27,7 @@ void BM_Gemv(benchmark::State& state, TensorType wt, Isa isa) {
     return;
   }
   const DotKernels& k = DotKernelsFor(isa);
-  const size_t rows = 1536, cols = static_cast<size_t>(state.range(0));
+  const size_t rows = static_cast<size_t>(state.range(1)), cols = static_cast<size_t>(state.range(0));
   const auto wf = Random(rows * cols), xf = Random(cols);
   std::vector<uint8_t> w(rows * RowBytes(wt, cols));
   for (size_t r = 0; r < rows; ++r) QuantizeRow(wt, wf.data() + r * cols, w.data() + r * RowBytes(wt, cols), cols);
@@ -45,7 +45,7 @@ void BM_Gemv(benchmark::State& state, TensorType wt, Isa isa) {
 }
 
 #define PC_GEMV(type, isa) \
-  BENCHMARK_CAPTURE(BM_Gemv, type##_##isa, TensorType::k##type, Isa::k##isa)->Arg(576)->Arg(2048)
+  BENCHMARK_CAPTURE(BM_Gemv, type##_##isa, TensorType::k##type, Isa::k##isa)->Args({576, 1536})->Args({2048, 5632})->Args({576, 65536})
 PC_GEMV(F32, Scalar);
 PC_GEMV(F32, Avx2);
 PC_GEMV(F16, Avx2);

@@ -229,3 +229,22 @@ TEST(Attention, PagedOnlineSoftmaxMatchesDirectComputation) {
 
 }  // namespace
 }  // namespace pc
+
+namespace pc {
+namespace {
+TEST(Quant, Q8_0RoundingEqualsRoundfEverywhere) {
+  // Values straddling every rounding boundary of the 8-bit grid.
+  std::vector<float> x(32);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int trial = 0; trial < 2000; ++trial) {
+    for (auto& v : x) v = std::nextafter(std::round(u(rng) * 126.0f) + 0.5f * (trial % 2), 0.0f) / 127.0f;
+    x[0] = 1.0f;  // pins the scale to 1/127
+    BlockQ8_0 b;
+    QuantizeRowQ8_0(x.data(), &b, 32);
+    const float d = 1.0f / 127.0f, id = 1.0f / d;
+    for (int i = 0; i < 32; ++i) ASSERT_EQ(b.qs[i], static_cast<int8_t>(std::roundf(x[i] * id))) << x[i];
+  }
+}
+}  // namespace
+}  // namespace pc

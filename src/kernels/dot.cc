@@ -62,7 +62,7 @@ float DotF32F16(const float* a, const uint16_t* b, size_t n) {
 }
 
 const DotKernels kScalar = {"scalar", DotF32,  DotF16, DotBf16,   DotQ8_0,  DotQ4_0,
-                            ConvertRowF16, AxpyF32, AxpyF16, DotF32F16};
+                            ConvertRowF16, AxpyF32, AxpyF16, DotF32F16, nullptr, nullptr};
 
 }  // namespace
 

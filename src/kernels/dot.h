@@ -24,6 +24,15 @@ struct DotKernels {
   void (*axpy_f32)(float a, const float* x, float* y, size_t n);
   void (*axpy_f16)(float a, const uint16_t* x, float* y, size_t n);
   float (*dot_f32_f16)(const float* a, const uint16_t* b, size_t n);
+  // Register-tiled quantized matmul: rows [0, nr) of w (nr <= 4) against
+  // activation rows [0, nt) of x (nt <= 2), nb blocks each; writes
+  // y[t * y_stride + r]. Row strides in bytes. Each output is computed with
+  // exactly the operations of the q8_0/q4_0 dot above, so results do not
+  // depend on how a batch is tiled. Null when the table has no tiled form.
+  void (*tile_q8_0)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
+                    int nt, size_t nb, float* y, size_t y_stride);
+  void (*tile_q4_0)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
+                    int nt, size_t nb, float* y, size_t y_stride);
 };
 
 const DotKernels& ScalarDotKernels();

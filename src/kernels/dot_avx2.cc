@@ -110,6 +110,60 @@ float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
   return HorizontalSum(acc);
 }
 
+// Loads the 32 signed weights of one block (Q8_0 as is, Q4_0 unpacked to -8..7).
+inline __m256i LoadWeights(const BlockQ8_0& b) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
+}
+inline __m256i LoadWeights(const BlockQ4_0& b) {
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+  return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0xF)), _mm256_set1_epi8(8));
+}
+
+// NR weight rows x NT activation rows; per output the same fma sequence and
+// final horizontal sum as DotQ8_0/DotQ4_0 (bit-identical results).
+template <typename WB, int NR, int NT>
+void TileImpl(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride, size_t nb,
+              float* y, size_t y_stride) {
+  __m256 acc[NR][NT];
+  for (int r = 0; r < NR; ++r) {
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  for (size_t b = 0; b < nb; ++b) {
+    __m256i qx[NT];
+    float dx[NT];
+    for (int t = 0; t < NT; ++t) {
+      const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x + t * x_stride)[b];
+      qx[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
+      dx[t] = H2F(xb.d);
+    }
+    for (int r = 0; r < NR; ++r) {
+      // Weights stream from DRAM once: prefetch well ahead of use.
+      _mm_prefetch(reinterpret_cast<const char*>(w + r * w_stride) + b * sizeof(WB) + 4096, _MM_HINT_T0);
+      const WB& wb = reinterpret_cast<const WB*>(w + r * w_stride)[b];
+      const __m256i qw = LoadWeights(wb);
+      const float dw = H2F(wb.d);
+      for (int t = 0; t < NT; ++t) {
+        acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), MulSumI8(qw, qx[t]), acc[r][t]);
+      }
+    }
+  }
+  for (int r = 0; r < NR; ++r) {
+    for (int t = 0; t < NT; ++t) y[t * y_stride + r] = HorizontalSum(acc[r][t]);
+  }
+}
+
+template <typename WB>
+void Tile(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt,
+          size_t nb, float* y, size_t y_stride) {
+  if (nr == 4 && nt == 2) return TileImpl<WB, 4, 2>(w, w_stride, x, x_stride, nb, y, y_stride);
+  if (nr == 4 && nt == 1) return TileImpl<WB, 4, 1>(w, w_stride, x, x_stride, nb, y, y_stride);
+  for (int r = 0; r < nr; ++r) {  // edges: one row at a time
+    if (nt == 2) TileImpl<WB, 1, 2>(w + r * w_stride, w_stride, x, x_stride, nb, y + r, y_stride);
+    else TileImpl<WB, 1, 1>(w + r * w_stride, w_stride, x, x_stride, nb, y + r, y_stride);
+  }
+}
+
 void ToF16(const float* x, uint16_t* y, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -146,8 +200,8 @@ float DotF32F16(const float* a, const uint16_t* b, size_t n) {
   return s;
 }
 
-const DotKernels kAvx2 = {"avx2", DotF32, DotF16, DotBf16, DotQ8_0, DotQ4_0,
-                          ToF16,  AxpyF32, AxpyF16, DotF32F16};
+const DotKernels kAvx2 = {"avx2", DotF32,  DotF16,  DotBf16,   DotQ8_0,          DotQ4_0,
+                          ToF16,  AxpyF32, AxpyF16, DotF32F16, Tile<BlockQ8_0>, Tile<BlockQ4_0>};
 
 }  // namespace
 

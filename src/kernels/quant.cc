@@ -13,11 +13,22 @@ void QuantizeRowQ8_0(const float* x, BlockQ8_0* y, size_t n) {
   for (size_t b = 0; b < n / kQuantBlock; ++b) {
     const float* xb = x + b * kQuantBlock;
     float amax = 0.0f;
-    for (size_t i = 0; i < kQuantBlock; ++i) amax = std::fmax(amax, std::fabs(xb[i]));
+    for (size_t i = 0; i < kQuantBlock; ++i) {
+      const float a = std::fabs(xb[i]);
+      amax = a > amax ? a : amax;
+    }
     const float d = amax / 127.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = Fp32ToFp16(d);
-    for (size_t i = 0; i < kQuantBlock; ++i) y[b].qs[i] = static_cast<int8_t>(std::roundf(xb[i] * id));
+    // Round half away from zero exactly as roundf (|v| <= 127, so the
+    // fraction v - trunc(v) is exact), without the libm call.
+    for (size_t i = 0; i < kQuantBlock; ++i) {
+      const float v = xb[i] * id;
+      int q = static_cast<int>(v);
+      const float frac = v - static_cast<float>(q);
+      q += (frac >= 0.5f) - (frac <= -0.5f);
+      y[b].qs[i] = static_cast<int8_t>(q);
+    }
   }
 }
 
