@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/hash128.h"
 #include "gguf/gguf.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
@@ -37,6 +38,9 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   const GgufFile& gguf() const { return gguf_; }
+  // Identifies the weights (metadata, tensor table, sampled tensor bytes):
+  // cached K/V are only valid for the model that computed them.
+  const Hash128& fingerprint() const { return fingerprint_; }
   ThreadPool& pool() { return *pool_; }
   void set_numerics(Numerics n) { numerics_ = n; }
   Numerics numerics() const { return numerics_; }
@@ -68,6 +72,7 @@ class Model {
   ModelWeights weights_;
   std::unique_ptr<ThreadPool> pool_;
   Numerics numerics_ = Numerics::kPrecise;
+  Hash128 fingerprint_;
 };
 
 }  // namespace pc

@@ -13,21 +13,55 @@ Session::Session(Model& model, size_t max_tokens, KvDtype dtype, size_t block_si
   for (size_t b = 0; b < kv_.num_blocks(); ++b) table_.push_back(static_cast<int32_t>(b));
 }
 
+Status Session::Reserve(size_t num_tokens) {
+  if (num_tokens > capacity()) return Errorf("session holds {} tokens, {} needed", capacity(), num_tokens);
+  return OkStatus();
+}
+
 std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
-  PC_CHECK(!tokens.empty() && n_past_ + tokens.size() <= capacity());
-  std::vector<BatchToken> batch(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    batch[i] = {tokens[i], static_cast<int32_t>(n_past_ + i), table_, i + 1 == tokens.size()};
-  }
-  model_.Forward(batch, kv_, &logits_);
-  n_past_ += tokens.size();
-  return logits_;
+  Result<std::span<const float>> r = RunBatch(model_, *this, tokens, &logits_);
+  PC_CHECK(r.ok());
+  return *r;
 }
 
 std::span<const float> Session::Decode(int32_t token) { return Prefill({&token, 1}); }
 
+double GenerateStats::mean_itl_ms() const {
+  if (itl_ms.empty()) return 0;
+  double s = 0;
+  for (double v : itl_ms) s += v;
+  return s / static_cast<double>(itl_ms.size());
+}
+
+Result<std::span<const float>> RunBatch(Model& model, KvSequence& seq, std::span<const int32_t> tokens,
+                                        std::vector<float>* logits) {
+  PC_CHECK(!tokens.empty());
+  const size_t start = seq.num_computed();
+  PC_RETURN_IF_ERROR(seq.Reserve(start + tokens.size()));
+  const std::span<const int32_t> table = seq.block_table();
+  std::vector<BatchToken> batch(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    batch[i] = {tokens[i], static_cast<int32_t>(start + i), table, i + 1 == tokens.size()};
+  }
+  model.Forward(batch, seq.store(), logits);
+  seq.Computed(tokens);
+  return std::span<const float>(*logits);
+}
+
 Result<GenerateStats> Generate(Model& model, const Tokenizer& tok, std::span<const int32_t> prompt,
                                const GenerateOptions& opt,
+                               const std::function<bool(const TokenEvent&)>& on_token) {
+  const size_t total = prompt.size() + static_cast<size_t>(std::max(opt.max_tokens, 0));
+  if (total > static_cast<size_t>(model.config().n_ctx)) {
+    return Errorf("prompt ({} tokens) plus {} new tokens exceeds the context length {}", prompt.size(),
+                  opt.max_tokens, model.config().n_ctx);
+  }
+  Session session(model, std::max<size_t>(total, 1), opt.kv_dtype);
+  return Generate(model, tok, session, prompt, opt, on_token);
+}
+
+Result<GenerateStats> Generate(Model& model, const Tokenizer& tok, KvSequence& seq,
+                               std::span<const int32_t> prompt, const GenerateOptions& opt,
                                const std::function<bool(const TokenEvent&)>& on_token) {
   const ModelConfig& c = model.config();
   if (prompt.empty()) return Status::Error("the prompt is empty");
@@ -39,27 +73,36 @@ Result<GenerateStats> Generate(Model& model, const Tokenizer& tok, std::span<con
     return Errorf("prompt ({} tokens) plus {} new tokens exceeds the context length {}", prompt.size(),
                   opt.max_tokens, c.n_ctx);
   }
+  PC_CHECK(seq.num_computed() < prompt.size());  // at least one token computes the logits
   GenerateStats stats;
   stats.num_prompt_tokens = prompt.size();
-  Session session(model, total, opt.kv_dtype);
+  stats.num_cached_tokens = seq.num_computed();
+  stats.num_prefill_tokens = prompt.size() - seq.num_computed();
   Sampler sampler(opt.sampling);
   StreamDecoder decoder(tok);
-  int64_t t0 = NowNs();
-  std::span<const float> logits = session.Prefill(prompt);
-  stats.prefill_ms = NsToMs(NowNs() - t0);
-  t0 = NowNs();
+  std::vector<float> logits_buf;
+  const int64_t t_start = NowNs();
+  PC_ASSIGN_OR_RETURN(std::span<const float> logits, RunBatch(model, seq, prompt.subspan(seq.num_computed()), &logits_buf));
+  stats.prefill_ms = NsToMs(NowNs() - t_start);
+  int64_t t_prev = t_start;
   for (int i = 0; i < opt.max_tokens; ++i) {
     TokenEvent ev;
     if (opt.logprobs > 0) ev.top = TopLogprobs(logits, opt.logprobs);
     ev.id = sampler.Sample(logits);
+    const int64_t now = NowNs();
+    if (i == 0) stats.ttft_ms = NsToMs(now - t_start);
+    else stats.itl_ms.push_back(NsToMs(now - t_prev));
+    t_prev = now;
     const bool eos = tok.IsEndOfGeneration(ev.id) && !opt.ignore_eos;
     ev.text = eos ? decoder.Flush() : decoder.Push(ev.id);
     if (i + 1 == opt.max_tokens) ev.text += decoder.Flush();
     ++stats.num_generated_tokens;
     if (!on_token(ev) || eos) break;
-    if (i + 1 < opt.max_tokens) logits = session.Decode(ev.id);
+    if (i + 1 < opt.max_tokens) {
+      PC_ASSIGN_OR_RETURN(logits, RunBatch(model, seq, {&ev.id, 1}, &logits_buf));
+    }
   }
-  stats.decode_ms = NsToMs(NowNs() - t0);
+  stats.decode_ms = NsToMs(t_prev - t_start) - stats.ttft_ms;
   return stats;
 }
 

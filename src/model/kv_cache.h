@@ -19,6 +19,7 @@ class KvStore {
   KvStore(size_t n_layer, size_t kv_dim, size_t block_size, size_t num_blocks, KvDtype dtype);
 
   size_t block_size() const { return block_size_; }
+  size_t num_layers() const { return k_.size(); }
   size_t num_blocks() const { return num_blocks_; }
   size_t kv_dim() const { return kv_dim_; }
   KvDtype dtype() const { return dtype_; }

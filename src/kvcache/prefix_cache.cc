@@ -1,0 +1,115 @@
+#include "kvcache/prefix_cache.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace pc {
+
+namespace {
+size_t BlockBytes(const ModelConfig& c, const CacheOptions& opt) {
+  const size_t elem = opt.dtype == KvDtype::kF16 ? 2 : 4;
+  return 2 * static_cast<size_t>(c.n_layer) * opt.block_size * static_cast<size_t>(c.kv_dim()) * elem;
+}
+}  // namespace
+
+size_t BlocksForMemory(const ModelConfig& c, const CacheOptions& opt) {
+  return std::max<size_t>(1, opt.mem_bytes / BlockBytes(c, opt));
+}
+
+size_t DefaultKvCacheBytes(const ModelConfig& c, const CacheOptions& opt) {
+  const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  const size_t avail = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : (size_t{4} << 30);
+  const size_t eight_contexts = 8 * (static_cast<size_t>(c.n_ctx) / opt.block_size + 1) * BlockBytes(c, opt);
+  return std::min(avail / 4, eight_contexts);
+}
+
+PrefixCache::PrefixCache(const ModelConfig& c, const Hash128& fingerprint, const CacheOptions& opt)
+    : store_(static_cast<size_t>(c.n_layer), static_cast<size_t>(c.kv_dim()), opt.block_size,
+             BlocksForMemory(c, opt), opt.dtype),
+      pool_(static_cast<int32_t>(BlocksForMemory(c, opt))) {
+  // Blocks are only interchangeable between caches of the same layout.
+  uint64_t layout[2] = {opt.block_size, opt.dtype == KvDtype::kF16 ? 16u : 32u};
+  std::vector<uint8_t> buf(32);
+  std::memcpy(buf.data(), &fingerprint, 16);
+  std::memcpy(buf.data() + 16, layout, 16);
+  fingerprint_ = HashBytes(buf);
+}
+
+Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32_t> prompt,
+                                                           std::string_view salt, bool use_cache) {
+  if (prompt.empty()) return Status::Error("the prompt is empty");
+  std::unique_ptr<CachedSequence> seq(new CachedSequence(*this, ChainRoot(fingerprint_, salt), use_cache));
+  if (!use_cache) return seq;
+  const size_t bs = block_size();
+  Hash128 h = seq->last_hash_;
+  for (size_t k = 0; (k + 1) * bs <= prompt.size(); ++k) {
+    const Hash128 next = ChainBlock(h, prompt.subspan(k * bs, bs));
+    const std::optional<int32_t> b = pool_.Lookup(next);
+    if (!b) break;
+    pool_.Ref(*b);
+    seq->table_.push_back(*b);
+    h = next;
+  }
+  const size_t matched = seq->table_.size() * bs;
+  seq->last_hash_ = h;
+  seq->num_hashed_blocks_ = seq->table_.size();
+  seq->tokens_.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(matched));
+  if (matched == prompt.size()) {
+    // The whole prompt is cached. The last prompt token is recomputed to get
+    // its logits; its row lives in the last (shared) block, so that block is
+    // copied into a private one first and the token's row rewritten there.
+    std::optional<int32_t> copy = pool_.Allocate();
+    if (!copy) {
+      seq.reset();
+      return Status::Error("KV pool exhausted: no free block for a full-hit copy");
+    }
+    const int32_t shared = seq->table_.back();
+    for (size_t l = 0; l < static_cast<size_t>(store_.num_layers()); ++l) {
+      std::memcpy(store_.BlockK(l, *copy), store_.BlockK(l, shared), store_.block_layer_bytes());
+      std::memcpy(store_.BlockV(l, *copy), store_.BlockV(l, shared), store_.block_layer_bytes());
+    }
+    pool_.Unref(shared);
+    seq->table_.back() = *copy;
+    seq->tokens_.pop_back();
+  }
+  seq->num_cached_tokens_ = seq->tokens_.size();
+  return seq;
+}
+
+CachedSequence::~CachedSequence() {
+  for (int32_t b : table_) cache_.pool_.Unref(b);
+}
+
+KvStore& CachedSequence::store() { return cache_.store_; }
+
+Status CachedSequence::Reserve(size_t num_tokens) {
+  const size_t bs = cache_.block_size();
+  const size_t need = (num_tokens + bs - 1) / bs;
+  while (table_.size() < need) {
+    std::optional<int32_t> b = cache_.pool_.Allocate();
+    if (!b) {
+      return Errorf("KV pool exhausted: {} tokens need {} blocks, {} of {} are in use by running sequences",
+                    num_tokens, need, cache_.pool_.num_blocks() - cache_.pool_.num_free(), cache_.pool_.num_blocks());
+    }
+    table_.push_back(*b);
+  }
+  return OkStatus();
+}
+
+void CachedSequence::Computed(std::span<const int32_t> tokens) {
+  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  const size_t bs = cache_.block_size();
+  // Register every block that just became full (prompt and generated tokens).
+  while ((num_hashed_blocks_ + 1) * bs <= tokens_.size()) {
+    const size_t k = num_hashed_blocks_;
+    last_hash_ = ChainBlock(last_hash_, std::span<const int32_t>(tokens_).subspan(k * bs, bs));
+    if (use_cache_) cache_.pool_.Register(table_[k], last_hash_);
+    ++num_hashed_blocks_;
+  }
+}
+
+}  // namespace pc

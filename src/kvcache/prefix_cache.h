@@ -1,0 +1,83 @@
+// The paged KV cache with automatic prefix reuse. One KvStore (a single
+// allocation of num_blocks blocks), a BlockPool for refcounts, the prefix
+// index and eviction, and sequences that adopt cached blocks.
+//
+// A sequence's prompt is cut into full blocks of block_size tokens; block i
+// is keyed by a chained hash: root = H(model fingerprint, salt), key_i =
+// H(key_{i-1}, tokens of block i). The salt enters at the root, so different
+// tenants never share a block. Only full blocks are indexed; the last partial
+// block is always private. Blocks a sequence adopts are shared read-only.
+// Thread-safety: none; owned by one step loop.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kvcache/block_pool.h"
+#include "model/generate.h"
+
+namespace pc {
+
+struct CacheOptions {
+  size_t block_size = 16;  // tokens per block
+  KvDtype dtype = KvDtype::kF16;
+  size_t mem_bytes = 0;    // K/V bytes for the whole pool
+};
+
+class PrefixCache;
+
+class CachedSequence : public KvSequence {
+ public:
+  ~CachedSequence() override;
+  KvStore& store() override;
+  std::span<const int32_t> block_table() const override { return table_; }
+  size_t num_computed() const override { return tokens_.size(); }
+  Status Reserve(size_t num_tokens) override;
+  void Computed(std::span<const int32_t> tokens) override;
+
+  size_t num_cached_tokens() const { return num_cached_tokens_; }
+
+ private:
+  friend class PrefixCache;
+  CachedSequence(PrefixCache& cache, Hash128 root, bool use_cache)
+      : cache_(cache), last_hash_(root), use_cache_(use_cache) {}
+
+  PrefixCache& cache_;
+  std::vector<int32_t> table_;
+  std::vector<int32_t> tokens_;  // tokens whose K/V are in table_
+  Hash128 last_hash_;            // chain hash of the last full block
+  size_t num_hashed_blocks_ = 0;
+  size_t num_cached_tokens_ = 0;
+  bool use_cache_;
+};
+
+class PrefixCache {
+ public:
+  PrefixCache(const ModelConfig& config, const Hash128& model_fingerprint, const CacheOptions& opt);
+
+  // Starts a sequence for `prompt`, adopting the longest chain of cached full
+  // blocks (none when use_cache is false). At least one prompt token is left
+  // to compute, since the first output needs its logits.
+  Result<std::unique_ptr<CachedSequence>> Start(std::span<const int32_t> prompt, std::string_view salt,
+                                                bool use_cache = true);
+
+  KvStore& store() { return store_; }
+  BlockPool& pool() { return pool_; }
+  const BlockPool& pool() const { return pool_; }
+  size_t block_size() const { return store_.block_size(); }
+
+ private:
+  friend class CachedSequence;
+  KvStore store_;
+  BlockPool pool_;
+  Hash128 fingerprint_;
+};
+
+// Blocks that fit in mem_bytes for this model (at least 1).
+size_t BlocksForMemory(const ModelConfig& c, const CacheOptions& opt);
+// Default pool size: a quarter of available memory, capped at what 8 full
+// contexts need.
+size_t DefaultKvCacheBytes(const ModelConfig& c, const CacheOptions& opt);
+
+}  // namespace pc

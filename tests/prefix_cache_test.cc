@@ -1,0 +1,314 @@
+// Prefix reuse is exact: with the cache on, every scenario yields the same
+// greedy tokens and logprobs as a cold run. Plus a 10,000-operation stress
+// test of the pool with invariants and content checks.
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+
+#include "kvcache/prefix_cache.h"
+#include "test_support.h"
+
+namespace pc {
+namespace {
+
+struct Outcome {
+  std::vector<int32_t> ids;
+  std::vector<std::vector<std::pair<int32_t, float>>> tops;
+  size_t cached = 0;
+};
+
+class PrefixCacheTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    path_ = test::SharedPath("models/" + GetParam() + ".gguf");
+    if (path_.empty()) {
+      if (test::RequireShared()) FAIL() << "shared model missing";
+      GTEST_SKIP() << "../shared absent";
+    }
+    auto m = Model::Load(path_, 2);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    model_ = std::move(*m);
+    auto t = Tokenizer::FromGguf(model_->gguf());
+    ASSERT_TRUE(t.ok());
+    tok_ = std::make_unique<Tokenizer>(std::move(*t));
+  }
+
+  GenerateOptions Opts() const {
+    GenerateOptions o;
+    o.max_tokens = 12;
+    o.sampling.temperature = 0;
+    o.ignore_eos = true;
+    o.logprobs = 5;
+    return o;
+  }
+
+  Outcome Cold(const std::vector<int32_t>& prompt) {
+    Outcome r;
+    auto st = Generate(*model_, *tok_, prompt, Opts(), [&](const TokenEvent& e) {
+      r.ids.push_back(e.id);
+      r.tops.push_back(e.top);
+      return true;
+    });
+    EXPECT_TRUE(st.ok());
+    return r;
+  }
+
+  Outcome Cached(PrefixCache& cache, const std::vector<int32_t>& prompt, std::string_view salt = "") {
+    auto seq = cache.Start(prompt, salt);
+    EXPECT_TRUE(seq.ok()) << seq.status().message();
+    Outcome r;
+    auto st = Generate(*model_, *tok_, **seq, prompt, Opts(), [&](const TokenEvent& e) {
+      r.ids.push_back(e.id);
+      r.tops.push_back(e.top);
+      return true;
+    });
+    EXPECT_TRUE(st.ok()) << st.status().message();
+    r.cached = st->num_cached_tokens;
+    EXPECT_TRUE(cache.pool().CheckInvariants());
+    return r;
+  }
+
+  static void ExpectSame(const Outcome& a, const Outcome& b) {
+    ASSERT_EQ(a.ids, b.ids);
+    for (size_t i = 0; i < a.tops.size(); ++i) {
+      for (size_t j = 0; j < a.tops[i].size(); ++j) {
+        EXPECT_EQ(a.tops[i][j].first, b.tops[i][j].first);
+        EXPECT_NEAR(a.tops[i][j].second, b.tops[i][j].second, 1e-4);
+      }
+    }
+  }
+
+  std::vector<int32_t> Prompt(size_t n, int32_t seed) const {
+    std::vector<int32_t> p = {1};
+    for (size_t i = 1; i < n; ++i) p.push_back(3 + static_cast<int32_t>((i * 7 + seed * 13) % 400));
+    return p;
+  }
+
+  PrefixCache MakeCache(size_t blocks) {
+    CacheOptions o;
+    o.block_size = 16;
+    o.mem_bytes = blocks * 2 * model_->config().n_layer * 16 * model_->config().kv_dim() * 2;
+    return PrefixCache(model_->config(), model_->fingerprint(), o);
+  }
+
+  std::string path_;
+  std::unique_ptr<Model> model_;
+  std::unique_ptr<Tokenizer> tok_;
+};
+
+TEST_P(PrefixCacheTest, FullPartialAndMissAreExact) {
+  PrefixCache cache = MakeCache(64);
+  const auto base = Prompt(64, 1);  // four full blocks
+  const Outcome cold = Cold(base);
+  const Outcome miss = Cached(cache, base);
+  EXPECT_EQ(miss.cached, 0u);
+  ExpectSame(cold, miss);
+  const Outcome full = Cached(cache, base);  // full hit: last token recomputed
+  EXPECT_EQ(full.cached, 63u);
+  ExpectSame(cold, full);
+  auto mid = base;  // diverges inside block 2 (position 40)
+  mid[40] = 7;
+  mid.resize(50);
+  const Outcome mid_hit = Cached(cache, mid);
+  EXPECT_EQ(mid_hit.cached, 32u);
+  ExpectSame(Cold(mid), mid_hit);
+  auto edge = base;  // diverges exactly at the block boundary (position 48)
+  edge[48] = 9;
+  const Outcome edge_hit = Cached(cache, edge);
+  EXPECT_EQ(edge_hit.cached, 48u);
+  ExpectSame(Cold(edge), edge_hit);
+  // Generated tokens were cached too: the prompt plus its output hits further.
+  auto extended = base;
+  extended.insert(extended.end(), cold.ids.begin(), cold.ids.end() - 1);
+  const Outcome ext = Cached(cache, extended);
+  EXPECT_EQ(ext.cached, 64u);
+  ExpectSame(Cold(extended), ext);
+}
+
+TEST_P(PrefixCacheTest, DifferentSaltMissesAndOptOutNeitherReadsNorWrites) {
+  PrefixCache cache = MakeCache(64);
+  const auto p = Prompt(40, 2);
+  const Outcome cold = Cold(p);
+  ExpectSame(cold, Cached(cache, p, "tenant-a"));
+  const Outcome other = Cached(cache, p, "tenant-b");
+  EXPECT_EQ(other.cached, 0u);
+  ExpectSame(cold, other);
+  EXPECT_EQ(Cached(cache, p, "tenant-a").cached, 32u);
+  const int32_t cached_before = cache.pool().num_cached();
+  auto seq = cache.Start(p, "tenant-a", /*use_cache=*/false);
+  ASSERT_TRUE(seq.ok());
+  EXPECT_EQ((*seq)->num_computed(), 0u);
+  Outcome r;
+  ASSERT_TRUE(Generate(*model_, *tok_, **seq, p, Opts(), [&](const TokenEvent& e) {
+                r.ids.push_back(e.id);
+                return true;
+              }).ok());
+  EXPECT_EQ(r.ids, cold.ids);
+  seq->reset();
+  EXPECT_EQ(cache.pool().num_cached(), cached_before);
+}
+
+TEST_P(PrefixCacheTest, EvictionUnderPressureThenReuseIsExact) {
+  PrefixCache cache = MakeCache(8);  // 128 tokens of KV in all
+  const auto a = Prompt(64, 3), b = Prompt(64, 4);
+  const Outcome cold_a = Cold(a);
+  ExpectSame(cold_a, Cached(cache, a));
+  ExpectSame(Cold(b), Cached(cache, b));  // evicts a's blocks
+  const Outcome again = Cached(cache, a);
+  EXPECT_LT(again.cached, 63u);
+  ExpectSame(cold_a, again);
+  ExpectSame(cold_a, Cached(cache, a));  // and now it hits again
+}
+
+TEST_P(PrefixCacheTest, ConcurrentSequencesShareAPrefixReadOnly) {
+  PrefixCache cache = MakeCache(64);
+  const auto shared = Prompt(48, 5);
+  ExpectSame(Cold(shared), Cached(cache, shared));  // warm the prefix
+  auto p1 = shared, p2 = shared;
+  p1.push_back(11);
+  p1.push_back(12);
+  p2.push_back(21);
+  auto s1 = cache.Start(p1, "");
+  auto s2 = cache.Start(p2, "");
+  ASSERT_TRUE(s1.ok() && s2.ok());
+  EXPECT_EQ((*s1)->num_computed(), 48u);
+  EXPECT_EQ((*s2)->num_computed(), 48u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(cache.pool().refcount((*s1)->block_table()[i]), 2);
+  // Interleave the two sequences step by step.
+  std::vector<float> l1, l2;
+  std::vector<int32_t> out1, out2;
+  auto r1 = RunBatch(*model_, **s1, std::span<const int32_t>(p1).subspan(48), &l1);
+  auto r2 = RunBatch(*model_, **s2, std::span<const int32_t>(p2).subspan(48), &l2);
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  for (int i = 0; i < 8; ++i) {
+    out1.push_back(Argmax(l1));
+    out2.push_back(Argmax(l2));
+    ASSERT_TRUE(RunBatch(*model_, **s1, {&out1.back(), 1}, &l1).ok());
+    ASSERT_TRUE(RunBatch(*model_, **s2, {&out2.back(), 1}, &l2).ok());
+  }
+  const Outcome c1 = Cold(p1), c2 = Cold(p2);
+  EXPECT_EQ(out1, std::vector<int32_t>(c1.ids.begin(), c1.ids.begin() + 8));
+  EXPECT_EQ(out2, std::vector<int32_t>(c2.ids.begin(), c2.ids.begin() + 8));
+  EXPECT_TRUE(cache.pool().CheckInvariants());
+}
+
+TEST_P(PrefixCacheTest, PoolTooSmallIsAClearErrorAndLeavesTheCacheConsistent) {
+  PrefixCache cache = MakeCache(2);
+  const auto p = Prompt(40, 6);
+  auto seq = cache.Start(p, "");
+  ASSERT_TRUE(seq.ok());
+  auto st = Generate(*model_, *tok_, **seq, p, Opts(), [](const TokenEvent&) { return true; });
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.status().message().find("KV pool exhausted"), std::string::npos);
+  seq->reset();
+  EXPECT_TRUE(cache.pool().CheckInvariants());
+  EXPECT_EQ(cache.pool().num_free(), 2);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheTest,
+                         ::testing::Values("stories260K", "tiny-gqa-f32", "tiny-gqa-f16", "tiny-gqa-q8_0",
+                                           "tiny-gqa-q4_0"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n) if (c == '-') c = '_';
+                           return n;
+                         });
+
+// 10,000 random operations against a small pool: admit, extend, finish,
+// lookup; eviction happens under pressure. After each: pool invariants,
+// exact refcounts, shared blocks only when indexed; every 250 operations,
+// every indexed block's K/V bytes equal a fresh computation of its prefix.
+TEST(PrefixCacheStress, TenThousandRandomOperations) {
+  PC_SHARED_OR_SKIP(path, "models/stories260K.gguf");
+  auto model = Model::Load(path, 1);
+  ASSERT_TRUE(model.ok());
+  Model& m = **model;
+  CacheOptions o;
+  o.block_size = 4;
+  o.mem_bytes = 24 * 2 * m.config().n_layer * 4 * m.config().kv_dim() * 2;  // 24 blocks
+  PrefixCache cache(m.config(), m.fingerprint(), o);
+  std::mt19937 rng(2024);
+  std::vector<std::unique_ptr<CachedSequence>> live;
+  std::vector<std::vector<int32_t>> live_tokens;
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<int32_t>> prefix_of;  // block hash -> tokens
+  std::vector<float> logits;
+  int ops[5] = {};
+  for (int op = 0; op < 10000; ++op) {
+    const int kind = static_cast<int>(rng() % 10);
+    if (kind < 3 || live.empty()) {  // admit: prompts share prefixes within three families
+      std::vector<int32_t> p = {1};
+      const size_t len = 2 + rng() % 14;
+      const int32_t family = static_cast<int32_t>(rng() % 3);
+      for (size_t i = 1; i < len; ++i) p.push_back(i < 6 ? 10 + family : 20 + static_cast<int32_t>(rng() % 5));
+      auto s = cache.Start(p, "");
+      if (!s.ok()) {  // full hit but no block left for the private copy
+        ASSERT_NE(s.status().message().find("KV pool exhausted"), std::string::npos);
+        ++ops[4];
+      } else if (RunBatch(m, **s, std::span<const int32_t>(p).subspan((*s)->num_computed()), &logits).ok()) {
+        live.push_back(std::move(*s));
+        live_tokens.push_back(p);
+      } else {
+        ++ops[4];  // pool exhausted: the sequence is dropped, nothing leaks
+      }
+      ++ops[0];
+    } else if (kind < 6) {  // extend by one token
+      const size_t i = rng() % live.size();
+      const int32_t t = 20 + static_cast<int32_t>(rng() % 5);
+      if (RunBatch(m, *live[i], {&t, 1}, &logits).ok()) live_tokens[i].push_back(t);
+      ++ops[1];
+    } else if (kind < 9) {  // finish
+      const size_t i = rng() % live.size();
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
+      live_tokens.erase(live_tokens.begin() + static_cast<std::ptrdiff_t>(i));
+      ++ops[2];
+    } else {  // lookup only
+      const std::vector<int32_t> p = {1, 10 + static_cast<int32_t>(rng() % 3), 11, 12};
+      (void)cache.pool().Lookup(ChainBlock(Hash128{}, p));
+      ++ops[3];
+    }
+    ASSERT_TRUE(cache.pool().CheckInvariants()) << "after op " << op;
+    std::vector<int32_t> refs(static_cast<size_t>(cache.pool().num_blocks()), 0);
+    for (size_t i = 0; i < live.size(); ++i) {
+      const auto table = live[i]->block_table();
+      for (int32_t b : table) ++refs[b];
+      // Remember which token prefix each indexed block of this sequence holds.
+      for (size_t k = 1; k * 4 <= live_tokens[i].size(); ++k) {
+        if (auto h = cache.pool().hash_of(table[k - 1])) {
+          prefix_of[{h->lo, h->hi}] = {live_tokens[i].begin(), live_tokens[i].begin() + static_cast<std::ptrdiff_t>(k * 4)};
+        }
+      }
+    }
+    for (int32_t b = 0; b < cache.pool().num_blocks(); ++b) {
+      ASSERT_EQ(refs[b], cache.pool().refcount(b)) << "block " << b << " after op " << op;
+      if (refs[b] > 1) {
+        ASSERT_TRUE(cache.pool().hash_of(b).has_value()) << "shared block not read-only";
+      }
+    }
+    if (op % 250 != 249) continue;
+    for (int32_t b = 0; b < cache.pool().num_blocks(); ++b) {
+      const auto h = cache.pool().hash_of(b);
+      if (!h) continue;
+      auto it = prefix_of.find({h->lo, h->hi});
+      ASSERT_NE(it, prefix_of.end()) << "indexed block " << b << " with unknown prefix";
+      const std::vector<int32_t>& prefix = it->second;
+      Session fresh(m, prefix.size(), KvDtype::kF16, 4);
+      fresh.Prefill(prefix);
+      const int32_t fb = fresh.block_table()[prefix.size() / 4 - 1];
+      for (size_t l = 0; l < fresh.store().num_layers(); ++l) {
+        ASSERT_EQ(0, std::memcmp(fresh.store().BlockK(l, fb), cache.store().BlockK(l, b), cache.store().block_layer_bytes()))
+            << "K of block " << b << " layer " << l;
+        ASSERT_EQ(0, std::memcmp(fresh.store().BlockV(l, fb), cache.store().BlockV(l, b), cache.store().block_layer_bytes()));
+      }
+    }
+  }
+  live.clear();
+  EXPECT_TRUE(cache.pool().CheckInvariants());
+  EXPECT_EQ(cache.pool().num_free(), cache.pool().num_blocks()) << "no block leaked";
+  EXPECT_GT(cache.pool().num_cached(), 0);
+  std::printf("ops: %d admit, %d extend, %d finish, %d lookup; %d admissions refused (pool full)\n", ops[0],
+              ops[1], ops[2], ops[3], ops[4]);
+}
+
+}  // namespace
+}  // namespace pc
