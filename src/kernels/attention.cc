@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <algorithm>
 #include <limits>
 
 #include "base/check.h"
@@ -80,6 +81,94 @@ void AttendHeadF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, 
     denom = denom * ms + vs;
   }
   for (size_t i = 0; i < head_dim; ++i) out_head[i] = Fp16ToFp32(acc[i]) / denom;
+}
+
+size_t AttendScratchFloats(size_t rows, size_t group, size_t head_dim) {
+  const size_t nq = rows * group;
+  return 2 * kAttnTile * head_dim + std::max(kAttnTile, head_dim) + nq * (2 * head_dim + 2);
+}
+
+namespace {
+
+// Copies K rows [p0, p0 + n) of kv_head transposed into kt[d][j] and V rows
+// into vt[j][d], widened to F32.
+void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t kv_head, size_t head_dim, size_t p0, size_t n,
+              float* kt, float* vt, float* krow) {
+  for (size_t j = 0; j < n; ++j) {
+    const size_t p = p0 + j;
+    const size_t row = static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
+    const size_t elem = row * kv.kv_dim + kv_head * head_dim;
+    const float* kf;
+    if (kv.dtype == KvDtype::kF16) {
+      k.f16_to_f32(static_cast<const uint16_t*>(kv.k) + elem, krow, head_dim);
+      k.f16_to_f32(static_cast<const uint16_t*>(kv.v) + elem, vt + j * head_dim, head_dim);
+      kf = krow;
+    } else {
+      kf = static_cast<const float*>(kv.k) + elem;
+      std::memcpy(vt + j * head_dim, static_cast<const float*>(kv.v) + elem, head_dim * sizeof(float));
+    }
+    for (size_t d = 0; d < head_dim; ++d) kt[d * kAttnTile + j] = kf[d];
+  }
+}
+
+}  // namespace
+
+void AttendKvHead(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
+                  size_t kv_head, size_t group, size_t head_dim, float* scratch) {
+  const size_t nq = (r1 - r0) * group;
+  float* kt = scratch;
+  float* vt = kt + kAttnTile * head_dim;
+  float* s = vt + kAttnTile * head_dim;
+  float* qs = s + std::max(kAttnTile, head_dim);  // [nq][head_dim] scaled queries
+  float* acc = qs + nq * head_dim;  // [nq][head_dim]
+  float* m = acc + nq * head_dim;   // [nq] running max
+  float* l = m + nq;                // [nq] running denominator
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  size_t max_pos = 0;
+  for (size_t r = r0; r < r1; ++r) {
+    PC_CHECK(rows.pos[r] >= 0 && kv.block_table.size() * kv.block_size > static_cast<size_t>(rows.pos[r]));
+    max_pos = std::max(max_pos, static_cast<size_t>(rows.pos[r]));
+    for (size_t g = 0; g < group; ++g) {
+      const size_t qi = (r - r0) * group + g;
+      const float* q = rows.q + r * rows.q_stride + (kv_head * group + g) * head_dim;
+      for (size_t d = 0; d < head_dim; ++d) qs[qi * head_dim + d] = q[d] * scale;
+    }
+  }
+  std::fill(acc, acc + nq * head_dim, 0.0f);
+  std::fill(m, m + nq, -std::numeric_limits<float>::infinity());
+  std::fill(l, l + nq, 0.0f);
+  for (size_t p0 = 0; p0 <= max_pos; p0 += kAttnTile) {
+    const size_t n = std::min(kAttnTile, max_pos + 1 - p0);
+    LoadTile(k, kv, kv_head, head_dim, p0, n, kt, vt, s);
+    for (size_t r = r0; r < r1; ++r) {
+      const size_t pos = static_cast<size_t>(rows.pos[r]);
+      if (pos < p0) continue;
+      const size_t nv = std::min(n, pos - p0 + 1);  // causal: positions <= pos
+      for (size_t g = 0; g < group; ++g) {
+        const size_t qi = (r - r0) * group + g;
+        k.scores(qs + qi * head_dim, kt, kAttnTile, head_dim, nv, s);
+        float tile_max = s[0];
+        for (size_t j = 1; j < nv; ++j) tile_max = std::max(tile_max, s[j]);
+        float* a = acc + qi * head_dim;
+        if (tile_max > m[qi]) {  // rescale what was accumulated under the old max
+          const float corr = ExpPoly(m[qi] - tile_max);
+          l[qi] *= corr;
+          for (size_t d = 0; d < head_dim; ++d) a[d] *= corr;
+          m[qi] = tile_max;
+        }
+        l[qi] += k.exp_sum(s, nv, m[qi]);
+        for (size_t j = 0; j < nv; ++j) k.axpy_f32(s[j], vt + j * head_dim, a, head_dim);
+      }
+    }
+  }
+  for (size_t r = r0; r < r1; ++r) {
+    for (size_t g = 0; g < group; ++g) {
+      const size_t qi = (r - r0) * group + g;
+      float* out = rows.out + r * rows.out_stride + (kv_head * group + g) * head_dim;
+      const float inv = 1.0f / l[qi];
+      for (size_t d = 0; d < head_dim; ++d) out[d] = acc[qi * head_dim + d] * inv;
+    }
+  }
 }
 
 void AttendOne(const DotKernels& k, const float* q, const KvLayerView& kv, size_t pos,

@@ -33,6 +33,28 @@ void AttendOne(const DotKernels& k, const float* q, const KvLayerView& kv, size_
 void AttendHead(const DotKernels& k, const float* q_head, const KvLayerView& kv, size_t pos,
                 size_t kv_head, size_t head_dim, float* out_head);
 
+// Query rows of one sequence for tiled attention: row r's head h starts at
+// q + r * q_stride + h * head_dim; its position is pos[r].
+struct AttnRows {
+  const float* q = nullptr;
+  size_t q_stride = 0;
+  const int32_t* pos = nullptr;
+  float* out = nullptr;  // same layout as q
+  size_t out_stride = 0;
+};
+
+constexpr size_t kAttnTile = 32;  // K/V positions per tile
+// Scratch floats AttendKvHead needs for `rows` rows.
+size_t AttendScratchFloats(size_t rows, size_t group, size_t head_dim);
+
+// Causal attention for rows [r0, r1) and the `group` query heads sharing KV
+// head kv_head (GQA): K/V are streamed once per tile of kAttnTile positions
+// for all those rows and heads (flash-style online softmax, no score
+// matrix). Tiles sit at absolute positions, so a row's result does not
+// depend on which other rows share the call (batch-invariant).
+void AttendKvHead(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
+                  size_t kv_head, size_t group, size_t head_dim, float* scratch);
+
 // The numerics of ggml's one-chunk CPU flash attention, which llama.cpp uses
 // for query batches under 64 rows: Q rounded to F16, and the V accumulator
 // held in F16 (rounded after every rescale and every multiply-add). Less

@@ -1,9 +1,33 @@
 #include "kernels/dot.h"
 
+#include <cmath>
+#include <cstring>
+
 #include "base/check.h"
 #include "base/fp16.h"
 
 namespace pc {
+
+float ExpPoly(float x) {
+  // exp(x) = 2^i * 2^f with i = round(x * log2 e), f in [-0.5, 0.5]; 2^f
+  // from a degree-6 polynomial. Inputs below -87 give 0 (softmax tails).
+  if (x < -87.0f) return 0.0f;
+  if (x > 88.0f) x = 88.0f;
+  const float t = x * 1.44269504088896341f;
+  const float i = std::nearbyint(t);
+  const float f = (x - i * 0.693145751953125f) - i * 1.428606765330187e-06f;  // x - i*ln2, split
+  float p = 1.3981999507e-3f;
+  p = p * f + 8.3334519073e-3f;
+  p = p * f + 4.1665795894e-2f;
+  p = p * f + 1.6666665459e-1f;
+  p = p * f + 5.0000001201e-1f;
+  p = p * f * f + f + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(i) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return p * scale;
+}
+
 namespace {
 
 float DotF32(const float* a, const float* b, size_t n) {
@@ -61,8 +85,28 @@ float DotF32F16(const float* a, const uint16_t* b, size_t n) {
   return static_cast<float>(s);
 }
 
-const DotKernels kScalar = {"scalar", DotF32,  DotF16, DotBf16,   DotQ8_0,  DotQ4_0,
-                            ConvertRowF16, AxpyF32, AxpyF16, DotF32F16, nullptr, nullptr};
+void Scores(const float* q, const float* kt, size_t ld, size_t head_dim, size_t n, float* s) {
+  for (size_t j = 0; j < n; ++j) s[j] = 0.0f;
+  for (size_t d = 0; d < head_dim; ++d) {
+    for (size_t j = 0; j < n; ++j) s[j] += q[d] * kt[d * ld + j];
+  }
+}
+
+float ExpSum(float* x, size_t n, float m) {
+  float sum = 0.0f;
+  for (size_t j = 0; j < n; ++j) {
+    x[j] = ExpPoly(x[j] - m);
+    sum += x[j];
+  }
+  return sum;
+}
+
+void F16ToF32(const uint16_t* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = Fp16ToFp32(x[i]);
+}
+
+const DotKernels kScalar = {"scalar", DotF32,  DotF16,    DotBf16, DotQ8_0, DotQ4_0, ConvertRowF16, F16ToF32,
+                            AxpyF32,  AxpyF16, DotF32F16, Scores,  ExpSum,  nullptr, nullptr};
 
 }  // namespace
 

@@ -20,10 +20,16 @@ struct DotKernels {
   float (*q8_0)(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb);
   float (*q4_0)(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb);
   void (*to_f16)(const float* x, uint16_t* y, size_t n);
+  void (*f16_to_f32)(const uint16_t* x, float* y, size_t n);
   // y[i] += a * x[i] (attention value accumulation) and y[i] *= s.
   void (*axpy_f32)(float a, const float* x, float* y, size_t n);
   void (*axpy_f16)(float a, const uint16_t* x, float* y, size_t n);
   float (*dot_f32_f16)(const float* a, const uint16_t* b, size_t n);
+  // Attention tiles. scores: s[j] = sum_d q[d] * kt[d * ld + j] for j < n
+  // (kt is a K tile transposed: [head_dim][ld]). exp_sum: x[j] = exp(x[j] - m)
+  // for j < n, returns their sum (a polynomial exp, relative error < 2e-7).
+  void (*scores)(const float* q, const float* kt, size_t ld, size_t head_dim, size_t n, float* s);
+  float (*exp_sum)(float* x, size_t n, float m);
   // Register-tiled quantized matmul: rows [0, nr) of w (nr <= 4) against
   // activation rows [0, nt) of x (nt <= 2), nb blocks each; writes
   // y[t * y_stride + r]. Row strides in bytes. Each output is computed with
@@ -36,6 +42,9 @@ struct DotKernels {
 };
 
 const DotKernels& ScalarDotKernels();
+// The scalar form of exp_sum's exponential (the AVX2 one computes the same
+// polynomial in 8 lanes).
+float ExpPoly(float x);
 // Null where this binary was built without that level.
 const DotKernels* Avx2DotKernels();
 // The table for the active level (or the best one at or below it).

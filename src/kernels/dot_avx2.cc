@@ -200,8 +200,85 @@ float DotF32F16(const float* a, const uint16_t* b, size_t n) {
   return s;
 }
 
-const DotKernels kAvx2 = {"avx2", DotF32,  DotF16,  DotBf16,   DotQ8_0,          DotQ4_0,
-                          ToF16,  AxpyF32, AxpyF16, DotF32F16, Tile<BlockQ8_0>, Tile<BlockQ4_0>};
+void Scores(const float* q, const float* kt, size_t ld, size_t head_dim, size_t n, float* s) {
+  size_t j = 0;
+  for (; j + 32 <= n; j += 32) {  // 32 positions: four accumulators
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    for (size_t d = 0; d < head_dim; ++d) {
+      const __m256 qd = _mm256_set1_ps(q[d]);
+      const float* row = kt + d * ld + j;
+      a0 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(row), a0);
+      a1 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(row + 8), a1);
+      a2 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(row + 16), a2);
+      a3 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(row + 24), a3);
+    }
+    _mm256_storeu_ps(s + j, a0);
+    _mm256_storeu_ps(s + j + 8, a1);
+    _mm256_storeu_ps(s + j + 16, a2);
+    _mm256_storeu_ps(s + j + 24, a3);
+  }
+  for (; j + 8 <= n; j += 8) {
+    __m256 a = _mm256_setzero_ps();
+    for (size_t d = 0; d < head_dim; ++d) a = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), _mm256_loadu_ps(kt + d * ld + j), a);
+    _mm256_storeu_ps(s + j, a);
+  }
+  for (; j < n; ++j) {
+    float a = 0.0f;
+    for (size_t d = 0; d < head_dim; ++d) a += q[d] * kt[d * ld + j];
+    s[j] = a;
+  }
+}
+
+// 8-lane version of ExpPoly (same constants and steps).
+inline __m256 Exp8(__m256 x) {
+  const __m256 lo = _mm256_set1_ps(-87.0f);
+  const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
+  x = _mm256_min_ps(_mm256_max_ps(x, lo), _mm256_set1_ps(88.0f));
+  const __m256 i = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 f = _mm256_sub_ps(_mm256_sub_ps(x, _mm256_mul_ps(i, _mm256_set1_ps(0.693145751953125f))),
+                                 _mm256_mul_ps(i, _mm256_set1_ps(1.428606765330187e-06f)));
+  __m256 p = _mm256_set1_ps(1.3981999507e-3f);
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, f), f, f), _mm256_set1_ps(1.0f));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(i), _mm256_set1_epi32(127)), 23);
+  return _mm256_andnot_ps(under, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
+}
+
+float ExpSum(float* x, size_t n, float m) {
+  const __m256 vm = _mm256_set1_ps(m);
+  __m256 acc = _mm256_setzero_ps();
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    const __m256 e = Exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), vm));
+    _mm256_storeu_ps(x + j, e);
+    acc = _mm256_add_ps(acc, e);
+  }
+  float sum = HorizontalSum(acc);
+  if (j < n) {  // tail through the same 8-lane code
+    float tmp[8] = {};
+    for (size_t t = j; t < n; ++t) tmp[t - j] = x[t] - m;
+    for (size_t t = n - j; t < 8; ++t) tmp[t] = -100.0f;
+    _mm256_storeu_ps(tmp, Exp8(_mm256_loadu_ps(tmp)));
+    for (size_t t = j; t < n; ++t) {
+      x[t] = tmp[t - j];
+      sum += x[t];
+    }
+  }
+  return sum;
+}
+
+void F16ToF32(const uint16_t* x, float* y, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, LoadF16(x + i));
+  for (; i < n; ++i) y[i] = H2F(x[i]);
+}
+
+const DotKernels kAvx2 = {"avx2",  DotF32,  DotF16,    DotBf16, DotQ8_0, DotQ4_0,         ToF16,          F16ToF32,
+                          AxpyF32, AxpyF16, DotF32F16, Scores,  ExpSum,  Tile<BlockQ8_0>, Tile<BlockQ4_0>};
 
 }  // namespace
 

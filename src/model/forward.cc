@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "base/check.h"
+#include "kernels/attention.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 
@@ -15,6 +16,7 @@ namespace pc {
 struct Model::Scratch {
   std::vector<float> x, xb, q, k, v, att, hb, hb2, out;
   std::vector<uint8_t> xq;  // activation rows converted for a matmul
+  std::vector<float> attn_scratch;  // per-thread attention tiles
   const DotKernels* kernels = nullptr;
 };
 
@@ -127,25 +129,61 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
     Rope(&s.k[t * c.kv_dim()], c.n_kv_head, c.head_dim, c.rope_dim, batch[t].pos, c.rope_base, c.rope_neox);
     kv.Write(layer, batch[t].block_table, batch[t].pos, &s.k[t * c.kv_dim()], &s.v[t * c.kv_dim()]);
   }
-  // Every (token, head) pair attends independently.
+  if (numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16 && (n < 64 || c.head_dim % 16 != 0)) {
+    AttendGgmlCompat(layer, batch, kv, s);
+  } else {
+    AttendTiled(layer, batch, kv, s);
+  }
+  Linear(w.wo, s.att.data(), n, s.out.data(), s);
+  AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
+}
+
+void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s) {
+  const ModelConfig& c = config_;
   const size_t group = c.n_head / c.n_kv_head;
+  // Work items: (run of consecutive rows of one sequence, KV head, chunk of
+  // up to kRows rows). Each streams its KV head's blocks once for all its
+  // rows and the group's query heads.
+  constexpr size_t kRows = 16;
+  struct Item {
+    size_t r0, r1, kv_head;
+  };
+  std::vector<Item> items;
+  std::vector<int32_t> pos(batch.size());
+  for (size_t t = 0; t < batch.size(); ++t) pos[t] = batch[t].pos;
+  for (size_t run = 0; run < batch.size();) {
+    size_t end = run + 1;
+    while (end < batch.size() && batch[end].block_table.data() == batch[run].block_table.data()) ++end;
+    for (size_t g = 0; g < static_cast<size_t>(c.n_kv_head); ++g) {
+      for (size_t r = run; r < end; r += kRows) items.push_back({r, std::min(end, r + kRows), g});
+    }
+    run = end;
+  }
+  const size_t scratch_floats = AttendScratchFloats(kRows, group, c.head_dim);
+  s.attn_scratch.resize(static_cast<size_t>(pool_->num_threads()) * scratch_floats);
+  const AttnRows rows{s.q.data(), static_cast<size_t>(c.q_dim()), pos.data(), s.att.data(), static_cast<size_t>(c.q_dim())};
   const DotKernels& k = *s.kernels;
-  const bool f16_accum = numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16 &&
-                         (n < 64 || c.head_dim % 16 != 0);
-  pool_->ParallelFor(n * c.n_head, 1, [&](size_t i0, size_t i1, int) {
+  pool_->ParallelFor(items.size(), 1, [&](size_t i0, size_t i1, int thread) {
+    float* scratch = s.attn_scratch.data() + static_cast<size_t>(thread) * scratch_floats;
+    for (size_t i = i0; i < i1; ++i) {
+      const Item& it = items[i];
+      const KvLayerView view = kv.View(layer, batch[it.r0].block_table);
+      AttendKvHead(k, view, rows, it.r0, it.r1, it.kv_head, group, c.head_dim, scratch);
+    }
+  });
+}
+
+void Model::AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s) {
+  const ModelConfig& c = config_;
+  const size_t group = c.n_head / c.n_kv_head;
+  pool_->ParallelFor(batch.size() * c.n_head, 1, [&](size_t i0, size_t i1, int) {
     for (size_t i = i0; i < i1; ++i) {
       const size_t t = i / c.n_head, h = i % c.n_head;
       const KvLayerView view = kv.View(layer, batch[t].block_table);
       const size_t off = t * c.q_dim() + h * c.head_dim;
-      if (f16_accum) {
-        AttendHeadF16Accum(&s.q[off], view, batch[t].pos, h / group, c.head_dim, &s.att[off]);
-      } else {
-        AttendHead(k, &s.q[off], view, batch[t].pos, h / group, c.head_dim, &s.att[off]);
-      }
+      AttendHeadF16Accum(&s.q[off], view, batch[t].pos, h / group, c.head_dim, &s.att[off]);
     }
   });
-  Linear(w.wo, s.att.data(), n, s.out.data(), s);
-  AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
 }
 
 void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {

@@ -55,6 +55,8 @@ class Model {
   // Layer steps of the recipe; x is [n][n_embd].
   void Embed(std::span<const BatchToken> batch, float* x);
   void AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
+  void AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
+  void AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void FeedForwardBlock(int layer, size_t n, Scratch& s);
   void Output(std::span<const BatchToken> batch, Scratch& s, std::vector<float>* logits);
   // y[n][w.rows] = x[n][w.cols] * w^T, split across the pool.

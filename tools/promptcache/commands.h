@@ -10,6 +10,7 @@ void RegisterTokenize(CLI::App& app, int* exit_code);
 void RegisterInspect(CLI::App& app, int* exit_code);
 void RegisterMakeModel(CLI::App& app, int* exit_code);
 void RegisterDemo(CLI::App& app, int* exit_code);
+void RegisterBenchPrefix(CLI::App& app, int* exit_code);
 
 // Prints "error: msg" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   pc::cli::RegisterInspect(app, &exit_code);
   pc::cli::RegisterMakeModel(app, &exit_code);
   pc::cli::RegisterDemo(app, &exit_code);
+  pc::cli::RegisterBenchPrefix(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }
