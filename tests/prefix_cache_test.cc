@@ -206,6 +206,25 @@ TEST_P(PrefixCacheTest, PoolTooSmallIsAClearErrorAndLeavesTheCacheConsistent) {
   EXPECT_EQ(cache.pool().num_free(), 2);
 }
 
+TEST_P(PrefixCacheTest, PromptLongerThanTheContextIsAClearErrorAndLeavesTheCacheConsistent) {
+  PrefixCache cache = MakeCache(64);
+  const auto warm = Prompt(40, 7);
+  ExpectSame(Cold(warm), Cached(cache, warm));
+  const int32_t cached = cache.pool().num_cached();
+  auto too_long = warm;
+  too_long.resize(static_cast<size_t>(model_->config().n_ctx) + 5, 42);
+  auto seq = cache.Start(too_long, "");
+  ASSERT_TRUE(seq.ok());  // adopts the warm prefix...
+  auto st = Generate(*model_, *tok_, **seq, too_long, Opts(), [](const TokenEvent&) { return true; });
+  ASSERT_FALSE(st.ok());  // ...but the request is refused before any compute
+  EXPECT_NE(st.status().message().find("exceeds the context length"), std::string::npos) << st.status().message();
+  seq->reset();
+  EXPECT_TRUE(cache.pool().CheckInvariants());
+  EXPECT_EQ(cache.pool().num_cached(), cached);
+  EXPECT_EQ(cache.pool().num_free(), cache.pool().num_blocks());
+  ExpectSame(Cold(warm), Cached(cache, warm));  // and the cache still serves
+}
+
 INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheTest,
                          ::testing::Values("stories260K", "tiny-gqa-f32", "tiny-gqa-f16", "tiny-gqa-q8_0",
                                            "tiny-gqa-q4_0"),

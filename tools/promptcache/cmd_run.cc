@@ -95,7 +95,7 @@ int Run(const RunFlags& f) {
   co.dtype = f.kv_type == "f32" ? KvDtype::kF32 : KvDtype::kF16;
   co.mem_bytes = f.kv_mem > 0 ? f.kv_mem : DefaultKvCacheBytes((*model)->config(), co);
   PrefixCache cache((*model)->config(), (*model)->fingerprint(), co);
-  if (f.repeat > 1 || f.stats) {
+  {  // the pool size, always stated at start
     std::fprintf(stderr, "KV cache: %.1f MiB, %d blocks of %zu tokens (%s)\n", cache.store().bytes() / 1048576.0,
                  cache.pool().num_blocks(), co.block_size, f.kv_type.c_str());
   }
@@ -113,10 +113,11 @@ int Run(const RunFlags& f) {
     if (r == 0 && !f.json) std::printf("\n");
     if (f.repeat > 1 || f.stats) {
       std::fprintf(stderr,
-                   "run %d: prompt %zu tokens, cached %zu, prefilled %zu; lookup %.2f ms, TTFT %.1f ms, "
-                   "mean ITL %.2f ms over %zu gaps (%.1f tok/s)\n",
+                   "run %d: prompt %zu tokens, cached %zu, prefilled %zu; lookup %.2f ms, prefill %.1f ms, "
+                   "TTFT %.1f ms, first decode step %.2f ms, mean ITL %.2f ms over %zu gaps (%.1f tok/s)\n",
                    r + 1, st->num_prompt_tokens, st->num_cached_tokens, st->num_prefill_tokens, lookup_ms,
-                   st->ttft_ms, st->mean_itl_ms(), st->itl_ms.size(),
+                   st->prefill_ms, st->ttft_ms, st->itl_ms.empty() ? 0.0 : st->itl_ms[0], st->mean_itl_ms(),
+                   st->itl_ms.size(),
                    st->mean_itl_ms() > 0 ? 1e3 / st->mean_itl_ms() : 0.0);
     }
   }
