@@ -37,6 +37,11 @@ std::vector<Vector> LoadVectors(const std::string& inp_path, const std::string& 
   return vectors;
 }
 
+Result<Tokenizer> LoadTokenizer(const std::string& path) {
+  PC_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::Open(path));
+  return Tokenizer::FromGguf(gguf);
+}
+
 void CheckVocab(const std::string& name) {
   PC_SHARED_OR_SKIP(gguf_path, "tokenizer/" + name + ".gguf");
   PC_SHARED_OR_SKIP(inp_path, "tokenizer/" + name + ".gguf.inp");
@@ -61,10 +66,8 @@ TEST(TokenizerVectors, Gpt2Bpe) { CheckVocab("ggml-vocab-gpt-2"); }
 
 TEST(Tokenizer, SpmAddsBosAndParsesSpecialOnlyWhenAsked) {
   PC_SHARED_OR_SKIP(path, "models/stories260K.gguf");
-  auto gguf = GgufFile::Open(path);
-  ASSERT_TRUE(gguf.ok());
-  auto tok = Tokenizer::FromGguf(*gguf);
-  ASSERT_TRUE(tok.ok());
+  auto tok = LoadTokenizer(path);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
   // The reference tokenization of "Once upon a time" with BOS.
   EXPECT_EQ(tok->Encode("Once upon a time"), (std::vector<int32_t>{1, 403, 407, 261, 378}));
   const auto plain = tok->Encode("</s>", {.add_special = false, .parse_special = false});
@@ -75,10 +78,8 @@ TEST(Tokenizer, SpmAddsBosAndParsesSpecialOnlyWhenAsked) {
 
 TEST(Tokenizer, DecodeRoundTripsSpmText) {
   PC_SHARED_OR_SKIP(path, "tokenizer/ggml-vocab-llama-spm.gguf");
-  auto gguf = GgufFile::Open(path);
-  ASSERT_TRUE(gguf.ok());
-  auto tok = Tokenizer::FromGguf(*gguf);
-  ASSERT_TRUE(tok.ok());
+  auto tok = LoadTokenizer(path);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
   const std::string text = "Hello world! Ünïcödé and emoji \xF0\x9F\xA6\x99 too.";
   const auto ids = tok->Encode(text, {.add_special = false});
   EXPECT_EQ(tok->Decode(ids), " " + text);  // SPM's leading space prefix
@@ -86,10 +87,8 @@ TEST(Tokenizer, DecodeRoundTripsSpmText) {
 
 TEST(Tokenizer, DecodeRoundTripsBpeText) {
   PC_SHARED_OR_SKIP(path, "tokenizer/ggml-vocab-gpt-2.gguf");
-  auto gguf = GgufFile::Open(path);
-  ASSERT_TRUE(gguf.ok());
-  auto tok = Tokenizer::FromGguf(*gguf);
-  ASSERT_TRUE(tok.ok());
+  auto tok = LoadTokenizer(path);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
   const std::string text = "  Hello\n\nworld's 12345 \xF0\x9F\xA6\x99 tabs\there";
   EXPECT_EQ(tok->Decode(tok->Encode(text, {.add_special = false})), text);
 }
@@ -142,10 +141,8 @@ TEST(StreamDecoder, HoldsBackIncompleteUtf8) {
 
 TEST(StreamDecoder, EmitsCompleteCharactersFromByteTokens) {
   PC_SHARED_OR_SKIP(path, "tokenizer/ggml-vocab-llama-spm.gguf");
-  auto gguf = GgufFile::Open(path);
-  ASSERT_TRUE(gguf.ok());
-  auto tok = Tokenizer::FromGguf(*gguf);
-  ASSERT_TRUE(tok.ok());
+  auto tok = LoadTokenizer(path);
+  ASSERT_TRUE(tok.ok()) << tok.status().message();
   // An emoji is rare enough to be spelled with byte-fallback tokens.
   const auto ids = tok->Encode("\xF0\x9F\xA6\x99!", {.add_special = false});
   StreamDecoder dec(*tok);
