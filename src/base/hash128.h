@@ -15,6 +15,11 @@ struct Hash128 {
   std::string Hex() const;
 };
 
+// For unordered containers (the low bits are already well mixed).
+struct Hash128Hasher {
+  size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 0x9e3779b97f4a7c15ull)); }
+};
+
 Hash128 HashBytes(std::span<const uint8_t> bytes, uint64_t seed = 0);
 
 }  // namespace pc

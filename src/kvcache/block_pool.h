@@ -22,10 +22,6 @@
 
 namespace pc {
 
-struct Hash128Hasher {
-  size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 0x9e3779b97f4a7c15ull)); }
-};
-
 class BlockPool {
  public:
   explicit BlockPool(int32_t num_blocks);

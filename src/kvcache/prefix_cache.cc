@@ -80,6 +80,17 @@ Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32
   return seq;
 }
 
+std::vector<Hash128> PrefixCache::BlockHashes(std::span<const int32_t> prompt, std::string_view salt) const {
+  std::vector<Hash128> out;
+  const size_t bs = store_.block_size();
+  Hash128 h = ChainRoot(fingerprint_, salt);
+  for (size_t k = 0; (k + 1) * bs <= prompt.size(); ++k) {
+    h = ChainBlock(h, prompt.subspan(k * bs, bs));
+    out.push_back(h);
+  }
+  return out;
+}
+
 CachedSequence::~CachedSequence() {
   for (int32_t b : table_) cache_.pool_.Unref(b);
 }

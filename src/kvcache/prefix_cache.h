@@ -62,6 +62,10 @@ class PrefixCache {
   Result<std::unique_ptr<CachedSequence>> Start(std::span<const int32_t> prompt, std::string_view salt,
                                                 bool use_cache = true);
 
+  // Chain hashes of the prompt's full blocks under this salt: the keys Start
+  // would look up (used by the scheduler to spot shared prefixes).
+  std::vector<Hash128> BlockHashes(std::span<const int32_t> prompt, std::string_view salt) const;
+
   KvStore& store() { return store_; }
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }

@@ -29,6 +29,14 @@ std::vector<std::pair<int32_t, float>> TopLogprobs(std::span<const float> logits
   return out;
 }
 
+float TokenLogprob(std::span<const float> logits, int32_t id) {
+  float mx = -INFINITY;
+  for (float v : logits) mx = std::max(mx, v);
+  double sum = 0;
+  for (float v : logits) sum += std::exp(static_cast<double>(v - mx));
+  return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(id)] - mx) - std::log(sum));
+}
+
 Sampler::Sampler(const SamplingParams& p) : p_(p), state_(p.seed ^ 0x9e3779b97f4a7c15ull) {}
 
 double Sampler::NextUniform() {

@@ -35,4 +35,7 @@ int32_t Argmax(std::span<const float> logits);
 // The k most likely ids with their log-softmax over all logits, best first.
 std::vector<std::pair<int32_t, float>> TopLogprobs(std::span<const float> logits, int k);
 
+// log-softmax of one id.
+float TokenLogprob(std::span<const float> logits, int32_t id);
+
 }  // namespace pc

@@ -1,0 +1,376 @@
+#include "engine/engine.h"
+
+#include "base/check.h"
+#include "base/clock.h"
+#include "engine/stop_matcher.h"
+#include "tokenizer/detokenizer.h"
+
+namespace pc {
+
+const char* FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "error";
+}
+
+double RequestTimings::mean_itl_ms() const {
+  if (itl_ms.empty()) return 0;
+  double s = 0;
+  for (double v : itl_ms) s += v;
+  return s / static_cast<double>(itl_ms.size());
+}
+
+std::optional<StreamEvent> RequestStream::Next(int timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return !events_.empty(); })) return std::nullopt;
+  StreamEvent ev = std::move(events_.front());
+  events_.pop_front();
+  return ev;
+}
+
+void RequestStream::Push(StreamEvent ev) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    events_.push_back(std::move(ev));
+  }
+  cv_.notify_one();
+}
+
+// A request from submission to its done event. Touched only by the loop
+// thread once inserted (Submit inserts under mu_).
+struct Engine::Active {
+  Active(uint64_t id_, EngineRequest r, const Tokenizer& tok)
+      : id(id_), req(std::move(r)), sampler(req.sampling), decoder(tok), stop(req.stop) {}
+  uint64_t id;
+  EngineRequest req;
+  std::shared_ptr<RequestStream> stream = std::make_shared<RequestStream>();
+  std::unique_ptr<CachedSequence> seq;
+  Sampler sampler;
+  StreamDecoder decoder;
+  StopMatcher stop;
+  int64_t arrival_ns = 0, admit_ns = 0, last_token_ns = 0;
+  int32_t last_token = -1;
+  size_t num_generated = 0, num_cached = 0;
+  RequestTimings timings;
+};
+
+namespace {
+CacheOptions WithDefaultMemory(const ModelConfig& c, CacheOptions o) {
+  if (o.mem_bytes == 0) o.mem_bytes = DefaultKvCacheBytes(c, o);
+  return o;
+}
+}  // namespace
+
+Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
+    : model_(model),
+      tok_(tok),
+      opt_(opt),
+      cache_(model.config(), model.fingerprint(), WithDefaultMemory(model.config(), opt.cache)),
+      scheduler_(SchedulerOptions{opt.max_batch_tokens, opt.max_running, opt.max_waiting,
+                                  static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size()}) {
+  DescribeMetrics();
+  RefreshPoolSnapshot();  // no other thread yet
+  loop_ = std::thread([this] { Loop(); });
+}
+
+Engine::~Engine() {
+  CancelAll();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  loop_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, a] : active_) {
+    StreamEvent ev;
+    ev.done = true;
+    ev.finish = FinishReason::kCancelled;
+    a->stream->Push(std::move(ev));
+  }
+  active_.clear();
+}
+
+size_t Engine::context_length() const { return static_cast<size_t>(model_.config().n_ctx); }
+
+SubmitOutcome Engine::Submit(EngineRequest req) {
+  SubmitOutcome out;
+  const ModelConfig& c = model_.config();
+  auto invalid = [&](std::string msg) {
+    out.error = SubmitError::kInvalid;
+    out.message = std::move(msg);
+    return out;
+  };
+  if (req.prompt.empty()) return invalid("the prompt is empty");
+  for (int32_t id : req.prompt) {
+    if (id < 0 || id >= c.n_vocab) return invalid(fmt::format("token id {} is outside the vocabulary (0..{})", id, c.n_vocab - 1));
+  }
+  if (req.max_tokens < 1) return invalid("max_tokens must be at least 1");
+  const size_t total = req.prompt.size() + static_cast<size_t>(req.max_tokens);
+  if (total > context_length()) {
+    return invalid(fmt::format("this model's maximum context length is {} tokens; the prompt has {} and max_tokens asks "
+                               "for {} more", context_length(), req.prompt.size(), req.max_tokens));
+  }
+  const std::vector<Hash128> hashes = req.use_cache ? cache_.BlockHashes(req.prompt, req.salt) : std::vector<Hash128>{};
+  std::lock_guard<std::mutex> lock(mu_);
+  if (draining_ || stop_) {
+    out.error = SubmitError::kDraining;
+    out.message = "the server is shutting down";
+    return out;
+  }
+  const uint64_t id = next_id_++;
+  SchedRequest sr{id, req.prompt.size(), static_cast<size_t>(req.max_tokens), hashes, NowNs()};
+  const SubmitResult r = scheduler_.Submit(sr);
+  if (r == SubmitResult::kTooLarge) {
+    return invalid(fmt::format("the request needs {} KV blocks; the pool has {}", scheduler_.BlocksNeeded(sr),
+                               cache_.pool().num_blocks()));
+  }
+  if (r == SubmitResult::kQueueFull) {
+    out.error = SubmitError::kQueueFull;
+    out.message = fmt::format("the queue is full ({} waiting requests)", scheduler_.num_waiting());
+    return out;
+  }
+  auto a = std::make_unique<Active>(id, std::move(req), tok_);
+  a->arrival_ns = sr.arrival_ns;
+  out.stream = a->stream;
+  active_.emplace(id, std::move(a));
+  wake_.notify_one();
+  return out;
+}
+
+void Engine::BeginDrain() {
+  std::lock_guard<std::mutex> lock(mu_);
+  draining_ = true;
+}
+
+void Engine::CancelAll() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& [id, a] : active_) a->stream->Cancel();
+  wake_.notify_one();
+}
+
+bool Engine::Idle() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return active_.empty();
+}
+
+void Engine::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait(lock, [&] { return stop_ || !active_.empty(); });
+      if (stop_) return;
+    }
+    if (!Step()) {
+      std::unique_lock<std::mutex> lock(mu_);
+      wake_.wait_for(lock, std::chrono::milliseconds(2));
+    }
+  }
+}
+
+// Requires mu_. Ends the request: done event, scheduler and metrics, blocks freed.
+void Engine::Finish(Active& a, FinishReason reason, int64_t now_ns, const std::string& error) {
+  StreamEvent ev;
+  ev.done = true;
+  ev.finish = reason;
+  ev.error = error;
+  ev.num_prompt_tokens = a.req.prompt.size();
+  ev.num_cached_tokens = a.num_cached;
+  ev.num_generated_tokens = a.num_generated;
+  a.timings.e2e_ms = NsToMs(now_ns - a.arrival_ns);
+  ev.timings = a.timings;
+  const std::string reason_label = fmt::format("finish_reason=\"{}\"", FinishReasonName(reason));
+  metrics_.Add("promptcache_requests_total", reason_label, 1);
+  if (a.num_generated > 0) {
+    metrics_.Observe("promptcache_e2e_seconds", "", a.timings.e2e_ms / 1e3);
+    metrics_.Add("promptcache_generation_tokens_total", "", static_cast<double>(a.num_generated));
+  }
+  a.stream->Push(std::move(ev));
+  scheduler_.Finish(a.id);
+  active_.erase(a.id);  // destroys a: its sequence returns its blocks
+  RefreshPoolSnapshot();
+}
+
+void Engine::DropCancelled() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<Active*> gone;
+  for (auto& [id, a] : active_) {
+    if (a->stream->cancelled()) gone.push_back(a.get());
+  }
+  const int64_t now = NowNs();
+  for (Active* a : gone) Finish(*a, FinishReason::kCancelled, now);
+}
+
+// Requires mu_. Adopts cached prefixes for the requests the scheduler admits.
+void Engine::StartAdmitted(int64_t now_ns) {
+  for (uint64_t id : scheduler_.Admit(now_ns)) {
+    Active& a = *active_.at(id);
+    a.admit_ns = now_ns;
+    a.timings.queue_ms = NsToMs(now_ns - a.arrival_ns);
+    metrics_.Observe("promptcache_queue_seconds", "", a.timings.queue_ms / 1e3);
+    Result<std::unique_ptr<CachedSequence>> seq = cache_.Start(a.req.prompt, a.req.salt, a.req.use_cache);
+    if (!seq.ok()) {
+      Finish(a, FinishReason::kError, now_ns, seq.status().message());
+      continue;
+    }
+    a.seq = std::move(*seq);
+    a.num_cached = a.seq->num_cached_tokens();
+    scheduler_.Started(id, a.seq->num_computed());
+    RefreshPoolSnapshot();
+    metrics_.Add("promptcache_prompt_tokens_total", "", static_cast<double>(a.req.prompt.size()));
+    if (a.req.use_cache) {
+      metrics_.Add("promptcache_prefix_cache_queried_tokens_total", "", static_cast<double>(a.req.prompt.size()));
+      metrics_.Add("promptcache_prefix_cache_hit_tokens_total", "tier=\"pool\"", static_cast<double>(a.num_cached));
+    }
+  }
+}
+
+void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns) {
+  StreamEvent ev;
+  ev.token = a.sampler.Sample(logits);
+  if (a.req.want_logprobs) ev.logprob = TokenLogprob(logits, ev.token);
+  if (a.req.top_logprobs > 0) ev.top = TopLogprobs(logits, a.req.top_logprobs);
+  if (a.num_generated == 0) {
+    a.timings.ttft_ms = NsToMs(now_ns - a.arrival_ns);
+    a.timings.prefill_ms = NsToMs(now_ns - a.admit_ns);
+    metrics_.Observe("promptcache_ttft_seconds", "", a.timings.ttft_ms / 1e3);
+  } else {
+    const double gap_ms = NsToMs(now_ns - a.last_token_ns);
+    a.timings.itl_ms.push_back(gap_ms);
+    metrics_.Observe("promptcache_itl_seconds", "", gap_ms / 1e3);
+  }
+  a.last_token_ns = now_ns;
+  a.last_token = ev.token;
+  ++a.num_generated;
+  const bool eos = tok_.IsEndOfGeneration(ev.token) && !a.req.ignore_eos;
+  const bool length = a.num_generated >= static_cast<size_t>(a.req.max_tokens);
+  std::string text = eos ? a.decoder.Flush() : a.decoder.Push(ev.token);
+  if (length) text += a.decoder.Flush();
+  ev.text = a.stop.Push(text);
+  const bool stopped = a.stop.stopped();
+  if ((eos || length) && !stopped) ev.text += a.stop.Flush();
+  if (!eos || !ev.text.empty()) a.stream->Push(std::move(ev));
+  if (stopped || eos || length) {
+    std::lock_guard<std::mutex> lock(mu_);
+    Finish(a, stopped || eos ? FinishReason::kStop : FinishReason::kLength, now_ns);
+  }
+}
+
+bool Engine::Step() {
+  DropCancelled();
+  std::vector<WorkItem> work;
+  std::vector<Active*> acts;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    StartAdmitted(NowNs());
+    work = scheduler_.Plan();
+    for (const WorkItem& w : work) acts.push_back(active_.at(w.id).get());
+  }
+  if (work.empty()) return false;
+  RunStep(work, acts);
+  std::lock_guard<std::mutex> lock(mu_);
+  RefreshPoolSnapshot();
+  return true;
+}
+
+void Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts) {
+  // Blocks first: a Reserve may grow a block table, which the batch points into.
+  std::vector<std::vector<int32_t>> chunks(work.size());
+  for (size_t i = 0; i < work.size(); ++i) {
+    Active& a = *acts[i];
+    const size_t start = a.seq->num_computed();
+    if (work[i].decode) chunks[i] = {a.last_token};
+    else chunks[i].assign(a.req.prompt.begin() + static_cast<std::ptrdiff_t>(start),
+                          a.req.prompt.begin() + static_cast<std::ptrdiff_t>(start + work[i].num_tokens));
+    const Status st = a.seq->Reserve(start + chunks[i].size());
+    PC_CHECK(st.ok());  // the scheduler reserved the worst case at admission
+  }
+  std::vector<BatchToken> batch;
+  for (size_t i = 0; i < work.size(); ++i) {
+    const size_t start = acts[i]->seq->num_computed();
+    for (size_t j = 0; j < chunks[i].size(); ++j) {
+      const bool logits = j + 1 == chunks[i].size() && (work[i].decode || work[i].last_prompt_chunk);
+      batch.push_back({chunks[i][j], static_cast<int32_t>(start + j), acts[i]->seq->block_table(), logits});
+    }
+  }
+  std::vector<float> logits;
+  model_.Forward(batch, cache_.store(), &logits);
+  const int64_t now = NowNs();
+  const size_t n_vocab = static_cast<size_t>(model_.config().n_vocab);
+  size_t row = 0;
+  for (size_t i = 0; i < work.size(); ++i) {
+    Active& a = *acts[i];
+    a.seq->Computed(chunks[i]);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      scheduler_.Advanced(a.id, chunks[i].size());
+    }
+    if (work[i].decode || work[i].last_prompt_chunk) {
+      SampleAndEmit(a, std::span<const float>(logits).subspan(row * n_vocab, n_vocab), now);
+      ++row;
+    }
+  }
+}
+
+EngineSnapshot Engine::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  EngineSnapshot s = pool_snapshot_;
+  s.num_running = scheduler_.num_running();
+  s.num_waiting = scheduler_.num_waiting();
+  return s;
+}
+
+// Requires mu_; runs on the loop thread, the only one that touches the pool.
+void Engine::RefreshPoolSnapshot() {
+  const BlockPool& p = cache_.pool();
+  pool_snapshot_.num_blocks = static_cast<size_t>(p.num_blocks());
+  pool_snapshot_.num_used_blocks = static_cast<size_t>(p.num_blocks() - p.num_free());
+  pool_snapshot_.num_cached_blocks = static_cast<size_t>(p.num_cached());
+  pool_snapshot_.block_size = cache_.block_size();
+}
+
+void Engine::DescribeMetrics() {
+  MetricsRegistry& m = metrics_;
+  m.Describe("promptcache_ttft_seconds", "histogram", "Arrival to first token.");
+  m.Describe("promptcache_itl_seconds", "histogram", "Gap between consecutive tokens of a request.");
+  m.Describe("promptcache_e2e_seconds", "histogram", "Arrival to last token.");
+  m.Describe("promptcache_queue_seconds", "histogram", "Arrival to admission into the running batch.");
+  m.Describe("promptcache_tier_load_seconds", "histogram", "Time to bring cached KV back from a tier.",
+             {"tier=\"pool\""});
+  m.Describe("promptcache_requests_total", "counter", "Finished requests by finish reason.",
+             {"finish_reason=\"stop\"", "finish_reason=\"length\"", "finish_reason=\"cancelled\"",
+              "finish_reason=\"error\""});
+  m.Describe("promptcache_prompt_tokens_total", "counter", "Prompt tokens of admitted requests.");
+  m.Describe("promptcache_generation_tokens_total", "counter", "Generated tokens.");
+  m.Describe("promptcache_prefix_cache_queried_tokens_total", "counter", "Prompt tokens looked up in the prefix cache.");
+  m.Describe("promptcache_prefix_cache_hit_tokens_total", "counter", "Prompt tokens whose KV was reused, by tier.",
+             {"tier=\"pool\""});
+  m.Describe("promptcache_requests_running", "gauge", "Requests in the running batch.");
+  m.Describe("promptcache_requests_waiting", "gauge", "Requests in the queue.");
+  m.Describe("promptcache_kv_pool_blocks", "gauge", "KV pool blocks by state.",
+             {"state=\"used\"", "state=\"cached\"", "state=\"total\""});
+  m.Describe("promptcache_kv_pool_usage_ratio", "gauge", "Fraction of KV blocks held by running requests.");
+  m.Describe("promptcache_kv_block_size_tokens", "gauge", "Tokens per KV block.");
+  m.Describe("promptcache_min_useful_match_tokens", "gauge",
+             "Shortest cached prefix worth reusing: one block while all cached KV stays in the pool.");
+}
+
+std::string Engine::RenderMetrics() {
+  const EngineSnapshot s = Snapshot();
+  metrics_.Set("promptcache_requests_running", "", static_cast<double>(s.num_running));
+  metrics_.Set("promptcache_requests_waiting", "", static_cast<double>(s.num_waiting));
+  metrics_.Set("promptcache_kv_pool_blocks", "state=\"used\"", static_cast<double>(s.num_used_blocks));
+  metrics_.Set("promptcache_kv_pool_blocks", "state=\"cached\"", static_cast<double>(s.num_cached_blocks));
+  metrics_.Set("promptcache_kv_pool_blocks", "state=\"total\"", static_cast<double>(s.num_blocks));
+  metrics_.Set("promptcache_kv_pool_usage_ratio", "",
+               s.num_blocks ? static_cast<double>(s.num_used_blocks) / static_cast<double>(s.num_blocks) : 0);
+  metrics_.Set("promptcache_kv_block_size_tokens", "", static_cast<double>(s.block_size));
+  metrics_.Set("promptcache_min_useful_match_tokens", "", static_cast<double>(s.block_size));
+  return metrics_.Render();
+}
+
+}  // namespace pc

@@ -1,0 +1,152 @@
+// The engine loop: one thread that owns the model, the prefix cache and the
+// scheduler, and runs continuous batching. Every step decodes one token for
+// each running sequence and fills the rest of the token budget with prefill
+// chunks; one Model::Forward runs them all (the kernels are batch-invariant,
+// so a request's output does not depend on what it was batched with).
+//
+// Clients Submit a request and read its RequestStream: token events, then one
+// done event with timings and usage. Cancel() (a client that went away) ends
+// the sequence at the next step and frees its blocks.
+// Thread-safety: Engine's public methods may be called from any thread.
+// RequestStream: one reader thread, the engine writes.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/metrics.h"
+#include "engine/scheduler.h"
+#include "kvcache/prefix_cache.h"
+#include "model/generate.h"
+
+namespace pc {
+
+struct EngineOptions {
+  CacheOptions cache;               // KV pool (mem_bytes 0: DefaultKvCacheBytes)
+  size_t max_batch_tokens = 256;    // tokens per step
+  size_t max_running = 32;
+  size_t max_waiting = 256;
+};
+
+struct EngineRequest {
+  std::vector<int32_t> prompt;
+  int max_tokens = 16;
+  SamplingParams sampling;
+  bool ignore_eos = false;
+  int top_logprobs = 0;        // alternatives per token
+  bool want_logprobs = false;  // the sampled token's logprob
+  std::vector<std::string> stop;
+  std::string salt;  // cache namespace (tenant and user salt)
+  bool use_cache = true;
+};
+
+enum class FinishReason { kStop, kLength, kCancelled, kError };
+const char* FinishReasonName(FinishReason r);
+
+struct RequestTimings {
+  double queue_ms = 0;    // arrival to admission
+  double prefill_ms = 0;  // admission to the first token's logits
+  double ttft_ms = 0;     // arrival to the first token
+  double e2e_ms = 0;      // arrival to the last token
+  std::vector<double> itl_ms;  // gaps between consecutive tokens
+  double mean_itl_ms() const;
+};
+
+struct StreamEvent {
+  bool done = false;
+  // Token events.
+  int32_t token = -1;
+  std::string text;  // text released by this token (UTF-8 complete, stop strings removed)
+  float logprob = 0;
+  std::vector<std::pair<int32_t, float>> top;
+  // The done event.
+  FinishReason finish = FinishReason::kStop;
+  std::string error;
+  size_t num_prompt_tokens = 0, num_cached_tokens = 0, num_generated_tokens = 0;
+  RequestTimings timings;
+};
+
+class RequestStream {
+ public:
+  // Waits up to timeout_ms for the next event; nullopt on timeout.
+  std::optional<StreamEvent> Next(int timeout_ms);
+  void Cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+
+ private:
+  friend class Engine;
+  void Push(StreamEvent ev);
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<StreamEvent> events_;
+  std::atomic<bool> cancelled_{false};
+};
+
+enum class SubmitError { kNone, kInvalid, kQueueFull, kDraining };
+struct SubmitOutcome {
+  std::shared_ptr<RequestStream> stream;  // set when accepted
+  SubmitError error = SubmitError::kNone;
+  std::string message;
+};
+
+struct EngineSnapshot {
+  size_t num_running = 0, num_waiting = 0;
+  size_t num_blocks = 0, num_used_blocks = 0, num_cached_blocks = 0, block_size = 0;
+};
+
+class Engine {
+ public:
+  Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt);
+  ~Engine();  // cancels what is left and joins the loop
+
+  SubmitOutcome Submit(EngineRequest req);
+  // Stop admitting new requests (Submit answers kDraining).
+  void BeginDrain();
+  // Cancels every waiting and running request.
+  void CancelAll();
+  // No request waiting or running.
+  bool Idle() const;
+  EngineSnapshot Snapshot() const;
+  MetricsRegistry& metrics() { return metrics_; }
+  // Prometheus text with the gauges refreshed.
+  std::string RenderMetrics();
+  const Model& model() const { return model_; }
+  size_t context_length() const;
+
+ private:
+  struct Active;
+  void Loop();
+  bool Step();  // false when there was nothing to do
+  void RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts);
+  void RefreshPoolSnapshot();
+  void StartAdmitted(int64_t now_ns);
+  void DropCancelled();
+  void SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns);
+  void Finish(Active& a, FinishReason reason, int64_t now_ns, const std::string& error = "");
+  void DescribeMetrics();
+
+  Model& model_;
+  const Tokenizer& tok_;
+  EngineOptions opt_;
+  PrefixCache cache_;
+  MetricsRegistry metrics_;
+
+  mutable std::mutex mu_;  // guards scheduler_, active_, next_id_, draining_, stop_
+  std::condition_variable wake_;
+  Scheduler scheduler_;
+  std::unordered_map<uint64_t, std::unique_ptr<Active>> active_;
+  uint64_t next_id_ = 1;
+  bool draining_ = false;
+  bool stop_ = false;
+  EngineSnapshot pool_snapshot_;
+  std::thread loop_;
+};
+
+}  // namespace pc

@@ -1,0 +1,148 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+
+#include "base/check.h"
+
+namespace pc {
+
+Scheduler::Scheduler(const SchedulerOptions& opt) : opt_(opt) {
+  PC_CHECK(opt_.block_size > 0 && opt_.max_batch_tokens > 0 && opt_.max_running > 0);
+}
+
+size_t Scheduler::BlocksNeeded(const SchedRequest& r) const {
+  const size_t tokens = r.num_prompt_tokens + r.max_new_tokens;
+  return (tokens + opt_.block_size - 1) / opt_.block_size + 1;  // +1: a full-hit copy
+}
+
+SubmitResult Scheduler::Submit(SchedRequest req) {
+  if (BlocksNeeded(req) > opt_.num_blocks) return SubmitResult::kTooLarge;
+  if (waiting_.size() >= opt_.max_waiting) return SubmitResult::kQueueFull;
+  waiting_.push_back(std::move(req));
+  return SubmitResult::kQueued;
+}
+
+bool Scheduler::SharesPendingBlock(const SchedRequest& r) const {
+  for (const Hash128& h : r.block_hashes) {
+    if (pending_.count(h) != 0) return true;
+  }
+  return false;
+}
+
+bool Scheduler::IsWaitingForPrefix(uint64_t id) const {
+  for (const SchedRequest& r : waiting_) {
+    if (r.id == id) return SharesPendingBlock(r);
+  }
+  return false;
+}
+
+std::vector<uint64_t> Scheduler::Admit(int64_t /*now_ns*/) {
+  std::vector<uint64_t> admitted;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (running_.size() >= opt_.max_running) break;
+    const size_t need = BlocksNeeded(*it);
+    if (reserved_blocks_ + need > opt_.num_blocks) break;  // keep FIFO fairness for big requests
+    if (SharesPendingBlock(*it)) {
+      ++it;  // its prefix is being computed: wait for it, let others pass
+      continue;
+    }
+    Running r;
+    r.req = std::move(*it);
+    r.reserved = need;
+    reserved_blocks_ += need;
+    const uint64_t id = r.req.id;
+    // Until Started reports the hit length, assume every block is computed
+    // here, so later arrivals with the same prefix wait.
+    MarkPending(r, 0);
+    order_.push_back(id);
+    running_.emplace(id, std::move(r));
+    admitted.push_back(id);
+    it = waiting_.erase(it);
+  }
+  return admitted;
+}
+
+void Scheduler::MarkPending(const Running& r, size_t from_block) {
+  for (size_t k = from_block; k < r.req.block_hashes.size(); ++k) ++pending_[r.req.block_hashes[k]];
+}
+
+// Drops pending marks for blocks completed between old_computed and now.
+void Scheduler::ReleasePending(Running& r, size_t old_computed) {
+  const size_t bs = opt_.block_size;
+  const size_t n_hashes = r.req.block_hashes.size();
+  const size_t from = std::min(old_computed / bs, n_hashes);
+  const size_t to = std::min(r.num_computed / bs, n_hashes);
+  for (size_t k = from; k < to; ++k) {
+    auto it = pending_.find(r.req.block_hashes[k]);
+    PC_CHECK(it != pending_.end());
+    if (--it->second == 0) pending_.erase(it);
+  }
+}
+
+void Scheduler::Started(uint64_t id, size_t num_cached_tokens) {
+  auto it = running_.find(id);
+  PC_CHECK(it != running_.end() && !it->second.started);
+  Running& r = it->second;
+  PC_CHECK(num_cached_tokens < r.req.num_prompt_tokens);
+  r.started = true;
+  r.num_computed = num_cached_tokens;
+  ReleasePending(r, 0);
+}
+
+std::vector<WorkItem> Scheduler::Plan() const {
+  std::vector<WorkItem> work;
+  size_t budget = opt_.max_batch_tokens;
+  for (uint64_t id : order_) {  // decode first: running streams never stall
+    const Running& r = running_.at(id);
+    if (!r.started || r.in_prefill() || budget == 0) continue;
+    work.push_back({id, 1, true, false});
+    --budget;
+  }
+  for (uint64_t id : order_) {
+    const Running& r = running_.at(id);
+    if (!r.started || !r.in_prefill() || budget == 0) continue;
+    const size_t left = r.req.num_prompt_tokens - r.num_computed;
+    const size_t n = std::min(left, budget);
+    work.push_back({id, n, false, n == left});
+    budget -= n;
+  }
+  return work;
+}
+
+void Scheduler::Advanced(uint64_t id, size_t num_tokens) {
+  auto it = running_.find(id);
+  PC_CHECK(it != running_.end() && it->second.started);
+  Running& r = it->second;
+  if (r.in_prefill()) {
+    PC_CHECK(r.num_computed + num_tokens <= r.req.num_prompt_tokens);
+    const size_t old = r.num_computed;
+    r.num_computed += num_tokens;
+    ReleasePending(r, old);
+  } else {
+    r.num_generated += num_tokens;
+  }
+}
+
+bool Scheduler::Finish(uint64_t id) {
+  auto w = std::find_if(waiting_.begin(), waiting_.end(), [&](const SchedRequest& r) { return r.id == id; });
+  if (w != waiting_.end()) {
+    waiting_.erase(w);
+    return true;
+  }
+  auto it = running_.find(id);
+  if (it == running_.end()) return false;
+  Running& r = it->second;
+  // Blocks it never computed are no longer pending on its account.
+  const size_t done_blocks = r.started ? std::min(r.num_computed / opt_.block_size, r.req.block_hashes.size()) : 0;
+  for (size_t k = done_blocks; k < r.req.block_hashes.size(); ++k) {
+    auto p = pending_.find(r.req.block_hashes[k]);
+    PC_CHECK(p != pending_.end());
+    if (--p->second == 0) pending_.erase(p);
+  }
+  reserved_blocks_ -= r.reserved;
+  order_.erase(std::find(order_.begin(), order_.end(), id));
+  running_.erase(it);
+  return true;
+}
+
+}  // namespace pc

@@ -1,0 +1,366 @@
+#include "server/openai_api.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace pc {
+
+using nlohmann::json;
+
+json ApiError::ToJson() const {
+  return {{"error", {{"message", message}, {"type", type}, {"param", param.empty() ? json(nullptr) : json(param)},
+                     {"code", status == 429 ? json("rate_limit_exceeded") : json(nullptr)}}}};
+}
+
+std::string ApiFinishReason(FinishReason r) { return r == FinishReason::kLength ? "length" : "stop"; }
+
+namespace {
+
+// Reads typed fields from a request object, keeping the first error.
+class Fields {
+ public:
+  Fields(const json& obj, ApiError* err) : obj_(obj), err_(err) {}
+  bool ok() const { return ok_; }
+  bool Has(const char* k) const { return obj_.contains(k) && !obj_[k].is_null(); }
+  const json& operator[](const char* k) const { return obj_[k]; }
+
+  void Fail(const char* k, std::string msg) {
+    if (!ok_) return;
+    ok_ = false;
+    err_->message = std::move(msg);
+    err_->param = k;
+  }
+  void Bool(const char* k, bool* out) {
+    if (!Has(k)) return;
+    if (!obj_[k].is_boolean()) return Fail(k, fmt::format("'{}' must be a boolean", k));
+    *out = obj_[k].get<bool>();
+  }
+  void Int(const char* k, int64_t lo, int64_t hi, int64_t* out) {
+    if (!Has(k)) return;
+    const json& v = obj_[k];
+    const bool integral = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                                    v.get<double>() == std::floor(v.get<double>()));
+    if (!integral) return Fail(k, fmt::format("'{}' must be an integer", k));
+    const double d = v.get<double>();
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+      return Fail(k, fmt::format("'{}' must be between {} and {}", k, lo, hi));
+    }
+    *out = v.is_number_unsigned() ? static_cast<int64_t>(v.get<uint64_t>()) : v.is_number_integer() ? v.get<int64_t>()
+                                                                                                       : static_cast<int64_t>(d);
+  }
+  void Num(const char* k, double lo, double hi, double* out) {
+    if (!Has(k)) return;
+    const json& v = obj_[k];
+    if (!v.is_number() || !std::isfinite(v.get<double>())) return Fail(k, fmt::format("'{}' must be a number", k));
+    const double d = v.get<double>();
+    if (d < lo || d > hi) return Fail(k, fmt::format("'{}' must be between {} and {}", k, lo, hi));
+    *out = d;
+  }
+  void Str(const char* k, std::string* out) {
+    if (!Has(k)) return;
+    if (!obj_[k].is_string()) return Fail(k, fmt::format("'{}' must be a string", k));
+    *out = obj_[k].get<std::string>();
+  }
+
+ private:
+  const json& obj_;
+  ApiError* err_;
+  bool ok_ = true;
+};
+
+constexpr size_t kMaxStops = 16;
+
+void ParseStop(Fields& f, std::vector<std::string>* stops) {
+  if (!f.Has("stop")) return;
+  const json& s = f["stop"];
+  if (s.is_string()) {
+    stops->push_back(s.get<std::string>());
+    return;
+  }
+  if (!s.is_array() || s.size() > kMaxStops) return f.Fail("stop", fmt::format("'stop' must be a string or an array of up to {} strings", kMaxStops));
+  for (const json& e : s) {
+    if (!e.is_string()) return f.Fail("stop", "'stop' must contain only strings");
+    stops->push_back(e.get<std::string>());
+  }
+}
+
+void ParseTokenArray(Fields& f, const json& a, const Tokenizer& tok, std::vector<int32_t>* out) {
+  for (const json& e : a) {
+    if (!e.is_number_integer()) return f.Fail("prompt", "a token-id prompt must contain only integers");
+    const int64_t id = e.get<int64_t>();
+    if (id < 0 || id >= tok.n_vocab()) return f.Fail("prompt", fmt::format("token id {} is outside the vocabulary (0..{})", id, tok.n_vocab() - 1));
+    out->push_back(static_cast<int32_t>(id));
+  }
+}
+
+// prompt: a string, an array of token ids, or a one-element array of either.
+void ParsePrompt(Fields& f, const Tokenizer& tok, ApiRequest* r, std::string* prompt_text) {
+  if (!f.Has("prompt")) return f.Fail("prompt", "'prompt' is required");
+  json p = f["prompt"];
+  if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = p[0];
+  if (p.is_string()) {
+    *prompt_text = p.get<std::string>();
+    r->engine.prompt = tok.Encode(*prompt_text);
+  } else if (p.is_array() && !p.empty() && !p[0].is_array() && !p[0].is_string()) {
+    ParseTokenArray(f, p, tok, &r->engine.prompt);
+    *prompt_text = tok.Decode(r->engine.prompt);
+  } else if (p.is_array() && p.size() > 1) {
+    return f.Fail("prompt", "only one prompt per request is supported");
+  } else {
+    return f.Fail("prompt", "'prompt' must be a string or an array of token ids");
+  }
+  if (f.ok() && r->engine.prompt.empty()) f.Fail("prompt", "the prompt is empty");
+}
+
+std::string ContentText(Fields& f, const json& c) {
+  if (c.is_string()) return c.get<std::string>();
+  std::string text;
+  if (!c.is_array()) {
+    f.Fail("messages", "message content must be a string or an array of text parts");
+    return text;
+  }
+  for (const json& part : c) {
+    if (!part.is_object() || !part.contains("type") || part["type"] != "text" || !part.contains("text") ||
+        !part["text"].is_string()) {
+      f.Fail("messages", "only text content parts ({\"type\": \"text\", \"text\": ...}) are supported");
+      return text;
+    }
+    text += part["text"].get<std::string>();
+  }
+  return text;
+}
+
+void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
+  if (!f.Has("messages") || !f["messages"].is_array() || f["messages"].empty()) {
+    return f.Fail("messages", "'messages' must be a non-empty array");
+  }
+  std::vector<ChatMessage> msgs;
+  for (const json& m : f["messages"]) {
+    if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) return f.Fail("messages", "each message needs a string 'role'");
+    const std::string role = m["role"].get<std::string>();
+    if (role != "system" && role != "developer" && role != "user" && role != "assistant") {
+      return f.Fail("messages", fmt::format("unsupported message role '{}'", role));
+    }
+    if (!m.contains("content") || m["content"].is_null()) return f.Fail("messages", "each message needs 'content'");
+    std::string content = ContentText(f, m["content"]);
+    if (!f.ok()) return;
+    msgs.push_back({role, std::move(content)});
+  }
+  const std::string text = RenderChat(ctx.chat_template, msgs);
+  EncodeOptions eo;
+  eo.parse_special = true;
+  r->engine.prompt = ctx.tok->Encode(text, eo);
+  if (r->engine.prompt.empty()) f.Fail("messages", "the rendered prompt is empty");
+}
+
+void ParseSampling(Fields& f, ApiRequest* r, const ParseContext& ctx) {
+  double temperature = 1.0, top_p = 1.0;
+  int64_t top_k = 0, seed = static_cast<int64_t>(ctx.default_seed & 0x7fffffffffffffffull), n = 1;
+  f.Num("temperature", 0, 2, &temperature);
+  f.Num("top_p", 0, 1, &top_p);
+  f.Int("top_k", -1, 1 << 30, &top_k);
+  f.Int("seed", INT64_MIN, INT64_MAX, &seed);
+  f.Int("n", 1, 1, &n);
+  for (const char* k : {"presence_penalty", "frequency_penalty"}) {
+    double v = 0;
+    f.Num(k, -2, 2, &v);
+    if (v != 0) f.Fail(k, fmt::format("'{}' other than 0 is not supported", k));
+  }
+  if (f.Has("top_p") && top_p <= 0) f.Fail("top_p", "'top_p' must be greater than 0");
+  r->engine.sampling.temperature = static_cast<float>(temperature);
+  r->engine.sampling.top_p = static_cast<float>(top_p);
+  r->engine.sampling.top_k = static_cast<int>(top_k);
+  r->engine.sampling.seed = static_cast<uint64_t>(seed);
+}
+
+}  // namespace
+
+std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body, const ParseContext& ctx, ApiError* err) {
+  json obj = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (obj.is_discarded()) {
+    err->message = "the request body is not valid JSON";
+    return std::nullopt;
+  }
+  if (!obj.is_object()) {
+    err->message = "the request body must be a JSON object";
+    return std::nullopt;
+  }
+  ApiRequest r;
+  r.kind = kind;
+  Fields f(obj, err);
+  f.Str("model", &r.model);
+  std::string prompt_text;
+  if (kind == ApiKind::kCompletion) ParsePrompt(f, *ctx.tok, &r, &prompt_text);
+  else if (f.ok()) ParseMessages(f, ctx, &r);
+  ParseSampling(f, &r, ctx);
+  const int64_t room = static_cast<int64_t>(ctx.n_ctx) - static_cast<int64_t>(r.engine.prompt.size());
+  int64_t max_tokens = kind == ApiKind::kCompletion ? 16 : std::max<int64_t>(room, 1);
+  f.Int("max_tokens", 1, 1 << 30, &max_tokens);
+  if (kind == ApiKind::kChat) f.Int("max_completion_tokens", 1, 1 << 30, &max_tokens);
+  r.engine.max_tokens = static_cast<int>(max_tokens);
+  if (kind == ApiKind::kCompletion) {
+    int64_t logprobs = -1;
+    f.Int("logprobs", 0, 20, &logprobs);
+    r.engine.want_logprobs = logprobs >= 0;
+    r.engine.top_logprobs = static_cast<int>(std::max<int64_t>(logprobs, 0));
+    f.Bool("echo", &r.echo);
+  } else {
+    int64_t top = 0;
+    f.Bool("logprobs", &r.engine.want_logprobs);
+    f.Int("top_logprobs", 0, 20, &top);
+    if (top > 0 && !r.engine.want_logprobs) f.Fail("top_logprobs", "'top_logprobs' needs 'logprobs': true");
+    r.engine.top_logprobs = static_cast<int>(top);
+  }
+  ParseStop(f, &r.engine.stop);
+  f.Bool("ignore_eos", &r.engine.ignore_eos);
+  f.Bool("stream", &r.stream);
+  f.Str("cache_salt", &r.engine.salt);
+  f.Bool("cache_prompt", &r.engine.use_cache);
+  if (f.Has("stream_options")) {
+    const json& so = f["stream_options"];
+    if (!so.is_object()) f.Fail("stream_options", "'stream_options' must be an object");
+    else if (so.contains("include_usage") && !so["include_usage"].is_null()) {
+      if (!so["include_usage"].is_boolean()) f.Fail("stream_options", "'stream_options.include_usage' must be a boolean");
+      else r.include_usage = so["include_usage"].get<bool>();
+    }
+  }
+  if (!f.ok()) return std::nullopt;
+  if (r.engine.prompt.size() + static_cast<size_t>(r.engine.max_tokens) > ctx.n_ctx) {
+    err->param = "max_tokens";
+    err->message = fmt::format("this model's maximum context length is {} tokens; the prompt has {} and max_tokens asks for {} more",
+                               ctx.n_ctx, r.engine.prompt.size(), r.engine.max_tokens);
+    return std::nullopt;
+  }
+  if (r.echo) r.echo_text = prompt_text;
+  return r;
+}
+
+}  // namespace pc
+
+namespace pc {
+
+ResponseBuilder::ResponseBuilder(const ApiRequest& req, const Tokenizer& tok, std::string id, int64_t created_s)
+    : req_(req), tok_(tok), id_(std::move(id)), created_s_(created_s) {
+  if (req_.kind == ApiKind::kCompletion) {
+    logprobs_ = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
+                 {"text_offset", json::array()}};
+  } else {
+    logprobs_ = {{"content", json::array()}};
+  }
+  if (req_.echo) text_ = req_.echo_text;
+  text_offset_ = text_.size();
+}
+
+json ResponseBuilder::Envelope() const {
+  const bool chat = req_.kind == ApiKind::kChat;
+  const char* object = chat ? (req_.stream ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+  return {{"id", id_}, {"object", object}, {"created", created_s_}, {"model", req_.model}};
+}
+
+json ResponseBuilder::Choice(const std::string& text, const json& logprobs, const json& finish) const {
+  json c = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish}};
+  if (req_.kind == ApiKind::kCompletion) c["text"] = text;
+  else if (req_.stream) c["delta"] = text.empty() ? json::object() : json{{"content", text}};
+  else c["message"] = {{"role", "assistant"}, {"content", text}};
+  return c;
+}
+
+namespace {
+json Bytes(const std::string& s) {
+  json b = json::array();
+  for (unsigned char ch : s) b.push_back(static_cast<int>(ch));
+  return b;
+}
+}  // namespace
+
+// One token's logprobs in the shape of the request kind.
+json ResponseBuilder::LogprobEntry(const StreamEvent& ev) const {
+  const std::string piece = tok_.Piece(ev.token);
+  if (req_.kind == ApiKind::kCompletion) {
+    json top = json::object();
+    for (const auto& [id, lp] : ev.top) top[tok_.Piece(id)] = lp;
+    return {{"tokens", {piece}}, {"token_logprobs", {ev.logprob}}, {"top_logprobs", {top}}, {"text_offset", {text_offset_}}};
+  }
+  json top = json::array();
+  for (const auto& [id, lp] : ev.top) {
+    const std::string p = tok_.Piece(id);
+    top.push_back({{"token", p}, {"logprob", lp}, {"bytes", Bytes(p)}});
+  }
+  return {{"token", piece}, {"logprob", ev.logprob}, {"bytes", Bytes(piece)}, {"top_logprobs", top}};
+}
+
+std::string ResponseBuilder::first_chunk() {
+  json j = Envelope();
+  json c = {{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  j["choices"] = json::array({c});
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string ResponseBuilder::OnToken(const StreamEvent& ev) {
+  json lp = nullptr;
+  if (req_.engine.want_logprobs) {
+    json entry = LogprobEntry(ev);
+    if (req_.kind == ApiKind::kCompletion) {
+      for (const char* k : {"tokens", "token_logprobs", "top_logprobs", "text_offset"}) logprobs_[k].push_back(entry[k][0]);
+      lp = entry;
+    } else {
+      logprobs_["content"].push_back(entry);
+      lp = {{"content", json::array({entry})}};
+    }
+  }
+  text_ += ev.text;
+  text_offset_ += ev.text.size();
+  if (!req_.stream) return {};
+  json j = Envelope();
+  j["choices"] = json::array({Choice(ev.text, lp, nullptr)});
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json ResponseBuilder::Usage(const StreamEvent& d) const {
+  return {{"prompt_tokens", d.num_prompt_tokens},
+          {"completion_tokens", d.num_generated_tokens},
+          {"total_tokens", d.num_prompt_tokens + d.num_generated_tokens},
+          {"prompt_tokens_details", {{"cached_tokens", d.num_cached_tokens}}}};
+}
+
+json ResponseBuilder::Timings(const StreamEvent& d) const {
+  const RequestTimings& t = d.timings;
+  return {{"queue_ms", t.queue_ms},
+          {"prefill_ms", t.prefill_ms},
+          {"ttft_ms", t.ttft_ms},
+          {"e2e_ms", t.e2e_ms},
+          {"decode_ms_per_token", t.mean_itl_ms()},
+          {"prompt_tokens", d.num_prompt_tokens},
+          {"prefilled_tokens", d.num_prompt_tokens - d.num_cached_tokens},
+          {"cached_tokens", d.num_cached_tokens},
+          {"cached_tokens_by_tier", {{"pool", d.num_cached_tokens}}},
+          {"generated_tokens", d.num_generated_tokens}};
+}
+
+std::vector<std::string> ResponseBuilder::OnDoneChunks(const StreamEvent& done) {
+  std::vector<std::string> out;
+  json j = Envelope();
+  j["choices"] = json::array({Choice("", nullptr, ApiFinishReason(done.finish))});
+  j["timings"] = Timings(done);
+  out.push_back(j.dump(-1, ' ', false, json::error_handler_t::replace));
+  if (req_.include_usage) {
+    json u = Envelope();
+    u["choices"] = json::array();
+    u["usage"] = Usage(done);
+    u["timings"] = Timings(done);
+    out.push_back(u.dump(-1, ' ', false, json::error_handler_t::replace));
+  }
+  return out;
+}
+
+json ResponseBuilder::OnDoneResponse(const StreamEvent& done) {
+  json j = Envelope();
+  const bool lp = req_.engine.want_logprobs;
+  j["choices"] = json::array({Choice(text_, lp ? logprobs_ : json(nullptr), ApiFinishReason(done.finish))});
+  j["usage"] = Usage(done);
+  j["timings"] = Timings(done);
+  return j;
+}
+
+}  // namespace pc

@@ -1,0 +1,82 @@
+// OpenAI request parsing and response shaping, separate from HTTP so it can
+// be tested directly. Parsing validates every field it uses (type and range)
+// and answers an ApiError naming the field; fields it does not know are
+// ignored, as OpenAI clients send extras.
+// Thread-safety: pure functions over their arguments.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+
+#include "engine/engine.h"
+#include "server/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace pc {
+
+struct ApiError {
+  int status = 400;
+  std::string type = "invalid_request_error";
+  std::string message;
+  std::string param;  // the offending field, if any
+  nlohmann::json ToJson() const;
+};
+
+enum class ApiKind { kCompletion, kChat };
+
+struct ApiRequest {
+  ApiKind kind = ApiKind::kCompletion;
+  EngineRequest engine;
+  std::string model;
+  bool stream = false;
+  bool include_usage = false;
+  bool echo = false;
+  std::string echo_text;  // completions with echo: the prompt, prepended to the text
+};
+
+struct ParseContext {
+  const Tokenizer* tok = nullptr;
+  ChatTemplate chat_template = ChatTemplate::kChatML;
+  size_t n_ctx = 0;
+  uint64_t default_seed = 0;  // used when the request has none
+};
+
+// Parses a raw body; returns the request or the error to send.
+std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body, const ParseContext& ctx,
+                                          ApiError* err);
+
+// Builds responses and SSE chunks for one request as its events arrive.
+class ResponseBuilder {
+ public:
+  ResponseBuilder(const ApiRequest& req, const Tokenizer& tok, std::string id, int64_t created_s);
+  // One token event: its SSE chunk payload (JSON text) for streaming, or
+  // accumulated for the final response.
+  std::string OnToken(const StreamEvent& ev);
+  // The done event: the final chunk(s) for streaming (JSON payloads, without
+  // "data: "), or the whole response object.
+  std::vector<std::string> OnDoneChunks(const StreamEvent& done);
+  nlohmann::json OnDoneResponse(const StreamEvent& done);
+  std::string first_chunk();  // chat streams announce the role first
+  const std::string& text() const { return text_; }
+
+ private:
+  nlohmann::json Usage(const StreamEvent& done) const;
+  nlohmann::json Timings(const StreamEvent& done) const;
+  nlohmann::json LogprobEntry(const StreamEvent& ev) const;
+  nlohmann::json Envelope() const;
+  nlohmann::json Choice(const std::string& text, const nlohmann::json& logprobs, const nlohmann::json& finish) const;
+
+  const ApiRequest& req_;
+  const Tokenizer& tok_;
+  std::string id_;
+  int64_t created_s_;
+  std::string text_;
+  nlohmann::json logprobs_;  // accumulated for non-streaming
+  size_t text_offset_ = 0;
+};
+
+// The text of a finish reason as OpenAI spells it.
+std::string ApiFinishReason(FinishReason r);
+
+}  // namespace pc

@@ -1,0 +1,278 @@
+#include "server/server.h"
+
+#include <httplib.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "server/openai_api.h"
+
+namespace pc {
+
+using nlohmann::json;
+
+namespace {
+
+std::string Dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void SendJson(httplib::Response& res, int status, const json& j) {
+  res.status = status;
+  res.set_content(Dump(j), "application/json");
+}
+
+void SendError(httplib::Response& res, const ApiError& e) { SendJson(res, e.status, e.ToJson()); }
+
+ApiError MakeError(int status, std::string type, std::string message) {
+  ApiError e;
+  e.status = status;
+  e.type = std::move(type);
+  e.message = std::move(message);
+  return e;
+}
+
+// The JSON object body of a tokenizer route, or an error sent.
+std::optional<json> ObjectBody(const httplib::Request& req, httplib::Response& res) {
+  json j = json::parse(req.body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) {
+    SendError(res, MakeError(400, "invalid_request_error", "the request body must be a JSON object"));
+    return std::nullopt;
+  }
+  return j;
+}
+
+std::string SaltFor(const std::string& tenant, const std::string& user_salt) {
+  if (tenant.empty()) return user_salt;
+  // The unit separator cannot be confused with tenant text chosen by a user.
+  return "tenant\x1f" + tenant + "\x1f" + user_salt;
+}
+
+// What a streaming response needs between provider calls.
+struct StreamState {
+  StreamState(ApiRequest r, const Tokenizer& tok, std::string id, int64_t created)
+      : req(std::move(r)), builder(req, tok, std::move(id), created) {}
+  ApiRequest req;
+  ResponseBuilder builder;
+  std::shared_ptr<RequestStream> stream;
+  bool started = false;
+};
+
+bool WriteEvent(httplib::DataSink& sink, const std::string& payload) {
+  const std::string s = "data: " + payload + "\n\n";
+  return sink.write(s.data(), s.size());
+}
+
+}  // namespace
+
+Result<std::map<std::string, std::string>> LoadApiKeyFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return Errorf("cannot read the API key file '{}'", path);
+  std::map<std::string, std::string> keys;
+  std::string line;
+  int lineno = 0;
+  while (std::getline(in, line)) {
+    ++lineno;
+    std::istringstream ss(line);
+    std::string key, tenant, extra;
+    if (!(ss >> key) || key[0] == '#') continue;
+    if (!(ss >> tenant) || (ss >> extra)) return Errorf("{}:{}: expected 'KEY TENANT'", path, lineno);
+    keys[key] = tenant;
+  }
+  if (keys.empty()) return Errorf("the API key file '{}' has no keys", path);
+  return keys;
+}
+
+Server::Server(Engine& engine, const Tokenizer& tok, ServerOptions opt)
+    : engine_(engine), tok_(tok), opt_(std::move(opt)), http_(std::make_unique<httplib::Server>()) {
+  // A peer that closes mid-write must not kill the process.
+  signal(SIGPIPE, SIG_IGN);
+  const size_t threads = opt_.num_http_threads ? opt_.num_http_threads : 300;
+  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->set_payload_max_length(opt_.max_body_bytes);
+  Routes();
+}
+
+Server::~Server() = default;
+
+Result<int> Server::Bind() {
+  const int port = opt_.port == 0 ? http_->bind_to_any_port(opt_.host) : (http_->bind_to_port(opt_.host, opt_.port) ? opt_.port : -1);
+  if (port < 0) return Errorf("cannot listen on {}:{}", opt_.host, opt_.port);
+  return port;
+}
+
+void Server::Run() { http_->listen_after_bind(); }
+
+void Server::Stop() { http_->stop(); }
+
+std::optional<std::string> Server::Authenticate(const httplib::Request& req, httplib::Response& res) {
+  if (opt_.api_keys.empty()) return std::string();
+  const std::string auth = req.get_header_value("Authorization");
+  const std::string prefix = "Bearer ";
+  if (auth.rfind(prefix, 0) == 0) {
+    auto it = opt_.api_keys.find(auth.substr(prefix.size()));
+    if (it != opt_.api_keys.end()) return it->second;
+  }
+  SendError(res, MakeError(401, "authentication_error", "a valid API key is required (Authorization: Bearer KEY)"));
+  return std::nullopt;
+}
+
+void Server::Routes() {
+  httplib::Server& s = *http_;
+  s.Post("/v1/completions", [this](const httplib::Request& q, httplib::Response& r) {
+    HandleGenerate(static_cast<int>(ApiKind::kCompletion), q, r);
+  });
+  s.Post("/v1/chat/completions", [this](const httplib::Request& q, httplib::Response& r) {
+    HandleGenerate(static_cast<int>(ApiKind::kChat), q, r);
+  });
+  s.Post("/tokenize", [this](const httplib::Request& q, httplib::Response& r) { HandleTokenize(q, r); });
+  s.Post("/detokenize", [this](const httplib::Request& q, httplib::Response& r) { HandleDetokenize(q, r); });
+  s.Get("/v1/models", [this](const httplib::Request& q, httplib::Response& r) {
+    if (!Authenticate(q, r)) return;
+    json m = {{"id", opt_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "promptcache"},
+              {"max_model_len", engine_.context_length()}};
+    SendJson(r, 200, {{"object", "list"}, {"data", json::array({m})}});
+  });
+  s.Get("/health", [this](const httplib::Request&, httplib::Response& r) {
+    if (draining_) SendJson(r, 503, {{"status", "draining"}});
+    else SendJson(r, 200, {{"status", "ok"}});
+  });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& r) {
+    r.set_content(engine_.RenderMetrics(), "text/plain; version=0.0.4");
+  });
+  s.set_error_handler([](const httplib::Request&, httplib::Response& r) {
+    if (!r.body.empty()) return;
+    const std::string msg = r.status == 404 ? "no such route" : r.status == 413 ? "the request body is too large"
+                                                                                : "the request could not be served";
+    SendError(r, MakeError(r.status, r.status == 404 ? "not_found_error" : "invalid_request_error", msg));
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& r, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      if (ep) std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    SendError(r, MakeError(500, "server_error", what));
+  });
+}
+
+void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res) {
+  if (!Authenticate(req, res)) return;
+  std::optional<json> j = ObjectBody(req, res);
+  if (!j) return;
+  if (!j->contains("content") || !(*j)["content"].is_string()) {
+    return SendError(res, MakeError(400, "invalid_request_error", "'content' must be a string"));
+  }
+  EncodeOptions eo;
+  eo.add_special = false;
+  if (j->contains("add_special")) {
+    if (!(*j)["add_special"].is_boolean()) return SendError(res, MakeError(400, "invalid_request_error", "'add_special' must be a boolean"));
+    eo.add_special = (*j)["add_special"].get<bool>();
+  }
+  if (j->contains("parse_special")) {
+    if (!(*j)["parse_special"].is_boolean()) return SendError(res, MakeError(400, "invalid_request_error", "'parse_special' must be a boolean"));
+    eo.parse_special = (*j)["parse_special"].get<bool>();
+  }
+  SendJson(res, 200, {{"tokens", tok_.Encode((*j)["content"].get<std::string>(), eo)}});
+}
+
+void Server::HandleDetokenize(const httplib::Request& req, httplib::Response& res) {
+  if (!Authenticate(req, res)) return;
+  std::optional<json> j = ObjectBody(req, res);
+  if (!j) return;
+  if (!j->contains("tokens") || !(*j)["tokens"].is_array()) {
+    return SendError(res, MakeError(400, "invalid_request_error", "'tokens' must be an array of token ids"));
+  }
+  std::vector<int32_t> ids;
+  for (const json& e : (*j)["tokens"]) {
+    if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() >= tok_.n_vocab()) {
+      return SendError(res, MakeError(400, "invalid_request_error",
+                                      fmt::format("'tokens' must hold ids between 0 and {}", tok_.n_vocab() - 1)));
+    }
+    ids.push_back(static_cast<int32_t>(e.get<int64_t>()));
+  }
+  SendJson(res, 200, {{"content", tok_.Decode(ids)}});
+}
+
+void Server::HandleGenerate(int kind_int, const httplib::Request& req, httplib::Response& res) {
+  const ApiKind kind = static_cast<ApiKind>(kind_int);
+  std::optional<std::string> tenant = Authenticate(req, res);
+  if (!tenant) return;
+  if (draining_) return SendError(res, MakeError(503, "server_error", "the server is shutting down"));
+  const uint64_t n = ++request_counter_;
+  ParseContext ctx{&tok_, opt_.chat_template, engine_.context_length(),
+                   n * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
+  ApiError err;
+  std::optional<ApiRequest> parsed = ParseApiRequest(kind, req.body, ctx, &err);
+  if (!parsed) return SendError(res, err);
+  if (parsed->model.empty()) parsed->model = opt_.model_name;
+  parsed->engine.salt = SaltFor(*tenant, parsed->engine.salt);
+  SubmitOutcome sub = engine_.Submit(parsed->engine);
+  if (sub.error == SubmitError::kInvalid) return SendError(res, MakeError(400, "invalid_request_error", sub.message));
+  if (sub.error == SubmitError::kDraining) return SendError(res, MakeError(503, "server_error", sub.message));
+  if (sub.error == SubmitError::kQueueFull) {
+    res.set_header("Retry-After", fmt::format("{}", static_cast<int>(std::max(1.0, opt_.retry_after_s))));
+    return SendError(res, MakeError(429, "rate_limit_error", sub.message));
+  }
+  ++num_inflight_;
+  const std::string id = fmt::format("{}-{:016x}", kind == ApiKind::kChat ? "chatcmpl" : "cmpl", n);
+  const int64_t created = static_cast<int64_t>(std::time(nullptr));
+  if (!parsed->stream) {
+    struct Done {
+      std::atomic<int>& n;
+      ~Done() { --n; }
+    } done{num_inflight_};
+    ResponseBuilder b(*parsed, tok_, id, created);
+    for (;;) {
+      std::optional<StreamEvent> ev = sub.stream->Next(1000);
+      if (!ev) continue;
+      if (!ev->done) {
+        b.OnToken(*ev);
+        continue;
+      }
+      if (ev->finish == FinishReason::kError) return SendError(res, MakeError(500, "server_error", ev->error));
+      if (ev->finish == FinishReason::kCancelled) return SendError(res, MakeError(503, "server_error", "the request was cancelled"));
+      return SendJson(res, 200, b.OnDoneResponse(*ev));
+    }
+  }
+  auto st = std::make_shared<StreamState>(std::move(*parsed), tok_, id, created);
+  st->stream = sub.stream;
+  res.set_header("Cache-Control", "no-cache");
+  const int keepalive_ms = opt_.keepalive_ms;
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [st, keepalive_ms](size_t, httplib::DataSink& sink) {
+        if (!st->started && st->req.kind == ApiKind::kChat) {
+          if (!WriteEvent(sink, st->builder.first_chunk())) return st->stream->Cancel(), false;
+        }
+        st->started = true;
+        std::optional<StreamEvent> ev = st->stream->Next(keepalive_ms);
+        if (!ev) {  // nothing yet: a comment line finds out whether the client is still there
+          static const char kPing[] = ": keep-alive\n\n";
+          if (!sink.write(kPing, sizeof(kPing) - 1)) return st->stream->Cancel(), false;
+          return true;
+        }
+        if (!ev->done) {
+          if (ev->text.empty() && !st->req.engine.want_logprobs) return true;
+          if (!WriteEvent(sink, st->builder.OnToken(*ev))) return st->stream->Cancel(), false;
+          return true;
+        }
+        if (ev->finish == FinishReason::kError || ev->finish == FinishReason::kCancelled) {
+          const std::string msg = ev->finish == FinishReason::kError ? ev->error : "the request was cancelled";
+          WriteEvent(sink, Dump(MakeError(500, "server_error", msg).ToJson()));
+        } else {
+          for (const std::string& c : st->builder.OnDoneChunks(*ev)) WriteEvent(sink, c);
+        }
+        WriteEvent(sink, "[DONE]");
+        sink.done();
+        return true;
+      },
+      [st, this](bool success) {
+        if (!success) st->stream->Cancel();
+        --num_inflight_;
+      });
+}
+
+}  // namespace pc

@@ -1,0 +1,126 @@
+// promptcache serve: the OpenAI-compatible server.
+#include <signal.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include "base/clock.h"
+#include "commands.h"
+#include "server/server.h"
+
+namespace pc::cli {
+namespace {
+
+struct ServeFlags {
+  std::string model, host = "127.0.0.1", api_key, api_key_file, chat_template, alias, kv_type = "f16";
+  int port = 8080, threads = 0;
+  size_t kv_mem = 0, block_size = 16, batch_tokens = 256, max_running = 32, max_queue = 256;
+  double drain_timeout_s = 30;
+};
+
+// Waits for SIGTERM/SIGINT on this thread (the signals are blocked in every
+// other thread), then drains: refuse new work (503), let in-flight requests
+// finish until the deadline, cancel the rest, then stop listening.
+void DrainOnSignal(const sigset_t& set, Engine& engine, Server& server, double timeout_s) {
+  int sig = 0;
+  sigwait(&set, &sig);
+  std::fprintf(stderr, "promptcache: signal %d: draining (up to %.0f s)\n", sig, timeout_s);
+  server.set_draining();
+  engine.BeginDrain();
+  auto busy = [&] { return !engine.Idle() || server.num_inflight() > 0; };
+  const int64_t deadline = NowNs() + static_cast<int64_t>(timeout_s * 1e9);
+  while (busy() && NowNs() < deadline) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (busy()) {
+    std::fprintf(stderr, "promptcache: drain deadline passed; cancelling what is left\n");
+    engine.CancelAll();
+    // Cancelled streams end with an error event; give them a moment to be sent.
+    const int64_t grace = NowNs() + 2'000'000'000;
+    while (busy() && NowNs() < grace) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  server.Stop();
+}
+
+int Serve(const ServeFlags& f) {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts: all inherit the mask
+
+  Result<std::unique_ptr<Model>> model = Model::Load(f.model, f.threads);
+  if (!model.ok()) return Fail(model.status().message());
+  Result<Tokenizer> tok = Tokenizer::FromGguf((*model)->gguf());
+  if (!tok.ok()) return Fail(tok.status().message());
+
+  ServerOptions so;
+  so.host = f.host;
+  so.port = f.port;
+  Result<std::string> general_name = (*model)->gguf().GetString("general.name");
+  so.model_name = !f.alias.empty() ? f.alias : general_name.ok() && !general_name->empty() ? *general_name : "promptcache";
+  if (!f.chat_template.empty()) {
+    so.chat_template = *ChatTemplateFromName(f.chat_template);
+  } else if (Result<std::string> jinja = (*model)->gguf().GetString("tokenizer.chat_template"); jinja.ok()) {
+    std::optional<ChatTemplate> t = DetectChatTemplate(*jinja);
+    if (t) so.chat_template = *t;
+    else std::fprintf(stderr, "promptcache: unrecognised chat template in the model; using chatml (see --chat-template)\n");
+  }
+  if (!f.api_key.empty()) so.api_keys[f.api_key] = "default";
+  if (!f.api_key_file.empty()) {
+    Result<std::map<std::string, std::string>> keys = LoadApiKeyFile(f.api_key_file);
+    if (!keys.ok()) return Fail(keys.status().message());
+    so.api_keys.insert(keys->begin(), keys->end());
+  }
+
+  EngineOptions eo;
+  eo.cache.block_size = f.block_size;
+  eo.cache.dtype = f.kv_type == "f32" ? KvDtype::kF32 : KvDtype::kF16;
+  eo.cache.mem_bytes = f.kv_mem;
+  eo.max_batch_tokens = f.batch_tokens;
+  eo.max_running = f.max_running;
+  eo.max_waiting = f.max_queue;
+  so.num_http_threads = f.max_running + f.max_queue + 16;
+  Engine engine(**model, *tok, eo);
+  Server server(engine, *tok, so);
+  Result<int> port = server.Bind();
+  if (!port.ok()) return Fail(port.status().message());
+  const EngineSnapshot snap = engine.Snapshot();
+  std::fprintf(stderr, "promptcache: model %s, chat template %s, KV pool %zu blocks of %zu tokens%s\n",
+               so.model_name.c_str(), ChatTemplateName(so.chat_template), snap.num_blocks, snap.block_size,
+               so.api_keys.empty() ? "" : ", API keys required");
+  std::fprintf(stderr, "promptcache: listening on http://%s:%d\n", f.host.c_str(), *port);
+  std::thread drainer([&] { DrainOnSignal(set, engine, server, f.drain_timeout_s); });
+  server.Run();
+  // Run returns when Stop was called and every handler finished. If it ended
+  // for another reason, wake the drainer so it can finish.
+  if (!server.draining()) kill(getpid(), SIGTERM);
+  drainer.join();
+  std::fprintf(stderr, "promptcache: stopped\n");
+  return 0;
+}
+
+}  // namespace
+
+void RegisterServe(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<ServeFlags>();
+  CLI::App* c = app.add_subcommand("serve", "OpenAI-compatible HTTP server with continuous batching and prefix caching");
+  c->add_option("-m,--model", f->model, "GGUF model file")->required();
+  c->add_option("--host", f->host, "Address to listen on");
+  c->add_option("--port", f->port, "Port (0: any free port, printed at start)")->check(CLI::Range(0, 65535));
+  c->add_option("--alias", f->alias, "Model name reported by /v1/models (default: general.name)");
+  c->add_option("--api-key", f->api_key, "Require this key (tenant 'default')");
+  c->add_option("--api-key-file", f->api_key_file, "File of 'KEY TENANT' lines; each tenant gets its own cache namespace");
+  c->add_option("--chat-template", f->chat_template, "Override the chat template family")
+      ->check(CLI::IsMember({"chatml", "llama2", "llama3", "mistral", "zephyr"}));
+  c->add_option("-t,--threads", f->threads, "Compute threads (default: physical cores)")->check(CLI::Range(0, 1024));
+  c->add_option("--kv-cache-mem", f->kv_mem, "KV pool bytes (default: a quarter of free RAM, at most 8 contexts)");
+  c->add_option("--block-size", f->block_size, "Tokens per KV block")->check(CLI::Range(1, 4096));
+  c->add_option("--kv-type", f->kv_type, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}));
+  c->add_option("--batch-tokens", f->batch_tokens, "Tokens per engine step (decode + prefill chunks)")->check(CLI::Range(1, 1 << 16));
+  c->add_option("--max-running", f->max_running, "Sequences decoded together")->check(CLI::Range(1, 4096));
+  c->add_option("--max-queue", f->max_queue, "Waiting requests before answering 429")->check(CLI::Range(0, 1 << 20));
+  c->add_option("--drain-timeout", f->drain_timeout_s, "Seconds in-flight requests get after SIGTERM")->check(CLI::Range(0.0, 3600.0));
+  c->callback([f, exit_code] { *exit_code = Serve(*f); });
+}
+
+}  // namespace pc::cli
