@@ -214,6 +214,7 @@ std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body,
   }
   ParseStop(f, &r.engine.stop);
   f.Bool("ignore_eos", &r.engine.ignore_eos);
+  f.Bool("return_tokens", &r.return_tokens);
   f.Bool("stream", &r.stream);
   f.Str("cache_salt", &r.engine.salt);
   f.Bool("cache_prompt", &r.engine.use_cache);
@@ -311,9 +312,11 @@ std::string ResponseBuilder::OnToken(const StreamEvent& ev) {
   }
   text_ += ev.text;
   text_offset_ += ev.text.size();
+  tokens_.push_back(ev.token);
   if (!req_.stream) return {};
   json j = Envelope();
   j["choices"] = json::array({Choice(ev.text, lp, nullptr)});
+  if (req_.return_tokens) j["choices"][0]["tokens"] = {ev.token};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -358,6 +361,7 @@ json ResponseBuilder::OnDoneResponse(const StreamEvent& done) {
   json j = Envelope();
   const bool lp = req_.engine.want_logprobs;
   j["choices"] = json::array({Choice(text_, lp ? logprobs_ : json(nullptr), ApiFinishReason(done.finish))});
+  if (req_.return_tokens) j["choices"][0]["tokens"] = tokens_;
   j["usage"] = Usage(done);
   j["timings"] = Timings(done);
   return j;

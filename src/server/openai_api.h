@@ -32,6 +32,7 @@ struct ApiRequest {
   bool stream = false;
   bool include_usage = false;
   bool echo = false;
+  bool return_tokens = false;  // llama.cpp's field: add the generated token ids
   std::string echo_text;  // completions with echo: the prompt, prepended to the text
 };
 
@@ -73,6 +74,7 @@ class ResponseBuilder {
   int64_t created_s_;
   std::string text_;
   nlohmann::json logprobs_;  // accumulated for non-streaming
+  std::vector<int32_t> tokens_;
   size_t text_offset_ = 0;
 };
 

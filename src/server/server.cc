@@ -255,7 +255,7 @@ void Server::HandleGenerate(int kind_int, const httplib::Request& req, httplib::
           return true;
         }
         if (!ev->done) {
-          if (ev->text.empty() && !st->req.engine.want_logprobs) return true;
+          if (ev->text.empty() && !st->req.engine.want_logprobs && !st->req.return_tokens) return true;
           if (!WriteEvent(sink, st->builder.OnToken(*ev))) return st->stream->Cancel(), false;
           return true;
         }

@@ -1,0 +1,434 @@
+// End-to-end over loopback HTTP with stories260K: the OpenAI routes, SSE,
+// greedy output equal to single-request generation, cached_tokens, tenants,
+// cancellation, 429, and thousands of hostile bodies.
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "base/check.h"
+#include "server/server.h"
+#include "test_support.h"
+
+namespace pc {
+namespace {
+
+using nlohmann::json;
+
+struct Harness {
+  Harness(Model& model, const Tokenizer& tok, EngineOptions eo, ServerOptions so) {
+    so.port = 0;
+    engine = std::make_unique<Engine>(model, tok, eo);
+    server = std::make_unique<Server>(*engine, tok, so);
+    Result<int> p = server->Bind();
+    PC_CHECK(p.ok());
+    port = *p;
+    thread = std::thread([this] { server->Run(); });
+  }
+  ~Harness() {
+    server->Stop();
+    thread.join();
+  }
+  httplib::Client Client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(120, 0);
+    return c;
+  }
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Server> server;
+  int port = 0;
+  std::thread thread;
+};
+
+struct StreamResult {
+  int status = 0;
+  std::vector<json> chunks;
+  bool done = false;
+  std::string text;
+  std::vector<int32_t> tokens;
+};
+
+// Parses an SSE body into its JSON payloads.
+StreamResult ParseSse(int status, const std::string& body) {
+  StreamResult r;
+  r.status = status;
+  size_t pos = 0;
+  while ((pos = body.find("data: ", pos)) != std::string::npos) {
+    const size_t end = body.find("\n\n", pos);
+    const std::string payload = body.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (payload == "[DONE]") {
+      r.done = true;
+      continue;
+    }
+    json j = json::parse(payload);
+    if (j.contains("choices") && !j["choices"].empty()) {
+      const json& c = j["choices"][0];
+      if (c.contains("text")) r.text += c["text"].get<std::string>();
+      if (c.contains("delta") && c["delta"].contains("content")) r.text += c["delta"]["content"].get<std::string>();
+      if (c.contains("tokens")) for (const json& t : c["tokens"]) r.tokens.push_back(t.get<int32_t>());
+    }
+    r.chunks.push_back(std::move(j));
+  }
+  return r;
+}
+
+class ServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string path = test::SharedPath("models/stories260K.gguf");
+    if (path.empty()) return;
+    auto m = Model::Load(path, 2);
+    PC_CHECK(m.ok());
+    model_ = std::move(*m).release();
+    auto t = Tokenizer::FromGguf(model_->gguf());
+    PC_CHECK(t.ok());
+    tok_ = new Tokenizer(std::move(*t));
+  }
+  void SetUp() override {
+    if (model_ == nullptr) {
+      if (test::RequireShared()) FAIL() << "shared model missing";
+      GTEST_SKIP() << "../shared absent";
+    }
+  }
+  static std::unique_ptr<Harness> Start(EngineOptions eo = {}, ServerOptions so = {}) {
+    if (eo.cache.mem_bytes == 0) eo.cache.mem_bytes = 64 << 20;
+    return std::make_unique<Harness>(*model_, *tok_, eo, so);
+  }
+  // The reference: one request alone through Generate, greedy.
+  static std::vector<int32_t> Reference(const std::vector<int32_t>& prompt, int n) {
+    GenerateOptions o;
+    o.max_tokens = n;
+    o.sampling.temperature = 0;
+    o.ignore_eos = true;
+    std::vector<int32_t> ids;
+    auto st = Generate(*model_, *tok_, prompt, o, [&](const TokenEvent& e) {
+      ids.push_back(e.id);
+      return true;
+    });
+    PC_CHECK(st.ok());
+    return ids;
+  }
+  static json Post(httplib::Client& c, const std::string& path, const json& body, int* status = nullptr,
+                   const httplib::Headers& h = {}) {
+    auto res = c.Post(path.c_str(), h, body.dump(), "application/json");
+    PC_CHECK(res);
+    if (status) *status = res->status;
+    return json::parse(res->body);
+  }
+  static StreamResult PostStream(httplib::Client& c, const std::string& path, const json& body) {
+    auto res = c.Post(path.c_str(), body.dump(), "application/json");
+    PC_CHECK(res);
+    return ParseSse(res->status, res->body);
+  }
+  static inline Model* model_ = nullptr;
+  static inline Tokenizer* tok_ = nullptr;
+};
+
+const char* kStory = "Once upon a time, there was a little girl named Lily. She loved to play in the park with her";
+
+TEST_F(ServerTest, GreedyCompletionEqualsSingleRequestGeneration) {
+  auto h = Start();
+  httplib::Client c = h->Client();
+  const std::vector<int32_t> prompt = tok_->Encode(kStory);
+  const std::vector<int32_t> ref = Reference(prompt, 40);
+  json body = {{"prompt", kStory}, {"max_tokens", 40}, {"temperature", 0}, {"ignore_eos", true}, {"return_tokens", true}};
+  int status = 0;
+  json r = Post(c, "/v1/completions", body, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["choices"][0]["tokens"].get<std::vector<int32_t>>(), ref);
+  EXPECT_EQ(r["choices"][0]["text"], tok_->Decode(ref));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(r["usage"]["prompt_tokens"], prompt.size());
+  EXPECT_EQ(r["usage"]["completion_tokens"], 40);
+  for (const char* k : {"queue_ms", "ttft_ms", "prefill_ms", "decode_ms_per_token", "cached_tokens_by_tier"}) {
+    EXPECT_TRUE(r["timings"].contains(k)) << k;
+  }
+  body["stream"] = true;
+  body["stream_options"] = {{"include_usage", true}};
+  StreamResult s = PostStream(c, "/v1/completions", body);
+  ASSERT_EQ(s.status, 200);
+  EXPECT_TRUE(s.done);
+  EXPECT_EQ(s.tokens, ref);
+  EXPECT_EQ(s.text, tok_->Decode(ref));
+  ASSERT_GE(s.chunks.size(), 2u);
+  EXPECT_EQ(s.chunks.back()["usage"]["completion_tokens"], 40);
+  EXPECT_TRUE(s.chunks.back()["choices"].empty());
+}
+
+TEST_F(ServerTest, ChatStreamsAndMatches) {
+  auto h = Start();
+  httplib::Client c = h->Client();
+  json body = {{"messages", {{{"role", "system"}, {"content", "Tell a story."}}, {{"role", "user"}, {"content", "A cat"}}}},
+               {"max_tokens", 24}, {"temperature", 0}, {"ignore_eos", true}};
+  int status = 0;
+  json r = Post(c, "/v1/chat/completions", body, &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
+  const std::string text = r["choices"][0]["message"]["content"];
+  EXPECT_FALSE(text.empty());
+  body["stream"] = true;
+  StreamResult s = PostStream(c, "/v1/chat/completions", body);
+  EXPECT_TRUE(s.done);
+  EXPECT_EQ(s.text, text);
+  EXPECT_EQ(s.chunks.front()["choices"][0]["delta"]["role"], "assistant");
+  EXPECT_EQ(s.chunks.front()["object"], "chat.completion.chunk");
+  // The rendered prompt is what ChatML asks for.
+  EXPECT_EQ(r["usage"]["prompt_tokens"],
+            tok_->Encode(RenderChat(ChatTemplate::kChatML, {{"system", "Tell a story."}, {"user", "A cat"}}), {true, true}).size());
+}
+
+TEST_F(ServerTest, RepeatReportsCachedTokens) {
+  auto h = Start();
+  httplib::Client c = h->Client();
+  const std::string prompt = std::string(kStory) + " friends. One day, Lily saw a big red ball in the sky and she wanted";
+  const size_t n = tok_->Encode(prompt).size();
+  ASSERT_GT(n, 32u);
+  json body = {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 0}};
+  json a = Post(c, "/v1/completions", body);
+  json b = Post(c, "/v1/completions", body);
+  EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  const size_t expect = n % 16 == 0 ? n - 1 : n / 16 * 16;
+  EXPECT_EQ(b["usage"]["prompt_tokens_details"]["cached_tokens"], expect);
+  EXPECT_EQ(b["timings"]["cached_tokens_by_tier"]["pool"], expect);
+  EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);
+  // Opting out per request: nothing read.
+  body["cache_prompt"] = false;
+  EXPECT_EQ(Post(c, "/v1/completions", body)["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  // Another salt: another namespace.
+  body["cache_prompt"] = true;
+  body["cache_salt"] = "other";
+  EXPECT_EQ(Post(c, "/v1/completions", body)["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  const std::string m = c.Get("/metrics")->body;
+  EXPECT_NE(m.find("promptcache_prefix_cache_hit_tokens_total{tier=\"pool\"} " + std::to_string(expect)), std::string::npos) << m;
+  for (const char* name : {"promptcache_ttft_seconds_bucket", "promptcache_itl_seconds_count", "promptcache_e2e_seconds_sum",
+                           "promptcache_queue_seconds_count", "promptcache_kv_pool_blocks{state=\"used\"}",
+                           "promptcache_requests_running", "promptcache_requests_waiting",
+                           "promptcache_prompt_tokens_total", "promptcache_generation_tokens_total",
+                           "promptcache_tier_load_seconds_count", "promptcache_min_useful_match_tokens"}) {
+    EXPECT_NE(m.find(name), std::string::npos) << name;
+  }
+}
+
+TEST_F(ServerTest, TenantsNeverShareCachedPrefixes) {
+  ServerOptions so;
+  so.api_keys = {{"key-a", "alice"}, {"key-b", "bob"}};
+  auto h = Start({}, so);
+  httplib::Client c = h->Client();
+  const json body = {{"prompt", std::string(kStory) + " mom and dad every day after school"}, {"max_tokens", 4}, {"temperature", 0}};
+  const httplib::Headers ka = {{"Authorization", "Bearer key-a"}}, kb = {{"Authorization", "Bearer key-b"}};
+  int status = 0;
+  Post(c, "/v1/completions", body, &status, {});
+  EXPECT_EQ(status, 401);
+  Post(c, "/v1/completions", body, &status, {{"Authorization", "Bearer wrong"}});
+  EXPECT_EQ(status, 401);
+  EXPECT_EQ(Post(c, "/v1/completions", body, &status, ka)["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_EQ(Post(c, "/v1/completions", body, &status, kb)["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  // Even naming the other tenant as cache_salt does not reach its blocks.
+  json spoof = body;
+  spoof["cache_salt"] = "alice";
+  EXPECT_EQ(Post(c, "/v1/completions", spoof, &status, kb)["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  EXPECT_GT(Post(c, "/v1/completions", body, &status, ka)["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+}
+
+TEST_F(ServerTest, ConcurrentStreamsEqualTheirSingleRequestOutputs) {
+  EngineOptions eo;
+  eo.max_batch_tokens = 24;  // forces chunked prefill interleaved with decode
+  auto h = Start(eo);
+  const int kClients = 8;
+  std::vector<std::string> prompts;
+  std::vector<std::vector<int32_t>> refs;
+  for (int i = 0; i < kClients; ++i) {
+    prompts.push_back(std::string(kStory) + (i % 2 ? " cat" : " dog") + std::string(static_cast<size_t>(i), '!'));
+    refs.push_back(Reference(tok_->Encode(prompts.back()), 30));
+  }
+  std::vector<StreamResult> got(kClients);
+  std::vector<std::thread> ts;
+  for (int i = 0; i < kClients; ++i) {
+    ts.emplace_back([&, i] {
+      httplib::Client c = h->Client();
+      got[i] = PostStream(c, "/v1/completions",
+                          {{"prompt", prompts[i]}, {"max_tokens", 30}, {"temperature", 0}, {"ignore_eos", true},
+                           {"return_tokens", true}, {"stream", true}});
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (int i = 0; i < kClients; ++i) EXPECT_EQ(got[i].tokens, refs[i]) << "client " << i;
+}
+
+TEST_F(ServerTest, DisconnectCancelsAndFreesBlocks) {
+  auto h = Start();
+  // A client that stops reading after a few chunks closes its connection.
+  int chunks = 0;
+  httplib::Client c = h->Client();
+  httplib::Request rq;
+  rq.method = "POST";
+  rq.path = "/v1/completions";
+  rq.body = json({{"prompt", kStory}, {"max_tokens", 480}, {"ignore_eos", true}, {"stream", true}}).dump();
+  rq.set_header("Content-Type", "application/json");
+  rq.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 3; };
+  c.send(rq);
+  EXPECT_EQ(chunks, 3);
+  for (int i = 0; i < 500 && !h->engine->Idle(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(h->engine->Idle());
+  EXPECT_EQ(h->engine->Snapshot().num_used_blocks, 0u);
+  EXPECT_EQ(h->engine->metrics().Get("promptcache_requests_total", "finish_reason=\"cancelled\""), 1);
+  EXPECT_LT(h->engine->metrics().Get("promptcache_generation_tokens_total"), 480);
+}
+
+TEST_F(ServerTest, FullQueueAnswers429WithRetryAfter) {
+  EngineOptions eo;
+  eo.max_running = 1;
+  eo.max_waiting = 1;
+  auto h = Start(eo);
+  std::atomic<int> ok{0}, limited{0};
+  std::atomic<bool> retry_after{true};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 8; ++i) {
+    ts.emplace_back([&] {
+      httplib::Client c = h->Client();
+      auto res = c.Post("/v1/completions", json({{"prompt", kStory}, {"max_tokens", 300}, {"ignore_eos", true}}).dump(),
+                        "application/json");
+      PC_CHECK(res);
+      if (res->status == 200) ++ok;
+      if (res->status == 429) {
+        ++limited;
+        if (res->get_header_value("Retry-After").empty()) retry_after = false;
+        EXPECT_EQ(json::parse(res->body)["error"]["type"], "rate_limit_error");
+      }
+    });
+  }
+  for (auto& t : ts) t.join();
+  EXPECT_GE(ok, 1);
+  EXPECT_GE(limited, 1);
+  EXPECT_EQ(ok + limited, 8);
+  EXPECT_TRUE(retry_after);
+}
+
+TEST_F(ServerTest, AuxiliaryRoutes) {
+  auto h = Start();
+  httplib::Client c = h->Client();
+  auto models = c.Get("/v1/models");
+  ASSERT_TRUE(models);
+  EXPECT_EQ(json::parse(models->body)["data"][0]["object"], "model");
+  EXPECT_EQ(json::parse(c.Get("/health")->body)["status"], "ok");
+  json t = Post(c, "/tokenize", {{"content", "Lily went home."}});
+  EXPECT_EQ(t["tokens"].get<std::vector<int32_t>>(), tok_->Encode("Lily went home.", {false, false}));
+  EXPECT_EQ(Post(c, "/detokenize", {{"tokens", t["tokens"]}})["content"], tok_->Decode(t["tokens"].get<std::vector<int32_t>>()));
+  auto nf = c.Get("/nope");
+  EXPECT_EQ(nf->status, 404);
+  EXPECT_TRUE(json::parse(nf->body).contains("error"));
+  json stopped = Post(c, "/v1/completions", {{"prompt", kStory}, {"max_tokens", 40}, {"temperature", 0}, {"stop", " the"}});
+  const std::string full = Post(c, "/v1/completions", {{"prompt", kStory}, {"max_tokens", 40}, {"temperature", 0}})["choices"][0]["text"];
+  const size_t cut = full.find(" the");
+  ASSERT_NE(cut, std::string::npos) << full;
+  EXPECT_EQ(stopped["choices"][0]["text"], full.substr(0, cut));
+  EXPECT_EQ(stopped["choices"][0]["finish_reason"], "stop");
+  json lp = Post(c, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 3},
+                                             {"logprobs", true}, {"top_logprobs", 2}});
+  ASSERT_EQ(lp["choices"][0]["logprobs"]["content"].size(), 3u) << lp.dump();
+  EXPECT_EQ(lp["choices"][0]["logprobs"]["content"][0]["top_logprobs"].size(), 2u);
+}
+
+// Bodies that must all be refused with a 4xx JSON error.
+std::vector<std::string> HostileBodies(size_t n, size_t n_ctx) {
+  std::mt19937 rng(1234);
+  const std::vector<json> valid = {
+      {{"prompt", "Once upon a time"}, {"max_tokens", 4}},
+      {{"messages", {{{"role", "user"}, {"content", "Hi"}}}}, {"max_tokens", 4}},
+  };
+  const std::vector<json> bad_values = {"x", -1, 0, 1e300, -1e300, 3.5, true, nullptr, json::array(), json::object(),
+                                        json::array({1, "a"}), INT64_MIN, UINT64_MAX};
+  // Values each field must refuse (null would mean "absent", so none here).
+  const std::vector<std::pair<std::string, std::vector<json>>> bad_fields = {
+      {"max_tokens", {"x", -1, 0, 3.5, true, json::array(), json::object(), 1e300, 100000}},
+      {"temperature", {"x", -1, 3, true, json::array(), 1e300}},
+      {"top_p", {"x", 0, 1.5, -1, true}},
+      {"top_k", {"x", -2, 3.5, true, json::array()}},
+      {"n", {2, 0, "x", true}},
+      {"stop", {1, true, json::object(), json::array({1}), json::array({"a", 1})}},
+      {"logprobs", {"x", json::array(), json::object(), -1.5}},
+      {"stream", {"x", 1, json::array(), json::object()}},
+      {"stream_options", {"x", 1, json::array(), json{{"include_usage", "x"}}}},
+      {"ignore_eos", {"x", 1, json::array()}},
+      {"cache_salt", {1, true, json::array(), json::object()}},
+      {"cache_prompt", {"x", 1, json::array()}},
+      {"seed", {"x", 3.5, true, json::array()}},
+      {"presence_penalty", {1, "x", 5}},
+      {"prompt", {1, true, json::object(), json::array(), json::array({-1}), json::array({1.5}),
+                  json::array({"a", "b"}), json::array({json::array()})}},
+      {"messages", {1, "x", json::array(), json::array({1}), json::array({json{{"role", "user"}}}),
+                    json::array({json{{"role", "alien"}, {"content", "x"}}})}},
+  };
+  std::vector<std::string> out;
+  while (out.size() < n) {
+    const json& v = valid[rng() % valid.size()];
+    const std::string s = v.dump();
+    switch (rng() % 6) {
+      case 0: out.push_back(s.substr(0, rng() % s.size())); break;  // truncated
+      case 1: {  // a byte replaced by something that breaks the syntax
+        std::string t = s;
+        t[rng() % t.size()] = "{}[]\",:\\\x01"[rng() % 9];
+        if (!json::accept(t)) out.push_back(t);
+        break;
+      }
+      case 2: {  // a field with a wrong type or an out-of-range value
+        json t = v;
+        const auto& [f, values] = bad_fields[rng() % bad_fields.size()];
+        const json& bad = values[rng() % values.size()];
+        t[f] = bad;
+        // Each route ignores the other's prompt field: break both.
+        if (f == "prompt" || f == "messages") {
+          const std::vector<json>& bp = bad_fields[bad_fields.size() - 2].second;
+          const std::vector<json>& bm = bad_fields[bad_fields.size() - 1].second;
+          t["prompt"] = bp[rng() % bp.size()];
+          t["messages"] = bm[rng() % bm.size()];
+        }
+        out.push_back(t.dump());
+        break;
+      }
+      case 3: out.push_back(bad_values[rng() % bad_values.size()].dump()); break;
+      case 4: {  // random bytes
+        std::string t(rng() % 200, '\0');
+        for (char& ch : t) ch = static_cast<char>(rng());
+        if (!json::accept(t)) out.push_back(t);
+        break;
+      }
+      case 5: {  // deep nesting and prompts beyond the context
+        if (rng() % 2) out.push_back(std::string(100000, '[') + std::string(100000, ']'));
+        else out.push_back(json({{"prompt", std::vector<int>(n_ctx + 1, 5)}, {"max_tokens", 1}}).dump());
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+TEST_F(ServerTest, FiveThousandHostileBodiesGet4xxJson) {
+  auto h = Start();
+  httplib::Client c = h->Client();
+  const std::vector<std::string> bodies = HostileBodies(5000, static_cast<size_t>(model_->config().n_ctx));
+  const char* paths[] = {"/v1/completions", "/v1/chat/completions", "/tokenize", "/detokenize"};
+  size_t i = 0, refused = 0;
+  for (const std::string& b : bodies) {
+    const char* path = paths[i++ % 4];
+    auto res = c.Post(path, b, "application/json");
+    ASSERT_TRUE(res) << "no response for body " << i;
+    // A mutated completion body may happen to stay valid for another route's
+    // schema only in ways we exclude above; every one must be refused.
+    if (res->status >= 400 && res->status < 500) ++refused;
+    else ADD_FAILURE() << path << " answered " << res->status << " to " << b.substr(0, 200);
+    json j = json::parse(res->body, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << res->body;
+    ASSERT_TRUE(j.contains("error")) << res->body;
+  }
+  EXPECT_EQ(refused, bodies.size());
+  // And the server still serves.
+  json ok = Post(c, "/v1/completions", {{"prompt", kStory}, {"max_tokens", 4}});
+  EXPECT_EQ(ok["usage"]["completion_tokens"], 4);
+}
+
+}  // namespace
+}  // namespace pc

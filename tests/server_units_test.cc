@@ -1,0 +1,182 @@
+// Server pieces without HTTP: stop strings, chat templates, request parsing,
+// Prometheus rendering.
+#include <gtest/gtest.h>
+
+#include "engine/metrics.h"
+#include "engine/stop_matcher.h"
+#include "server/chat_template.h"
+#include "server/openai_api.h"
+#include "test_support.h"
+
+namespace pc {
+namespace {
+
+std::string Feed(StopMatcher& m, const std::vector<std::string>& pieces) {
+  std::string out;
+  for (const std::string& p : pieces) out += m.Push(p);
+  return out;
+}
+
+TEST(StopMatcher, StopsAcrossPiecesAndDropsTheStopString) {
+  StopMatcher m({"END"});
+  EXPECT_EQ(m.Push("hello E"), "hello ");
+  EXPECT_FALSE(m.stopped());
+  EXPECT_EQ(m.Push("N"), "");
+  EXPECT_EQ(m.Push("D and more"), "");
+  EXPECT_TRUE(m.stopped());
+  EXPECT_EQ(m.Push("later"), "");
+}
+
+TEST(StopMatcher, ReleasesAFalseStart) {
+  StopMatcher m({"END"});
+  EXPECT_EQ(Feed(m, {"E", "N", "x"}), "ENx");
+  EXPECT_FALSE(m.stopped());
+  EXPECT_EQ(m.Push("EN"), "");
+  EXPECT_EQ(m.Flush(), "EN");
+}
+
+TEST(StopMatcher, EarliestOfSeveralWins) {
+  StopMatcher m({"world", "lo w"});
+  EXPECT_EQ(m.Push("hello world"), "hel");
+  EXPECT_TRUE(m.stopped());
+}
+
+TEST(StopMatcher, NoStopsPassesEverythingThrough) {
+  StopMatcher m({"", ""});
+  EXPECT_EQ(Feed(m, {"a", "b"}), "ab");
+}
+
+TEST(ChatTemplate, DetectsFamiliesFromJinja) {
+  EXPECT_EQ(DetectChatTemplate("{% for m in messages %}<|im_start|>{{m.role}}"), ChatTemplate::kChatML);
+  EXPECT_EQ(DetectChatTemplate("<|start_header_id|>' + message['role'] + '<|end_header_id|>"), ChatTemplate::kLlama3);
+  EXPECT_EQ(DetectChatTemplate("[INST] <<SYS>>\\n"), ChatTemplate::kLlama2);
+  EXPECT_EQ(DetectChatTemplate("{{ '[INST] ' + message['content'] + ' [/INST]' }}"), ChatTemplate::kMistral);
+  EXPECT_EQ(DetectChatTemplate("<|user|>\\n{{ content }}</s><|assistant|>"), ChatTemplate::kZephyr);
+  EXPECT_EQ(DetectChatTemplate("{{ something else }}"), std::nullopt);
+  EXPECT_EQ(ChatTemplateFromName("llama3"), ChatTemplate::kLlama3);
+  EXPECT_EQ(ChatTemplateFromName("jinja"), std::nullopt);
+}
+
+TEST(ChatTemplate, RendersEachFamily) {
+  const std::vector<ChatMessage> ms = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}};
+  EXPECT_EQ(RenderChat(ChatTemplate::kChatML, ms),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n"
+            "<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
+  EXPECT_EQ(RenderChat(ChatTemplate::kLlama3, ms),
+            "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi"
+            "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|><|start_header_id|>user"
+            "<|end_header_id|>\n\nBye<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
+  EXPECT_EQ(RenderChat(ChatTemplate::kLlama2, ms),
+            "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello.</s><s>[INST] Bye [/INST]");
+  EXPECT_EQ(RenderChat(ChatTemplate::kMistral, ms), "[INST] Be brief.\n\nHi [/INST]Hello.</s><s>[INST] Bye [/INST]");
+  EXPECT_EQ(RenderChat(ChatTemplate::kZephyr, ms),
+            "<|system|>\nBe brief.</s>\n<|user|>\nHi</s>\n<|assistant|>\nHello.</s>\n<|user|>\nBye</s>\n<|assistant|>\n");
+}
+
+class ApiParse : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    PC_SHARED_OR_SKIP(path, "models/stories260K.gguf");
+    auto g = GgufFile::Open(path);
+    ASSERT_TRUE(g.ok());
+    auto t = Tokenizer::FromGguf(*g);
+    ASSERT_TRUE(t.ok());
+    tok_ = std::make_unique<Tokenizer>(std::move(*t));
+    ctx_.tok = tok_.get();
+    ctx_.n_ctx = 512;
+  }
+  std::optional<ApiRequest> Parse(ApiKind k, const std::string& body) { return ParseApiRequest(k, body, ctx_, &err_); }
+  std::unique_ptr<Tokenizer> tok_;
+  ParseContext ctx_;
+  ApiError err_;
+};
+
+TEST_F(ApiParse, CompletionFields) {
+  auto r = Parse(ApiKind::kCompletion,
+                 R"({"prompt":"Once upon","max_tokens":7,"temperature":0,"top_p":0.5,"top_k":3,"seed":9,
+                     "stop":["x","y"],"logprobs":2,"ignore_eos":true,"cache_salt":"s","cache_prompt":false,
+                     "stream":true,"stream_options":{"include_usage":true},"unknown_field":[1,2]})");
+  ASSERT_TRUE(r) << err_.message;
+  EXPECT_EQ(r->engine.prompt, tok_->Encode("Once upon"));
+  EXPECT_EQ(r->engine.max_tokens, 7);
+  EXPECT_EQ(r->engine.sampling.temperature, 0.0f);
+  EXPECT_EQ(r->engine.sampling.top_k, 3);
+  EXPECT_EQ(r->engine.sampling.seed, 9u);
+  EXPECT_EQ(r->engine.stop, (std::vector<std::string>{"x", "y"}));
+  EXPECT_TRUE(r->engine.want_logprobs);
+  EXPECT_EQ(r->engine.top_logprobs, 2);
+  EXPECT_TRUE(r->engine.ignore_eos);
+  EXPECT_EQ(r->engine.salt, "s");
+  EXPECT_FALSE(r->engine.use_cache);
+  EXPECT_TRUE(r->stream && r->include_usage);
+}
+
+TEST_F(ApiParse, TokenPromptsAndDefaults) {
+  auto r = Parse(ApiKind::kCompletion, R"({"prompt":[1,2,3]})");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->engine.prompt, (std::vector<int32_t>{1, 2, 3}));
+  EXPECT_EQ(r->engine.max_tokens, 16);
+  EXPECT_TRUE(r->engine.use_cache);
+  auto c = Parse(ApiKind::kChat, R"({"messages":[{"role":"user","content":[{"type":"text","text":"Hi"}]}]})");
+  ASSERT_TRUE(c) << err_.message;
+  EXPECT_EQ(static_cast<size_t>(c->engine.max_tokens), 512 - c->engine.prompt.size());
+}
+
+TEST_F(ApiParse, RejectsBadFieldsNamingThem) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {R"({"prompt":"a","max_tokens":"5"})", "max_tokens"},
+      {R"({"prompt":"a","max_tokens":0})", "max_tokens"},
+      {R"({"prompt":"a","max_tokens":1.5})", "max_tokens"},
+      {R"({"prompt":"a","temperature":-1})", "temperature"},
+      {R"({"prompt":"a","top_p":0})", "top_p"},
+      {R"({"prompt":"a","n":2})", "n"},
+      {R"({"prompt":"a","stop":[1]})", "stop"},
+      {R"({"prompt":"a","logprobs":21})", "logprobs"},
+      {R"({"prompt":"a","stream":"yes"})", "stream"},
+      {R"({"prompt":[1,-2]})", "prompt"},
+      {R"({"prompt":[1,99999]})", "prompt"},
+      {R"({"prompt":["a","b"]})", "prompt"},
+      {R"({"prompt":"a","max_tokens":600})", "max_tokens"},
+      {R"({"prompt":"a","presence_penalty":1})", "presence_penalty"},
+      {R"({"max_tokens":3})", "prompt"},
+  };
+  for (const auto& [body, param] : cases) {
+    err_ = ApiError();
+    EXPECT_FALSE(Parse(ApiKind::kCompletion, body)) << body;
+    EXPECT_EQ(err_.param, param) << body << " -> " << err_.message;
+    EXPECT_EQ(err_.status, 400);
+    EXPECT_FALSE(err_.message.empty());
+  }
+  for (const std::string body : {R"({"messages":[]})", R"({"messages":[{"role":"robot","content":"x"}]})",
+                                 R"({"messages":[{"role":"user"}]})", R"({"messages":[{"role":"user","content":[{"type":"image_url"}]}]})",
+                                 R"({"messages":[{"role":"user","content":"x"}],"top_logprobs":3})"}) {
+    err_ = ApiError();
+    EXPECT_FALSE(Parse(ApiKind::kChat, body)) << body;
+  }
+  for (const std::string body : {"", "{", "[1,2]", "null", "\"str\""}) {
+    EXPECT_FALSE(Parse(ApiKind::kCompletion, body));
+    EXPECT_NE(err_.message.find("JSON"), std::string::npos) << body;
+  }
+}
+
+TEST(Metrics, RendersPrometheusText) {
+  MetricsRegistry m;
+  m.Describe("x_seconds", "histogram", "Help text.");
+  m.Observe("x_seconds", "", 0.003);
+  m.Observe("x_seconds", "", 30);
+  m.Add("y_total", "tier=\"pool\"", 2);
+  m.Add("y_total", "tier=\"pool\"", 3);
+  const std::string t = m.Render();
+  EXPECT_NE(t.find("# HELP x_seconds Help text.\n# TYPE x_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(t.find("x_seconds_bucket{le=\"0.001\"} 0\n"), std::string::npos);
+  EXPECT_NE(t.find("x_seconds_bucket{le=\"0.005\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("x_seconds_bucket{le=\"25\"} 1\n"), std::string::npos);
+  EXPECT_NE(t.find("x_seconds_bucket{le=\"60\"} 2\n"), std::string::npos);
+  EXPECT_NE(t.find("x_seconds_bucket{le=\"+Inf\"} 2\n"), std::string::npos);
+  EXPECT_NE(t.find("x_seconds_count 2\n"), std::string::npos);
+  EXPECT_NE(t.find("# TYPE y_total counter\ny_total{tier=\"pool\"} 5\n"), std::string::npos);
+  EXPECT_EQ(m.Get("y_total", "tier=\"pool\""), 5);
+}
+
+}  // namespace
+}  // namespace pc
