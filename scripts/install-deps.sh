@@ -9,6 +9,9 @@ fi
 missing=()
 while read -r pkg; do
   [ -z "$pkg" ] && continue
+  # Node.js may come from elsewhere (NodeSource bundles npm); keep it.
+  if [ "$pkg" = nodejs ] && command -v node >/dev/null; then continue; fi
+  if [ "$pkg" = npm ] && command -v npm >/dev/null; then continue; fi
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done < "$here/deps.txt"
 if [ ${#missing[@]} -gt 0 ]; then

@@ -5,6 +5,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs="${JOBS:-$(nproc)}"
+# Test setup for the client-compatibility tests: the openai npm package,
+# pinned by tests/node/package-lock.json.
+if command -v npm >/dev/null && [ ! -d tests/node/node_modules/openai ]; then
+  (cd tests/node && npm ci --no-audit --no-fund) || echo "test.sh: npm ci failed; the Node client tests will skip or fail" >&2
+fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DPROMPTCACHE_WERROR=ON
 cmake --build build -j "$jobs"
 (cd build && ctest --output-on-failure -j "$jobs")

@@ -1,0 +1,51 @@
+// The official OpenAI Node client streams a chat completion from our server,
+// and its non-streamed answer and completions agree with the stream.
+// Usage: node openai_client.mjs PROMPTCACHE_BINARY MODEL.gguf
+import assert from 'node:assert/strict';
+import { startServer, importOpenAI } from './serve.mjs';
+
+const [bin, model] = process.argv.slice(2);
+const OpenAI = await importOpenAI();
+const { proc, port, exited } = await startServer(bin, model, ['--api-key', 'sk-test']);
+try {
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'sk-test', maxRetries: 0 });
+  const messages = [{ role: 'user', content: 'Tell me about a cat.' }];
+  const stream = await client.chat.completions.create({
+    model: 'stories', messages, max_tokens: 24, temperature: 0, stream: true,
+    stream_options: { include_usage: true },
+  });
+  let text = '';
+  let chunks = 0;
+  let usage = null;
+  let finish = null;
+  for await (const chunk of stream) {
+    chunks += 1;
+    if (chunk.usage) usage = chunk.usage;
+    const choice = chunk.choices[0];
+    if (choice?.delta?.content) text += choice.delta.content;
+    if (choice?.finish_reason) finish = choice.finish_reason;
+  }
+  assert.ok(chunks > 3, `expected several chunks, got ${chunks}`);
+  assert.ok(text.length > 0, 'empty streamed text');
+  assert.ok(finish === 'length' || finish === 'stop');
+  assert.ok(usage && usage.prompt_tokens > 0 && usage.completion_tokens > 0, 'usage chunk missing');
+  assert.equal(typeof usage.prompt_tokens_details.cached_tokens, 'number');
+
+  const whole = await client.chat.completions.create({ model: 'stories', messages, max_tokens: 24, temperature: 0 });
+  assert.equal(whole.choices[0].message.content, text);
+  assert.ok(whole.usage.prompt_tokens_details.cached_tokens > 0, 'the repeat should hit the cache');
+
+  const comp = await client.completions.create({ model: 'stories', prompt: 'Once upon a time', max_tokens: 8, temperature: 0 });
+  assert.ok(comp.choices[0].text.length > 0);
+  const models = await client.models.list();
+  assert.equal(models.data.length, 1);
+
+  await assert.rejects(
+    new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'wrong', maxRetries: 0 }).completions.create({ model: 'x', prompt: 'a' }),
+    (e) => e.status === 401);
+  await assert.rejects(client.completions.create({ model: 'x', prompt: 'a', max_tokens: -3 }), (e) => e.status === 400);
+  console.log(`ok: streamed ${chunks} chunks, ${usage.completion_tokens} tokens: ${JSON.stringify(text)}`);
+} finally {
+  proc.kill('SIGTERM');
+  assert.equal(await exited, 0, 'server did not exit cleanly on SIGTERM');
+}
