@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "base/check.h"
@@ -155,6 +156,24 @@ TEST_F(ServerTest, GreedyCompletionEqualsSingleRequestGeneration) {
   ASSERT_GE(s.chunks.size(), 2u);
   EXPECT_EQ(s.chunks.back()["usage"]["completion_tokens"], 40);
   EXPECT_TRUE(s.chunks.back()["choices"].empty());
+}
+
+TEST_F(ServerTest, GreedyOutputEqualsTheCli) {
+  auto h = Start();
+  httplib::Client c = h->Client();
+  int code = -1;
+  const std::string out = test::RunCommand(std::string(PROMPTCACHE_BINARY) + " run -m " +
+                                               test::SharedPath("models/stories260K.gguf") + " -p '" + kStory +
+                                               "' -n 32 --temp 0 --ignore-eos --json 2>/dev/null",
+                                           &code);
+  ASSERT_EQ(code, 0);
+  std::vector<int32_t> cli;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) cli.push_back(json::parse(line)["id"].get<int32_t>());
+  ASSERT_EQ(cli.size(), 32u);
+  json r = Post(c, "/v1/completions", {{"prompt", kStory}, {"max_tokens", 32}, {"temperature", 0}, {"ignore_eos", true},
+                                       {"return_tokens", true}});
+  EXPECT_EQ(r["choices"][0]["tokens"].get<std::vector<int32_t>>(), cli);
 }
 
 TEST_F(ServerTest, ChatStreamsAndMatches) {
