@@ -12,6 +12,7 @@ void RegisterMakeModel(CLI::App& app, int* exit_code);
 void RegisterDemo(CLI::App& app, int* exit_code);
 void RegisterBenchPrefix(CLI::App& app, int* exit_code);
 void RegisterServe(CLI::App& app, int* exit_code);
+void RegisterBench(CLI::App& app, int* exit_code);
 
 // Prints "error: msg" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -1,0 +1,169 @@
+#include "client.h"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace pc::loadgen {
+
+using nlohmann::json;
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double RequestRecord::tpot_ms() const {
+  return output_tokens > 1 ? (e2e_ms - ttft_ms) / static_cast<double>(output_tokens - 1) : 0;
+}
+
+Result<Target> ParseUrl(const std::string& url) {
+  Target t;
+  std::string rest = url;
+  const std::string scheme = "http://";
+  if (rest.rfind(scheme, 0) == 0) rest = rest.substr(scheme.size());
+  else if (rest.find("://") != std::string::npos) return Errorf("only http:// URLs are supported: '{}'", url);
+  rest = rest.substr(0, rest.find('/'));
+  const size_t colon = rest.rfind(':');
+  t.host = rest.substr(0, colon);
+  if (colon != std::string::npos) {
+    try {
+      t.port = std::stoi(rest.substr(colon + 1));
+    } catch (const std::exception&) {
+      return Errorf("bad port in '{}'", url);
+    }
+  } else {
+    t.port = 80;
+  }
+  if (t.host.empty()) return Errorf("no host in '{}'", url);
+  return t;
+}
+
+namespace {
+
+// Incremental SSE parser: feeds bytes, calls on_data for each "data:" payload.
+class SseParser {
+ public:
+  template <typename F>
+  void Feed(const char* data, size_t n, F&& on_data) {
+    buf_.append(data, n);
+    size_t end;
+    while ((end = buf_.find("\n\n")) != std::string::npos) {
+      const std::string event = buf_.substr(0, end);
+      buf_.erase(0, end + 2);
+      size_t pos = 0;
+      while (pos < event.size()) {
+        size_t eol = event.find('\n', pos);
+        if (eol == std::string::npos) eol = event.size();
+        const std::string line = event.substr(pos, eol - pos);
+        if (line.rfind("data:", 0) == 0) on_data(line.substr(line.size() > 5 && line[5] == ' ' ? 6 : 5));
+        pos = eol + 1;
+      }
+    }
+  }
+
+ private:
+  std::string buf_;
+};
+
+std::string RandomSalt() {
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  return fmt::format("bench-off-{:016x}", rng());
+}
+
+}  // namespace
+
+RequestRecord RunRequest(const Target& t, const BenchRequest& r, double run_start_s) {
+  RequestRecord rec;
+  rec.cache = r.cache;
+  rec.prompt_tokens = r.prompt.size();
+  json body = {{"prompt", r.prompt}, {"max_tokens", r.max_tokens}, {"temperature", 0}, {"ignore_eos", true},
+               {"stream", true}, {"stream_options", {{"include_usage", true}}}};
+  if (!t.model.empty()) body["model"] = t.model;
+  if (!r.cache) {
+    // Bypass: llama.cpp-style cache_prompt plus a fresh salt (vLLM-style),
+    // so neither server reuses nor keeps this request's prefix.
+    body["cache_prompt"] = false;
+    body["cache_salt"] = RandomSalt();
+  }
+  httplib::Client cli(t.host, t.port);
+  cli.set_read_timeout(static_cast<time_t>(t.timeout_s), 0);
+  cli.set_connection_timeout(10, 0);
+  httplib::Headers headers;
+  if (!t.api_key.empty()) headers.emplace("Authorization", "Bearer " + t.api_key);
+  SseParser sse;
+  double last = 0;
+  bool done = false;
+  const double t0 = NowSeconds();
+  rec.start_s = t0 - run_start_s;
+  auto on_payload = [&](const std::string& payload) {
+    if (payload == "[DONE]") {
+      done = true;
+      return;
+    }
+    json j = json::parse(payload, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return;
+    if (j.contains("error")) {
+      rec.error = j["error"].value("message", "error event");
+      return;
+    }
+    if (j.contains("usage") && j["usage"].is_object()) {
+      const json& u = j["usage"];
+      if (u.contains("completion_tokens") && u["completion_tokens"].is_number()) rec.output_tokens = u["completion_tokens"];
+      if (u.contains("prompt_tokens") && u["prompt_tokens"].is_number()) rec.prompt_tokens = u["prompt_tokens"];
+      if (u.contains("prompt_tokens_details") && u["prompt_tokens_details"].is_object() &&
+          u["prompt_tokens_details"].contains("cached_tokens") && u["prompt_tokens_details"]["cached_tokens"].is_number()) {
+        rec.cached_tokens = u["prompt_tokens_details"]["cached_tokens"].get<size_t>();
+      }
+    }
+    if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return;
+    const json& c = j["choices"][0];
+    const bool has_text = c.contains("text") && c["text"].is_string() && !c["text"].get<std::string>().empty();
+    if (!has_text) return;
+    const double now = NowSeconds();
+    if (last == 0) rec.ttft_ms = (now - t0) * 1e3;
+    else rec.itl_ms.push_back((now - last) * 1e3);
+    last = now;
+  };
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.headers = headers;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  std::string error_body;
+  req.response_handler = [&](const httplib::Response& res) {
+    rec.http_status = res.status;
+    return true;
+  };
+  req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    if (rec.http_status != 200) {
+      error_body.append(data, n);
+      return true;
+    }
+    sse.Feed(data, n, on_payload);
+    return true;
+  };
+  httplib::Response res;
+  httplib::Error err = httplib::Error::Success;
+  const bool sent = cli.send(req, res, err);
+  rec.e2e_ms = (NowSeconds() - t0) * 1e3;
+  if (!sent) {
+    rec.error = "connection failed: " + httplib::to_string(err);
+  } else if (rec.http_status != 200) {
+    json e = json::parse(error_body, nullptr, false);
+    rec.error = fmt::format("HTTP {}: {}", rec.http_status,
+                            !e.is_discarded() && e.contains("error") && e["error"].is_object() ? e["error"].value("message", "")
+                                                                                                 : error_body.substr(0, 200));
+  } else if (!done && rec.error.empty()) {
+    rec.error = "stream ended without [DONE]";
+  }
+  // Servers that do not send usage: count the token chunks.
+  if (rec.output_tokens == 0 && last != 0) rec.output_tokens = rec.itl_ms.size() + 1;
+  rec.ok = rec.error.empty() && last != 0;
+  if (rec.ok && rec.output_tokens == 0) rec.ok = false, rec.error = "no tokens";
+  return rec;
+}
+
+}  // namespace pc::loadgen

@@ -1,0 +1,44 @@
+// One streamed /v1/completions request against any OpenAI-compatible server,
+// timed on the client: TTFT (send to first token), every inter-token gap,
+// end-to-end, and the cached-token count from usage when the server reports
+// it. Thread-safety: RunRequest may run concurrently (one connection each).
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "workload.h"
+
+namespace pc::loadgen {
+
+struct Target {
+  std::string host = "127.0.0.1";
+  int port = 8080;
+  std::string api_key;
+  std::string model;  // sent as "model" (some servers require it)
+  double timeout_s = 600;
+};
+
+struct RequestRecord {
+  size_t index = 0;    // position in the run
+  bool cache = true;   // A/B arm
+  bool ok = false;
+  std::string error;
+  int http_status = 0;
+  double start_s = 0;  // send time from the run start
+  double ttft_ms = 0, e2e_ms = 0;
+  std::vector<double> itl_ms;  // gaps between token arrivals
+  size_t prompt_tokens = 0, output_tokens = 0;
+  std::optional<size_t> cached_tokens;  // absent when the server does not report it
+  double tpot_ms() const;  // (e2e - ttft) / (output - 1)
+};
+
+// Parses "http://host:port" (the path part is ignored).
+Result<Target> ParseUrl(const std::string& url);
+
+RequestRecord RunRequest(const Target& t, const BenchRequest& r, double run_start_s);
+
+// Seconds on a monotonic clock.
+double NowSeconds();
+
+}  // namespace pc::loadgen
