@@ -117,6 +117,12 @@ RequestRecord RunRequest(const Target& t, const BenchRequest& r, double run_star
         rec.cached_tokens = u["prompt_tokens_details"]["cached_tokens"].get<size_t>();
       }
     }
+    if (j.contains("timings") && j["timings"].is_object() && j["timings"].contains("cached_tokens_by_tier") &&
+        j["timings"]["cached_tokens_by_tier"].is_object()) {
+      for (const auto& [tier, n] : j["timings"]["cached_tokens_by_tier"].items()) {
+        if (n.is_number_unsigned()) rec.cached_by_tier[tier] = n.get<size_t>();
+      }
+    }
     if (!j.contains("choices") || !j["choices"].is_array() || j["choices"].empty()) return;
     const json& c = j["choices"][0];
     const bool has_text = c.contains("text") && c["text"].is_string() && !c["text"].get<std::string>().empty();

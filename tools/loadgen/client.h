@@ -3,6 +3,7 @@
 // end-to-end, and the cached-token count from usage when the server reports
 // it. Thread-safety: RunRequest may run concurrently (one connection each).
 #pragma once
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -30,6 +31,8 @@ struct RequestRecord {
   std::vector<double> itl_ms;  // gaps between token arrivals
   size_t prompt_tokens = 0, output_tokens = 0;
   std::optional<size_t> cached_tokens;  // absent when the server does not report it
+  // timings.cached_tokens_by_tier when the server reports it (promptcache does).
+  std::map<std::string, size_t> cached_by_tier;
   double tpot_ms() const;  // (e2e - ttft) / (output - 1)
 };
 

@@ -73,6 +73,18 @@ std::vector<Group> Aggregate(const std::vector<RequestRecord>& recs, double wall
   for (const auto& [o, rs] : by_outcome) {
     g.push_back(MakeGroup(std::string(off.empty() ? "" : "on: ") + OutcomeName(o), rs, wall_s, slo));
   }
+  // Hits by the tier that supplied most of their cached tokens, when the
+  // server reports more than one tier.
+  std::map<std::string, std::vector<const RequestRecord*>> by_tier;
+  for (const RequestRecord* r : on) {
+    if (r->cached_by_tier.empty() || !r->cached_tokens || *r->cached_tokens == 0) continue;
+    auto top = std::max_element(r->cached_by_tier.begin(), r->cached_by_tier.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+    by_tier[top->first].push_back(r);
+  }
+  if (by_tier.size() > 1) {
+    for (const auto& [tier, rs] : by_tier) g.push_back(MakeGroup("tier: " + tier, rs, wall_s, slo));
+  }
   return g;
 }
 
@@ -158,6 +170,7 @@ json ToJson(const std::vector<RequestRecord>& recs, const std::vector<Group>& gr
               {"start_s", r.start_s}, {"ttft_ms", r.ttft_ms}, {"e2e_ms", r.e2e_ms}, {"tpot_ms", r.tpot_ms()},
               {"itl_ms", r.itl_ms}, {"prompt_tokens", r.prompt_tokens}, {"output_tokens", r.output_tokens},
               {"cached_tokens", r.cached_tokens ? json(*r.cached_tokens) : json(nullptr)},
+              {"cached_by_tier", r.cached_by_tier},
               {"outcome", r.cached_tokens ? OutcomeName(ClassifyOutcome(r.prompt_tokens, *r.cached_tokens)) : "unknown"}};
     j["requests"].push_back(std::move(q));
   }
