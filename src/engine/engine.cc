@@ -56,6 +56,9 @@ struct Engine::Active {
   int32_t last_token = -1;
   size_t num_generated = 0, num_cached = 0;
   RequestTimings timings;
+  bool loading = false;  // waiting for its prefix from the spill tiers
+  std::map<std::string, size_t> cached_by_tier;
+  std::map<std::string, double> tier_load_ms;
 };
 
 namespace {
@@ -72,6 +75,7 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
       cache_(model.config(), model.fingerprint(), WithDefaultMemory(model.config(), opt.cache)),
       scheduler_(SchedulerOptions{opt.max_batch_tokens, opt.max_running, opt.max_waiting,
                                   static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size()}) {
+  if (opt_.tiers) cache_.set_listener(opt_.tiers);
   DescribeMetrics();
   RefreshPoolSnapshot();  // no other thread yet
   loop_ = std::thread([this] { Loop(); });
@@ -183,6 +187,8 @@ void Engine::Finish(Active& a, FinishReason reason, int64_t now_ns, const std::s
   ev.num_generated_tokens = a.num_generated;
   a.timings.e2e_ms = NsToMs(now_ns - a.arrival_ns);
   ev.timings = a.timings;
+  ev.cached_by_tier = a.cached_by_tier;
+  ev.tier_load_ms = a.tier_load_ms;
   const std::string reason_label = fmt::format("finish_reason=\"{}\"", FinishReasonName(reason));
   metrics_.Add("promptcache_requests_total", reason_label, 1);
   if (a.num_generated > 0) {
@@ -205,26 +211,77 @@ void Engine::DropCancelled() {
   for (Active* a : gone) Finish(*a, FinishReason::kCancelled, now);
 }
 
-// Requires mu_. Adopts cached prefixes for the requests the scheduler admits.
+// Requires mu_. Admitted requests adopt their cached prefix: at once from the
+// pool, or after the tier stack has loaded what the pool lacks.
 void Engine::StartAdmitted(int64_t now_ns) {
   for (uint64_t id : scheduler_.Admit(now_ns)) {
     Active& a = *active_.at(id);
     a.admit_ns = now_ns;
-    a.timings.queue_ms = NsToMs(now_ns - a.arrival_ns);
-    metrics_.Observe("promptcache_queue_seconds", "", a.timings.queue_ms / 1e3);
-    Result<std::unique_ptr<CachedSequence>> seq = cache_.Start(a.req.prompt, a.req.salt, a.req.use_cache);
-    if (!seq.ok()) {
-      Finish(a, FinishReason::kError, now_ns, seq.status().message());
-      continue;
+    if (opt_.tiers && a.req.use_cache) {
+      const std::vector<Hash128> keys = cache_.BlockHashes(a.req.prompt, a.req.salt);
+      const size_t k = cache_.NumPoolLeading(keys);
+      if (k < keys.size()) {
+        a.loading = true;
+        opt_.tiers->SubmitLoad(id, std::vector<Hash128>(keys.begin() + static_cast<std::ptrdiff_t>(k), keys.end()),
+                               k * cache_.block_size(), cache_.block_size());
+        continue;
+      }
     }
-    a.seq = std::move(*seq);
-    a.num_cached = a.seq->num_cached_tokens();
-    scheduler_.Started(id, a.seq->num_computed());
-    RefreshPoolSnapshot();
-    metrics_.Add("promptcache_prompt_tokens_total", "", static_cast<double>(a.req.prompt.size()));
-    if (a.req.use_cache) {
-      metrics_.Add("promptcache_prefix_cache_queried_tokens_total", "", static_cast<double>(a.req.prompt.size()));
-      metrics_.Add("promptcache_prefix_cache_hit_tokens_total", "tier=\"pool\"", static_cast<double>(a.num_cached));
+    StartSequence(a, now_ns, {});
+  }
+}
+
+// Requires mu_. Installs finished tier loads into the pool and starts their requests.
+void Engine::InstallLoads(int64_t now_ns) {
+  if (!opt_.tiers) return;
+  for (LoadResult& r : opt_.tiers->TakeFinishedLoads()) {
+    auto it = active_.find(r.request_id);
+    if (it == active_.end()) continue;  // cancelled while loading
+    Active& a = *it->second;
+    a.loading = false;
+    std::vector<int32_t> held;
+    std::map<std::string, size_t> loaded_tokens;
+    for (size_t i = 0; i < r.keys.size(); ++i) {
+      std::optional<int32_t> b = cache_.InstallBlock(r.keys[i], r.payloads[i]);
+      if (!b) continue;  // computed meanwhile by another request, or no room
+      held.push_back(*b);
+      loaded_tokens[r.tier_of[i]] += cache_.block_size();
+    }
+    for (const auto& [tier, ms] : r.load_ms_by_tier) {
+      a.tier_load_ms[tier] += ms;
+      metrics_.Observe("promptcache_tier_load_seconds", fmt::format("tier=\"{}\"", tier), ms / 1e3);
+    }
+    StartSequence(a, now_ns, loaded_tokens);
+    for (int32_t b : held) cache_.ReleaseBlock(b);
+  }
+}
+
+// Requires mu_.
+void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string, size_t>& loaded_tokens) {
+  a.timings.queue_ms = NsToMs(now_ns - a.arrival_ns);
+  metrics_.Observe("promptcache_queue_seconds", "", a.timings.queue_ms / 1e3);
+  Result<std::unique_ptr<CachedSequence>> seq = cache_.Start(a.req.prompt, a.req.salt, a.req.use_cache);
+  if (!seq.ok()) {
+    Finish(a, FinishReason::kError, now_ns, seq.status().message());
+    return;
+  }
+  a.seq = std::move(*seq);
+  a.num_cached = a.seq->num_cached_tokens();
+  // Attribute cached tokens to tiers; the pool supplied the rest.
+  size_t left = a.num_cached;
+  for (const auto& [tier, n] : loaded_tokens) {
+    const size_t take = std::min(n, left);
+    a.cached_by_tier[tier] = take;
+    left -= take;
+  }
+  a.cached_by_tier["pool"] = left;
+  scheduler_.Started(a.id, a.seq->num_computed());
+  RefreshPoolSnapshot();
+  metrics_.Add("promptcache_prompt_tokens_total", "", static_cast<double>(a.req.prompt.size()));
+  if (a.req.use_cache) {
+    metrics_.Add("promptcache_prefix_cache_queried_tokens_total", "", static_cast<double>(a.req.prompt.size()));
+    for (const auto& [tier, n] : a.cached_by_tier) {
+      metrics_.Add("promptcache_prefix_cache_hit_tokens_total", fmt::format("tier=\"{}\"", tier), static_cast<double>(n));
     }
   }
 }
@@ -266,6 +323,7 @@ bool Engine::Step() {
   std::vector<Active*> acts;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    InstallLoads(NowNs());
     StartAdmitted(NowNs());
     work = scheduler_.Plan();
     for (const WorkItem& w : work) acts.push_back(active_.at(w.id).get());
@@ -335,12 +393,16 @@ void Engine::RefreshPoolSnapshot() {
 
 void Engine::DescribeMetrics() {
   MetricsRegistry& m = metrics_;
+  std::vector<std::string> tier_labels = {"tier=\"pool\""};
+  if (opt_.tiers) {
+    for (const auto& t : opt_.tiers->tiers()) tier_labels.push_back(fmt::format("tier=\"{}\"", t->name()));
+  }
   m.Describe("promptcache_ttft_seconds", "histogram", "Arrival to first token.");
   m.Describe("promptcache_itl_seconds", "histogram", "Gap between consecutive tokens of a request.");
   m.Describe("promptcache_e2e_seconds", "histogram", "Arrival to last token.");
   m.Describe("promptcache_queue_seconds", "histogram", "Arrival to admission into the running batch.");
   m.Describe("promptcache_tier_load_seconds", "histogram", "Time to bring cached KV back from a tier.",
-             {"tier=\"pool\""});
+             std::vector<std::string>(tier_labels.begin() + 1, tier_labels.end()));
   m.Describe("promptcache_requests_total", "counter", "Finished requests by finish reason.",
              {"finish_reason=\"stop\"", "finish_reason=\"length\"", "finish_reason=\"cancelled\"",
               "finish_reason=\"error\""});
@@ -348,7 +410,7 @@ void Engine::DescribeMetrics() {
   m.Describe("promptcache_generation_tokens_total", "counter", "Generated tokens.");
   m.Describe("promptcache_prefix_cache_queried_tokens_total", "counter", "Prompt tokens looked up in the prefix cache.");
   m.Describe("promptcache_prefix_cache_hit_tokens_total", "counter", "Prompt tokens whose KV was reused, by tier.",
-             {"tier=\"pool\""});
+             tier_labels);
   m.Describe("promptcache_requests_running", "gauge", "Requests in the running batch.");
   m.Describe("promptcache_requests_waiting", "gauge", "Requests in the queue.");
   m.Describe("promptcache_kv_pool_blocks", "gauge", "KV pool blocks by state.",
@@ -356,7 +418,15 @@ void Engine::DescribeMetrics() {
   m.Describe("promptcache_kv_pool_usage_ratio", "gauge", "Fraction of KV blocks held by running requests.");
   m.Describe("promptcache_kv_block_size_tokens", "gauge", "Tokens per KV block.");
   m.Describe("promptcache_min_useful_match_tokens", "gauge",
-             "Shortest cached prefix worth reusing: one block while all cached KV stays in the pool.");
+             "Shortest cached prefix (from position 0) whose reuse beats recomputing it, by tier (measured costs); "
+             "one block for the pool, where reuse costs nothing.", tier_labels);
+  if (opt_.tiers) {
+    m.Describe("promptcache_tier_entries", "gauge", "Blocks stored per spill tier.", {});
+    m.Describe("promptcache_tier_bytes", "gauge", "Bytes stored per spill tier.", {});
+    m.Describe("promptcache_tier_corrupt_blocks_total", "counter", "Blocks that failed verification on load.", {});
+    m.Describe("promptcache_tier_dropped_blocks_total", "counter", "Blocks a tier refused or lost on insert.", {});
+    m.Describe("promptcache_tier_healthy", "gauge", "1 while the tier works, 0 while it is down or refusing writes.", {});
+  }
 }
 
 std::string Engine::RenderMetrics() {
@@ -369,7 +439,20 @@ std::string Engine::RenderMetrics() {
   metrics_.Set("promptcache_kv_pool_usage_ratio", "",
                s.num_blocks ? static_cast<double>(s.num_used_blocks) / static_cast<double>(s.num_blocks) : 0);
   metrics_.Set("promptcache_kv_block_size_tokens", "", static_cast<double>(s.block_size));
-  metrics_.Set("promptcache_min_useful_match_tokens", "", static_cast<double>(s.block_size));
+  metrics_.Set("promptcache_min_useful_match_tokens", "tier=\"pool\"", static_cast<double>(s.block_size));
+  if (opt_.tiers) {
+    for (const auto& t : opt_.tiers->tiers()) {
+      const std::string l = fmt::format("tier=\"{}\"", t->name());
+      const TierStats ts = t->stats();
+      metrics_.Set("promptcache_tier_entries", l, static_cast<double>(ts.num_entries));
+      metrics_.Set("promptcache_tier_bytes", l, static_cast<double>(ts.bytes_used));
+      metrics_.Set("promptcache_tier_corrupt_blocks_total", l, static_cast<double>(ts.num_corrupt));
+      metrics_.Set("promptcache_tier_dropped_blocks_total", l, static_cast<double>(ts.num_dropped));
+      metrics_.Set("promptcache_tier_healthy", l, ts.healthy ? 1 : 0);
+      metrics_.Set("promptcache_min_useful_match_tokens", l,
+                   static_cast<double>(opt_.tiers->costs().MinUsefulMatchTokens(t->name(), s.block_size, context_length())));
+    }
+  }
   return metrics_.Render();
 }
 

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "engine/metrics.h"
 #include "engine/scheduler.h"
 #include "kvcache/prefix_cache.h"
+#include "kvcache/tier_stack.h"
 #include "model/generate.h"
 
 namespace pc {
@@ -33,6 +35,7 @@ struct EngineOptions {
   size_t max_batch_tokens = 256;    // tokens per step
   size_t max_running = 32;
   size_t max_waiting = 256;
+  TierStack* tiers = nullptr;  // spill tiers below the pool (not owned; outlives the engine)
 };
 
 struct EngineRequest {
@@ -71,6 +74,8 @@ struct StreamEvent {
   std::string error;
   size_t num_prompt_tokens = 0, num_cached_tokens = 0, num_generated_tokens = 0;
   RequestTimings timings;
+  std::map<std::string, size_t> cached_by_tier;  // every tier incl. "pool"; sums to num_cached_tokens
+  std::map<std::string, double> tier_load_ms;
 };
 
 class RequestStream {
@@ -127,6 +132,8 @@ class Engine {
   void RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts);
   void RefreshPoolSnapshot();
   void StartAdmitted(int64_t now_ns);
+  void StartSequence(Active& a, int64_t now_ns, const std::map<std::string, size_t>& loaded_tokens);
+  void InstallLoads(int64_t now_ns);
   void DropCancelled();
   void SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns);
   void Finish(Active& a, FinishReason reason, int64_t now_ns, const std::string& error = "");

@@ -62,7 +62,7 @@ Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32
     // The whole prompt is cached. The last prompt token is recomputed to get
     // its logits; its row lives in the last (shared) block, so that block is
     // copied into a private one first and the token's row rewritten there.
-    std::optional<int32_t> copy = pool_.Allocate();
+    std::optional<int32_t> copy = AllocateBlock();
     if (!copy) {
       seq.reset();
       return Status::Error("KV pool exhausted: no free block for a full-hit copy");
@@ -91,6 +91,42 @@ std::vector<Hash128> PrefixCache::BlockHashes(std::span<const int32_t> prompt, s
   return out;
 }
 
+std::vector<uint8_t> PrefixCache::BlockBytes(int32_t b) {
+  const size_t lb = store_.block_layer_bytes();
+  std::vector<uint8_t> out(store_.block_bytes());
+  for (size_t l = 0; l < store_.num_layers(); ++l) {
+    std::memcpy(out.data() + (2 * l) * lb, store_.BlockK(l, b), lb);
+    std::memcpy(out.data() + (2 * l + 1) * lb, store_.BlockV(l, b), lb);
+  }
+  return out;
+}
+
+std::optional<int32_t> PrefixCache::AllocateBlock() {
+  std::optional<Hash128> evicted;
+  std::optional<int32_t> b = pool_.Allocate(&evicted);
+  if (b && evicted && listener_) listener_->OnEvicted(*evicted, BlockBytes(*b));
+  return b;
+}
+
+size_t PrefixCache::NumPoolLeading(std::span<const Hash128> keys) const {
+  size_t n = 0;
+  while (n < keys.size() && pool_.Lookup(keys[n])) ++n;
+  return n;
+}
+
+std::optional<int32_t> PrefixCache::InstallBlock(const Hash128& key, std::span<const uint8_t> payload) {
+  if (payload.size() != store_.block_bytes() || pool_.Lookup(key)) return std::nullopt;
+  std::optional<int32_t> b = AllocateBlock();
+  if (!b) return std::nullopt;
+  const size_t lb = store_.block_layer_bytes();
+  for (size_t l = 0; l < store_.num_layers(); ++l) {
+    std::memcpy(store_.BlockK(l, *b), payload.data() + (2 * l) * lb, lb);
+    std::memcpy(store_.BlockV(l, *b), payload.data() + (2 * l + 1) * lb, lb);
+  }
+  PC_CHECK(pool_.Register(*b, key));
+  return b;
+}
+
 CachedSequence::~CachedSequence() {
   for (int32_t b : table_) cache_.pool_.Unref(b);
 }
@@ -101,7 +137,7 @@ Status CachedSequence::Reserve(size_t num_tokens) {
   const size_t bs = cache_.block_size();
   const size_t need = (num_tokens + bs - 1) / bs;
   while (table_.size() < need) {
-    std::optional<int32_t> b = cache_.pool_.Allocate();
+    std::optional<int32_t> b = cache_.AllocateBlock();
     if (!b) {
       return Errorf("KV pool exhausted: {} tokens need {} blocks, {} of {} are in use by running sequences",
                     num_tokens, need, cache_.pool_.num_blocks() - cache_.pool_.num_free(), cache_.pool_.num_blocks());
@@ -118,7 +154,9 @@ void CachedSequence::Computed(std::span<const int32_t> tokens) {
   while ((num_hashed_blocks_ + 1) * bs <= tokens_.size()) {
     const size_t k = num_hashed_blocks_;
     last_hash_ = ChainBlock(last_hash_, std::span<const int32_t>(tokens_).subspan(k * bs, bs));
-    if (use_cache_) cache_.pool_.Register(table_[k], last_hash_);
+    if (use_cache_ && cache_.pool_.Register(table_[k], last_hash_) && cache_.listener_) {
+      cache_.listener_->OnRegistered(last_hash_, cache_.BlockBytes(table_[k]));
+    }
     ++num_hashed_blocks_;
   }
 }

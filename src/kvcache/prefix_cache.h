@@ -27,6 +27,17 @@ struct CacheOptions {
 
 class PrefixCache;
 
+// Hooks into the pool for the spill tiers, called on the owning (loop)
+// thread with a copy of the block's bytes (K then V, layer by layer).
+class PoolListener {
+ public:
+  virtual ~PoolListener() = default;
+  // A block just computed and indexed.
+  virtual void OnRegistered(const Hash128& key, std::vector<uint8_t> bytes) = 0;
+  // An indexed block about to be overwritten (evicted from the pool).
+  virtual void OnEvicted(const Hash128& key, std::vector<uint8_t> bytes) = 0;
+};
+
 class CachedSequence : public KvSequence {
  public:
   ~CachedSequence() override;
@@ -40,6 +51,17 @@ class CachedSequence : public KvSequence {
 
  private:
   friend class PrefixCache;
+
+// Hooks into the pool for the spill tiers, called on the owning (loop)
+// thread with a copy of the block's bytes (K then V, layer by layer).
+class PoolListener {
+ public:
+  virtual ~PoolListener() = default;
+  // A block just computed and indexed.
+  virtual void OnRegistered(const Hash128& key, std::vector<uint8_t> bytes) = 0;
+  // An indexed block about to be overwritten (evicted from the pool).
+  virtual void OnEvicted(const Hash128& key, std::vector<uint8_t> bytes) = 0;
+};
   CachedSequence(PrefixCache& cache, Hash128 root, bool use_cache)
       : cache_(cache), last_hash_(root), use_cache_(use_cache) {}
 
@@ -66,16 +88,32 @@ class PrefixCache {
   // would look up (used by the scheduler to spot shared prefixes).
   std::vector<Hash128> BlockHashes(std::span<const int32_t> prompt, std::string_view salt) const;
 
+  void set_listener(PoolListener* l) { listener_ = l; }
+  // How many of keys, from the first, are indexed in the pool.
+  size_t NumPoolLeading(std::span<const Hash128> keys) const;
+  // Puts a block loaded from a tier into the pool under key and returns it
+  // with one reference held (ReleaseBlock drops it); nullopt if the payload
+  // has the wrong size, the key is already indexed or the pool is full.
+  std::optional<int32_t> InstallBlock(const Hash128& key, std::span<const uint8_t> payload);
+  void ReleaseBlock(int32_t b) { pool_.Unref(b); }
+  // A copy of one block's bytes (the tier payload layout).
+  std::vector<uint8_t> BlockBytes(int32_t b);
+
   KvStore& store() { return store_; }
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
   size_t block_size() const { return store_.block_size(); }
+  // Identifies model and KV layout: tier entries under another are not ours.
+  const Hash128& layout_fingerprint() const { return fingerprint_; }
 
  private:
   friend class CachedSequence;
+  // Allocate with the eviction hook: an evicted block's bytes go to the listener first.
+  std::optional<int32_t> AllocateBlock();
   KvStore store_;
   BlockPool pool_;
   Hash128 fingerprint_;
+  PoolListener* listener_ = nullptr;
 };
 
 // Blocks that fit in mem_bytes for this model (at least 1).

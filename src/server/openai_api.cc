@@ -337,7 +337,8 @@ json ResponseBuilder::Timings(const StreamEvent& d) const {
           {"prompt_tokens", d.num_prompt_tokens},
           {"prefilled_tokens", d.num_prompt_tokens - d.num_cached_tokens},
           {"cached_tokens", d.num_cached_tokens},
-          {"cached_tokens_by_tier", {{"pool", d.num_cached_tokens}}},
+          {"cached_tokens_by_tier", d.cached_by_tier.empty() ? json{{"pool", d.num_cached_tokens}} : json(d.cached_by_tier)},
+          {"tier_load_ms", d.tier_load_ms},
           {"generated_tokens", d.num_generated_tokens}};
 }
 

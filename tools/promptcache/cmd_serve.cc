@@ -7,6 +7,8 @@
 
 #include "base/clock.h"
 #include "commands.h"
+#include "kvcache/disk_tier.h"
+#include "kvcache/redis_tier.h"
 #include "server/server.h"
 
 namespace pc::cli {
@@ -17,7 +19,58 @@ struct ServeFlags {
   int port = 8080, threads = 0;
   size_t kv_mem = 0, block_size = 16, batch_tokens = 256, max_running = 32, max_queue = 256;
   double drain_timeout_s = 30;
+  size_t host_cache_mem = 0, disk_cache_size = size_t{8} << 30;
+  std::string disk_cache, redis, redis_ns = "promptcache";
+  int redis_ttl_s = 3600;
 };
+
+// The spill tiers the flags ask for, fastest first; null when none.
+Result<std::unique_ptr<TierStack>> MakeTiers(const ServeFlags& f, Model& model, const CacheOptions& co) {
+  std::vector<std::unique_ptr<KvTier>> tiers;
+  PrefixCache probe(model.config(), model.fingerprint(), CacheOptions{co.block_size, co.dtype, 1});
+  const Hash128 fp = probe.layout_fingerprint();
+  const size_t payload = probe.store().block_bytes();
+  if (f.host_cache_mem > 0) tiers.push_back(std::make_unique<HostTier>(f.host_cache_mem));
+  if (!f.disk_cache.empty()) {
+    DiskTierOptions d;
+    d.dir = f.disk_cache;
+    d.budget_bytes = f.disk_cache_size;
+    d.fingerprint = fp;
+    d.n_layer = static_cast<uint32_t>(model.config().n_layer);
+    d.kv_dim = static_cast<uint32_t>(model.config().kv_dim());
+    d.block_size = static_cast<uint32_t>(co.block_size);
+    d.elem_bytes = co.dtype == KvDtype::kF16 ? 2 : 4;
+    tiers.push_back(std::make_unique<DiskTier>(d));
+  }
+  if (!f.redis.empty()) {
+    RedisTierOptions r;
+    const size_t colon = f.redis.rfind(':');
+    r.host = f.redis.substr(0, colon);
+    if (colon != std::string::npos) {
+      try {
+        r.port = std::stoi(f.redis.substr(colon + 1));
+      } catch (const std::exception&) {
+        return Errorf("--redis wants HOST:PORT, got '{}'", f.redis);
+      }
+    }
+    r.ns = f.redis_ns;
+    r.ttl_s = f.redis_ttl_s;
+    r.fingerprint = fp;
+    tiers.push_back(std::make_unique<RedisTier>(r));
+  }
+  if (tiers.empty()) return std::unique_ptr<TierStack>();
+  auto stack = std::make_unique<TierStack>(std::move(tiers));
+  stack->Calibrate(model, co, payload);
+  for (const auto& t : stack->tiers()) {
+    const std::optional<TierCost> c = stack->costs().tier_cost(t->name());
+    const size_t min_tokens = stack->costs().MinUsefulMatchTokens(t->name(), co.block_size, static_cast<size_t>(model.config().n_ctx));
+    std::fprintf(stderr, "promptcache: tier %-5s load %.3f ms + %.3f ms/block (%zu bytes); recompute 1 block at 0 = %.2f ms; "
+                 "min useful match %s\n", t->name().c_str(), c->latency_ms, c->ms_per_block, payload,
+                 stack->costs().RecomputeMs(0, co.block_size),
+                 min_tokens ? fmt::format("{} tokens", min_tokens).c_str() : "never (recompute is cheaper)");
+  }
+  return stack;
+}
 
 // Waits for SIGTERM/SIGINT on this thread (the signals are blocked in every
 // other thread), then drains: refuse new work (503), let in-flight requests
@@ -80,6 +133,9 @@ int Serve(const ServeFlags& f) {
   eo.max_running = f.max_running;
   eo.max_waiting = f.max_queue;
   so.num_http_threads = f.max_running + f.max_queue + 16;
+  Result<std::unique_ptr<TierStack>> tiers = MakeTiers(f, **model, eo.cache);
+  if (!tiers.ok()) return Fail(tiers.status().message());
+  eo.tiers = tiers->get();  // declared before the engine: destroyed (and flushed) after it
   Engine engine(**model, *tok, eo);
   Server server(engine, *tok, so);
   Result<int> port = server.Bind();
@@ -95,6 +151,7 @@ int Serve(const ServeFlags& f) {
   // for another reason, wake the drainer so it can finish.
   if (!server.draining()) kill(getpid(), SIGTERM);
   drainer.join();
+  if (*tiers) (*tiers)->Flush();  // every computed block has reached disk/Redis
   std::fprintf(stderr, "promptcache: stopped\n");
   return 0;
 }
@@ -119,6 +176,12 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   c->add_option("--batch-tokens", f->batch_tokens, "Tokens per engine step (decode + prefill chunks)")->check(CLI::Range(1, 1 << 16));
   c->add_option("--max-running", f->max_running, "Sequences decoded together")->check(CLI::Range(1, 4096));
   c->add_option("--max-queue", f->max_queue, "Waiting requests before answering 429")->check(CLI::Range(0, 1 << 20));
+  c->add_option("--host-cache-mem", f->host_cache_mem, "Host-RAM tier bytes for blocks evicted from the pool (0: off)");
+  c->add_option("--disk-cache", f->disk_cache, "Disk tier directory (survives restarts)");
+  c->add_option("--disk-cache-size", f->disk_cache_size, "Disk tier byte budget");
+  c->add_option("--redis", f->redis, "Redis tier HOST:PORT (shared between servers)");
+  c->add_option("--redis-ns", f->redis_ns, "Redis key namespace");
+  c->add_option("--redis-ttl", f->redis_ttl_s, "Redis entry TTL in seconds")->check(CLI::Range(1, 1 << 30));
   c->add_option("--drain-timeout", f->drain_timeout_s, "Seconds in-flight requests get after SIGTERM")->check(CLI::Range(0.0, 3600.0));
   c->callback([f, exit_code] { *exit_code = Serve(*f); });
 }

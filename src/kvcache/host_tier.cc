@@ -1,0 +1,66 @@
+#include "kvcache/tier.h"
+
+namespace pc {
+
+HostTier::HostTier(uint64_t budget_bytes) { stats_.bytes_budget = budget_bytes; }
+
+void HostTier::EraseLocked(const Hash128& k) {
+  auto it = map_.find(k);
+  if (it == map_.end()) return;
+  stats_.bytes_used -= it->second.bytes.size();
+  lru_.erase(it->second.lru);
+  map_.erase(it);
+}
+
+void HostTier::Insert(std::span<const BlockPayload> blocks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const BlockPayload& b : blocks) {
+    if (b.bytes.size() > stats_.bytes_budget) {
+      ++stats_.num_dropped;
+      continue;
+    }
+    EraseLocked(b.key);
+    while (stats_.bytes_used + b.bytes.size() > stats_.bytes_budget && !lru_.empty()) {
+      EraseLocked(lru_.back());
+      ++stats_.num_evicted;
+    }
+    lru_.push_front(b.key);
+    map_.emplace(b.key, Entry{b.bytes, lru_.begin()});
+    stats_.bytes_used += b.bytes.size();
+    ++stats_.num_inserted;
+  }
+}
+
+size_t HostTier::CountLeading(std::span<const Hash128> keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  size_t n = 0;
+  while (n < keys.size() && map_.count(keys[n])) ++n;
+  return n;
+}
+
+std::vector<std::vector<uint8_t>> HostTier::Load(std::span<const Hash128> keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::vector<uint8_t>> out;
+  for (const Hash128& k : keys) {
+    auto it = map_.find(k);
+    if (it == map_.end()) break;
+    lru_.splice(lru_.begin(), lru_, it->second.lru);
+    out.push_back(it->second.bytes);
+    ++stats_.num_loaded;
+  }
+  return out;
+}
+
+void HostTier::Erase(std::span<const Hash128> keys) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Hash128& k : keys) EraseLocked(k);
+}
+
+TierStats HostTier::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  TierStats s = stats_;
+  s.num_entries = map_.size();
+  return s;
+}
+
+}  // namespace pc

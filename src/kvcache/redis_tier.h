@@ -1,0 +1,53 @@
+// The Redis tier (hiredis): the store users already run, shared by several
+// servers. Key = namespace ":" layout fingerprint ":" block hash (hex);
+// value = xxh3 checksum (8 bytes) + payload; every SET carries a TTL. Each
+// batch call is one pipelined round trip. A connection or command failure
+// (refused, timeout, error reply) marks the tier unhealthy: calls answer
+// "nothing stored / nothing found" at once until a reconnect succeeds, tried
+// after a backoff that doubles from 0.25 s to 30 s.
+// Thread-safety: all methods lock one mutex (one connection).
+#pragma once
+#include <string>
+
+#include "kvcache/tier.h"
+
+struct redisContext;
+
+namespace pc {
+
+struct RedisTierOptions {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  std::string ns = "promptcache";
+  int ttl_s = 3600;
+  int timeout_ms = 250;  // connect and per-command
+  Hash128 fingerprint;
+};
+
+class RedisTier : public KvTier {
+ public:
+  explicit RedisTier(RedisTierOptions opt);
+  ~RedisTier() override;
+  const std::string& name() const override { return name_; }
+  void Insert(std::span<const BlockPayload> blocks) override;
+  size_t CountLeading(std::span<const Hash128> keys) override;
+  std::vector<std::vector<uint8_t>> Load(std::span<const Hash128> keys) override;
+  void Erase(std::span<const Hash128> keys) override;
+  TierStats stats() const override;
+
+ private:
+  bool EnsureConnectedLocked();
+  void FailLocked();
+  std::string Key(const Hash128& h) const;
+
+  std::string name_ = "redis";
+  RedisTierOptions opt_;
+  std::string prefix_;
+  mutable std::mutex mu_;
+  redisContext* ctx_ = nullptr;
+  int64_t retry_at_ns_ = 0;
+  double backoff_s_ = 0.25;
+  TierStats stats_;
+};
+
+}  // namespace pc

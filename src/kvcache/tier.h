@@ -1,0 +1,78 @@
+// Spill tiers below the hot KV pool: host RAM, disk, Redis. A tier stores
+// whole blocks (K and V of every layer, as the pool lays them out) under
+// their chained hash. The interface is batch-first so a networked tier pays
+// one round trip per call, not per block:
+//   Insert(blocks)        store; any block may be dropped (budget, faults)
+//   CountLeading(keys)    how many of the keys, from the first, are present
+//   Load(keys)            payloads of the leading present keys, verified;
+//                         stops at the first missing or corrupt one
+//   Erase(keys)
+// A tier that fails (Redis down, disk full) degrades to storing or finding
+// nothing; it never throws and never aborts.
+// Thread-safety: every method of every tier may be called from any thread
+// (each tier has its own lock); the tier stack calls them from its worker
+// threads, never from the engine's step loop.
+#pragma once
+#include <cstdint>
+#include <list>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "base/hash128.h"
+
+namespace pc {
+
+struct BlockPayload {
+  Hash128 key;
+  std::vector<uint8_t> bytes;
+};
+
+struct TierStats {
+  uint64_t num_inserted = 0, num_dropped = 0;  // blocks stored / refused
+  uint64_t num_loaded = 0, num_corrupt = 0;    // blocks loaded / failed verification
+  uint64_t num_evicted = 0, num_errors = 0;
+  uint64_t bytes_used = 0, bytes_budget = 0;
+  uint64_t num_entries = 0;
+  bool healthy = true;
+};
+
+class KvTier {
+ public:
+  virtual ~KvTier() = default;
+  virtual const std::string& name() const = 0;
+  virtual void Insert(std::span<const BlockPayload> blocks) = 0;
+  virtual size_t CountLeading(std::span<const Hash128> keys) = 0;
+  virtual std::vector<std::vector<uint8_t>> Load(std::span<const Hash128> keys) = 0;
+  virtual void Erase(std::span<const Hash128> keys) = 0;
+  virtual TierStats stats() const = 0;
+};
+
+// A compact in-RAM copy that outlives pool eviction, with a byte budget and
+// LRU eviction.
+class HostTier : public KvTier {
+ public:
+  explicit HostTier(uint64_t budget_bytes);
+  const std::string& name() const override { return name_; }
+  void Insert(std::span<const BlockPayload> blocks) override;
+  size_t CountLeading(std::span<const Hash128> keys) override;
+  std::vector<std::vector<uint8_t>> Load(std::span<const Hash128> keys) override;
+  void Erase(std::span<const Hash128> keys) override;
+  TierStats stats() const override;
+
+ private:
+  struct Entry {
+    std::vector<uint8_t> bytes;
+    std::list<Hash128>::iterator lru;
+  };
+  void EraseLocked(const Hash128& k);
+  std::string name_ = "host";
+  mutable std::mutex mu_;
+  std::unordered_map<Hash128, Entry, Hash128Hasher> map_;
+  std::list<Hash128> lru_;  // front: most recently used
+  TierStats stats_;
+};
+
+}  // namespace pc

@@ -1,0 +1,252 @@
+#include "kvcache/tier_stack.h"
+
+#include <algorithm>
+#include <random>
+
+#include "base/clock.h"
+
+namespace pc {
+
+void CostModel::SetPrefillSamples(std::vector<std::pair<double, double>> samples) {
+  std::sort(samples.begin(), samples.end());
+  samples_ = std::move(samples);
+}
+
+std::optional<TierCost> CostModel::tier_cost(const std::string& tier) const {
+  auto it = tiers_.find(tier);
+  if (it == tiers_.end()) return std::nullopt;
+  return it->second;
+}
+
+double CostModel::MsPerTokenAt(double pos) const {
+  if (samples_.empty()) return 0;
+  if (samples_.size() == 1 || pos <= samples_.front().first) return samples_.front().second;
+  for (size_t i = 1; i < samples_.size(); ++i) {
+    const auto [x0, y0] = samples_[i - 1];
+    const auto [x1, y1] = samples_[i];
+    if (pos <= x1) return y0 + (y1 - y0) * (pos - x0) / std::max(x1 - x0, 1e-9);
+  }
+  // Past the last sample: extend the last segment's slope (attention grows linearly).
+  const auto [x0, y0] = samples_[samples_.size() - 2];
+  const auto [x1, y1] = samples_.back();
+  return y1 + (y1 - y0) / std::max(x1 - x0, 1e-9) * (pos - x1);
+}
+
+double CostModel::RecomputeMs(size_t first_token, size_t num_tokens) const {
+  // Trapezoid over the span: per-token cost is piecewise linear in position.
+  const double a = MsPerTokenAt(static_cast<double>(first_token));
+  const double b = MsPerTokenAt(static_cast<double>(first_token + num_tokens));
+  return 0.5 * (a + b) * static_cast<double>(num_tokens);
+}
+
+double CostModel::LoadMs(const std::string& tier, size_t num_blocks) const {
+  const std::optional<TierCost> c = tier_cost(tier);
+  if (!c) return 0;
+  return c->latency_ms + c->ms_per_block * static_cast<double>(num_blocks);
+}
+
+bool CostModel::ShouldLoad(const std::string& tier, size_t first_token, size_t num_blocks, size_t block_size) const {
+  if (!tier_cost(tier) || samples_.empty()) return true;  // uncalibrated: reuse
+  return LoadMs(tier, num_blocks) < RecomputeMs(first_token, num_blocks * block_size);
+}
+
+size_t CostModel::MinUsefulMatchTokens(const std::string& tier, size_t block_size, size_t max_tokens) const {
+  for (size_t n = 1; n * block_size <= max_tokens; ++n) {
+    if (ShouldLoad(tier, 0, n, block_size)) return n * block_size;
+  }
+  return 0;
+}
+
+CostModel CalibratePrefill(Model& model, const CacheOptions& opt) {
+  const ModelConfig& c = model.config();
+  const size_t chunk = 32;
+  std::vector<size_t> positions = {0};
+  for (size_t p = 1024; p + chunk <= static_cast<size_t>(c.n_ctx) && p <= 8192; p *= 2) positions.push_back(p);
+  const size_t max_pos = positions.back() + chunk;
+  KvStore kv(static_cast<size_t>(c.n_layer), static_cast<size_t>(c.kv_dim()), opt.block_size,
+             (max_pos + opt.block_size - 1) / opt.block_size, opt.dtype);
+  std::vector<int32_t> table(kv.num_blocks());
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
+  std::vector<float> logits;
+  std::vector<std::pair<double, double>> samples;
+  for (size_t p : positions) {
+    std::vector<BatchToken> batch;
+    for (size_t i = 0; i < chunk; ++i) batch.push_back({static_cast<int32_t>(1 + i % 100), static_cast<int32_t>(p + i), table, i + 1 == chunk});
+    double best = 1e300;
+    for (int rep = 0; rep < 2; ++rep) {  // the first run also warms caches and threads
+      const int64_t t0 = NowNs();
+      model.Forward(batch, kv, &logits);
+      best = std::min(best, NsToMs(NowNs() - t0));
+    }
+    samples.emplace_back(static_cast<double>(p + chunk / 2), best / static_cast<double>(chunk));
+  }
+  CostModel m;
+  m.SetPrefillSamples(std::move(samples));
+  return m;
+}
+
+TierCost CalibrateTier(KvTier& tier, size_t payload_bytes) {
+  std::mt19937_64 rng(std::random_device{}());
+  std::vector<BlockPayload> blocks(8);
+  std::vector<Hash128> keys;
+  for (BlockPayload& b : blocks) {
+    b.key = Hash128{rng(), rng()};
+    b.bytes.assign(payload_bytes, static_cast<uint8_t>(rng()));
+    keys.push_back(b.key);
+  }
+  tier.Insert(blocks);
+  auto time_load = [&](size_t n) {
+    double best = 1e300;
+    for (int rep = 0; rep < 3; ++rep) {
+      const int64_t t0 = NowNs();
+      const size_t have = tier.CountLeading(std::span<const Hash128>(keys).first(n));
+      if (have < n) return -1.0;
+      if (tier.Load(std::span<const Hash128>(keys).first(n)).size() < n) return -1.0;
+      best = std::min(best, NsToMs(NowNs() - t0));
+    }
+    return best;
+  };
+  const double t1 = time_load(1), t8 = time_load(8);
+  tier.Erase(keys);
+  TierCost c;
+  if (t1 < 0 || t8 < 0) {  // the tier dropped them (full or down): make it look expensive
+    c.latency_ms = 1e9;
+    return c;
+  }
+  c.ms_per_block = std::max(0.0, (t8 - t1) / 7);
+  c.latency_ms = std::max(0.0, t1 - c.ms_per_block);
+  return c;
+}
+
+TierStack::TierStack(std::vector<std::unique_ptr<KvTier>> tiers, size_t max_queue_bytes)
+    : tiers_(std::move(tiers)), max_queue_bytes_(max_queue_bytes) {
+  writer_ = std::thread([this] { WriterLoop(); });
+  loader_ = std::thread([this] { LoaderLoop(); });
+}
+
+TierStack::~TierStack() {
+  Flush();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  write_cv_.notify_all();
+  load_cv_.notify_all();
+  writer_.join();
+  loader_.join();
+}
+
+void TierStack::Calibrate(Model& model, const CacheOptions& opt, size_t payload_bytes) {
+  costs_ = CalibratePrefill(model, opt);
+  for (const auto& t : tiers_) costs_.SetTierCost(t->name(), CalibrateTier(*t, payload_bytes));
+}
+
+void TierStack::Enqueue(Write w) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queued_bytes_ + w.block.bytes.size() > max_queue_bytes_) {
+      ++dropped_writes_;
+      return;
+    }
+    queued_bytes_ += w.block.bytes.size();
+    writes_.push_back(std::move(w));
+  }
+  write_cv_.notify_one();
+}
+
+void TierStack::OnRegistered(const Hash128& key, std::vector<uint8_t> bytes) {
+  Enqueue(Write{BlockPayload{key, std::move(bytes)}, false});
+}
+
+void TierStack::OnEvicted(const Hash128& key, std::vector<uint8_t> bytes) {
+  Enqueue(Write{BlockPayload{key, std::move(bytes)}, true});
+}
+
+void TierStack::WriterLoop() {
+  for (;;) {
+    std::vector<Write> batch;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      write_cv_.wait(lock, [&] { return stop_ || !writes_.empty(); });
+      if (writes_.empty()) return;  // stop_ and nothing left
+      while (!writes_.empty() && batch.size() < 64) {
+        queued_bytes_ -= writes_.front().block.bytes.size();
+        batch.push_back(std::move(writes_.front()));
+        writes_.pop_front();
+      }
+      writing_ = true;
+    }
+    std::vector<BlockPayload> host, persistent;
+    for (Write& w : batch) (w.to_host ? host : persistent).push_back(std::move(w.block));
+    for (const auto& t : tiers_) {
+      const bool is_host = t->name() == "host";
+      const std::vector<BlockPayload>& blocks = is_host ? host : persistent;
+      if (!blocks.empty()) t->Insert(blocks);
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      writing_ = false;
+    }
+    flushed_cv_.notify_all();
+  }
+}
+
+void TierStack::Flush() {
+  std::unique_lock<std::mutex> lock(mu_);
+  flushed_cv_.wait(lock, [&] { return writes_.empty() && !writing_; });
+}
+
+void TierStack::SubmitLoad(uint64_t request_id, std::vector<Hash128> keys, size_t first_token, size_t block_size) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    jobs_.push_back(Job{request_id, std::move(keys), first_token, block_size});
+  }
+  load_cv_.notify_one();
+}
+
+std::vector<LoadResult> TierStack::TakeFinishedLoads() {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<LoadResult> out;
+  out.swap(done_);
+  return out;
+}
+
+LoadResult TierStack::RunJob(const Job& job) {
+  LoadResult r;
+  r.request_id = job.request_id;
+  size_t pos = 0;
+  for (const auto& t : tiers_) {
+    if (pos >= job.keys.size()) break;
+    const int64_t t0 = NowNs();
+    const std::span<const Hash128> rest = std::span<const Hash128>(job.keys).subspan(pos);
+    const size_t n = t->CountLeading(rest);
+    if (n == 0 || !costs_.ShouldLoad(t->name(), job.first_token + pos * job.block_size, n, job.block_size)) continue;
+    std::vector<std::vector<uint8_t>> got = t->Load(rest.first(n));
+    r.load_ms_by_tier[t->name()] += NsToMs(NowNs() - t0);
+    for (auto& p : got) {
+      r.keys.push_back(job.keys[pos]);
+      r.payloads.push_back(std::move(p));
+      r.tier_of.push_back(t->name());
+      ++pos;
+    }
+  }
+  return r;
+}
+
+void TierStack::LoaderLoop() {
+  for (;;) {
+    Job job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      load_cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      if (stop_) return;
+      job = std::move(jobs_.front());
+      jobs_.pop_front();
+    }
+    LoadResult r = RunJob(job);
+    std::lock_guard<std::mutex> lock(mu_);
+    done_.push_back(std::move(r));
+  }
+}
+
+}  // namespace pc
