@@ -13,6 +13,7 @@ void RegisterDemo(CLI::App& app, int* exit_code);
 void RegisterBenchPrefix(CLI::App& app, int* exit_code);
 void RegisterServe(CLI::App& app, int* exit_code);
 void RegisterBench(CLI::App& app, int* exit_code);
+void RegisterBenchTiers(CLI::App& app, int* exit_code);
 
 // Prints "error: msg" to stderr and returns 1.
 int Fail(const std::string& message);

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   pc::cli::RegisterBenchPrefix(app, &exit_code);
   pc::cli::RegisterServe(app, &exit_code);
   pc::cli::RegisterBench(app, &exit_code);
+  pc::cli::RegisterBenchTiers(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }
