@@ -106,6 +106,28 @@ TEST(LoadgenReport, VerdictFlagsItlMovingWithTtft) {
   EXPECT_NE(v.text.find("something other than the cache"), std::string::npos) << v.text;
 }
 
+TEST(LoadgenReport, VerdictDoesNotCreditACacheThatServedNothing) {
+  std::vector<RequestRecord> recs;
+  for (int i = 0; i < 40; ++i) {
+    recs.push_back(Rec(false, 1000 + i, 20, 1000, 0));
+    recs.push_back(Rec(true, 800 + i, 20, 1000, 0));
+  }
+  const Verdict v = Judge(recs);
+  EXPECT_NE(v.text.find("caching does nothing"), std::string::npos) << v.text;
+}
+
+TEST(LoadgenWorkload, InterleaveAlternatesArmOrder) {
+  std::vector<BenchRequest> rs(3);
+  for (size_t i = 0; i < 3; ++i) rs[i].prompt = {static_cast<int32_t>(i)};
+  const std::vector<BenchRequest> ab = Interleave(rs);
+  ASSERT_EQ(ab.size(), 6u);
+  const bool want[] = {true, false, false, true, true, false};
+  for (size_t i = 0; i < 6; ++i) {
+    EXPECT_EQ(ab[i].cache, want[i]) << i;
+    EXPECT_EQ(ab[i].prompt, rs[i / 2].prompt);
+  }
+}
+
 TEST(LoadgenReport, NoAbWithoutBothArms) {
   EXPECT_FALSE(Judge({Rec(true, 1, 1, 10, 0)}).has_ab);
 }

@@ -76,6 +76,14 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
       scheduler_(SchedulerOptions{opt.max_batch_tokens, opt.max_running, opt.max_waiting,
                                   static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size()}) {
   if (opt_.tiers) cache_.set_listener(opt_.tiers);
+  start_ns_ = NowNs();
+  if (!opt_.request_log_path.empty()) {
+    request_log_ = std::make_unique<std::ofstream>(opt_.request_log_path, std::ios::app);
+    if (!*request_log_) {
+      fmt::print(stderr, "promptcache: cannot open the request log '{}'; not logging\n", opt_.request_log_path);
+      request_log_.reset();
+    }
+  }
   DescribeMetrics();
   RefreshPoolSnapshot();  // no other thread yet
   loop_ = std::thread([this] { Loop(); });
@@ -196,9 +204,24 @@ void Engine::Finish(Active& a, FinishReason reason, int64_t now_ns, const std::s
     metrics_.Add("promptcache_generation_tokens_total", "", static_cast<double>(a.num_generated));
   }
   a.stream->Push(std::move(ev));
+  if (request_log_) LogRequest(a);
   scheduler_.Finish(a.id);
   active_.erase(a.id);  // destroys a: its sequence returns its blocks
   RefreshPoolSnapshot();
+}
+
+// One line per finished request. Block ids are the chained (salted) block
+// hashes cut to 53 bits, so they stay exact as JSON numbers anywhere.
+void Engine::LogRequest(const Active& a) {
+  std::string blocks;
+  for (const Hash128& h : cache_.BlockHashes(a.req.prompt, a.req.salt)) {
+    blocks += fmt::format("{}{}", blocks.empty() ? "" : ",", h.lo & ((uint64_t{1} << 53) - 1));
+  }
+  *request_log_ << fmt::format(
+      "{{\"t_ms\":{:.3f},\"input_tokens\":{},\"output_tokens\":{},\"prefix_blocks\":[{}],\"block_size\":{},"
+      "\"cached_tokens\":{}}}\n",
+      NsToMs(a.arrival_ns - start_ns_), a.req.prompt.size(), a.num_generated, blocks, cache_.block_size(), a.num_cached);
+  request_log_->flush();
 }
 
 void Engine::DropCancelled() {

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,6 +37,9 @@ struct EngineOptions {
   size_t max_running = 32;
   size_t max_waiting = 256;
   TierStack* tiers = nullptr;  // spill tiers below the pool (not owned; outlives the engine)
+  // Opt-in request log, JSON Lines in the ../shared/traces format (arrival
+  // t_ms, token counts, prefix block ids, block_size): never prompt text.
+  std::string request_log_path;
 };
 
 struct EngineRequest {
@@ -138,6 +142,7 @@ class Engine {
   void SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns);
   void Finish(Active& a, FinishReason reason, int64_t now_ns, const std::string& error = "");
   void DescribeMetrics();
+  void LogRequest(const Active& a);
 
   Model& model_;
   const Tokenizer& tok_;
@@ -153,6 +158,8 @@ class Engine {
   bool draining_ = false;
   bool stop_ = false;
   EngineSnapshot pool_snapshot_;
+  std::unique_ptr<std::ofstream> request_log_;
+  int64_t start_ns_ = 0;
   std::thread loop_;
 };
 

@@ -6,18 +6,11 @@
 #include <cmath>
 
 #include "report.h"
+#include "svg_plot.h"
 
 namespace pc::loadgen {
 
-namespace {
-
-struct Series {
-  std::string name, color;
-  std::vector<std::pair<double, double>> pts;
-  bool line = true;  // polyline (CDF) or dots (scatter)
-};
-
-std::string Escape(const std::string& s) {
+std::string HtmlEscape(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
@@ -31,6 +24,7 @@ std::string Escape(const std::string& s) {
   return o;
 }
 
+namespace {
 // Ticks at 1, 2, 5 x 10^k covering [lo, hi].
 std::vector<double> Ticks(double lo, double hi) {
   const double span = std::max(hi - lo, 1e-9);
@@ -40,6 +34,8 @@ std::vector<double> Ticks(double lo, double hi) {
   for (double x = std::ceil(lo / step) * step; x <= hi + 1e-9; x += step) t.push_back(x);
   return t;
 }
+std::string Escape(const std::string& s) { return HtmlEscape(s); }
+}  // namespace
 
 std::string Plot(const std::string& id, const std::string& title, const std::string& xlabel, const std::string& ylabel,
                  const std::vector<Series>& series) {
@@ -97,7 +93,15 @@ Series Cdf(std::string name, std::string color, std::vector<double> v) {
   return s;
 }
 
-}  // namespace
+std::string HtmlHead(const std::string& title) {
+  return "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + HtmlEscape(title) +
+         "</title><style>body{font-family:sans-serif;margin:24px;max-width:1280px}table{border-collapse:collapse}"
+         "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}"
+         ".plots{display:flex;flex-wrap:wrap;gap:12px}.verdict{background:#f8f8e8;padding:10px;border-left:4px solid #cc4}"
+         "</style></head><body>\n<h1>" + HtmlEscape(title) + "</h1>\n";
+}
+
+std::string HtmlFoot() { return "</body></html>\n"; }
 
 std::string Html(const std::string& title, const std::vector<RequestRecord>& recs, const std::vector<Group>& groups,
                  const Verdict& v, const nlohmann::json& meta) {
@@ -122,18 +126,14 @@ std::string Html(const std::string& title, const std::vector<RequestRecord>& rec
   const char* names[] = {"miss", "partial", "hit", "cache off"};
   std::vector<Series> ttft_cdf;
   for (int b = 0; b < 4; ++b) ttft_cdf.push_back(Cdf(names[b], colors[b], ttft_by[b]));
-  std::string h = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" + Escape(title) +
-                  "</title><style>body{font-family:sans-serif;margin:24px;max-width:1280px}table{border-collapse:collapse}"
-                  "td,th{border:1px solid #ccc;padding:3px 8px;text-align:right}th{background:#f4f4f4}"
-                  ".plots{display:flex;flex-wrap:wrap;gap:12px}.verdict{background:#f8f8e8;padding:10px;border-left:4px solid #cc4}"
-                  "</style></head><body>\n";
-  h += "<h1>" + Escape(title) + "</h1>\n<p class=\"verdict\" id=\"verdict\">" + Escape(v.text) + "</p>\n";
+  std::string h = HtmlHead(title);
+  h += "<p class=\"verdict\" id=\"verdict\">" + HtmlEscape(v.text) + "</p>\n";
   h += "<table id=\"summary\"><tr><th>group</th><th>requests</th><th>errors</th><th>TTFT p50</th><th>TTFT p90</th><th>TTFT p99</th>"
        "<th>ITL p50</th><th>ITL p99</th><th>TPOT p50</th><th>E2E p50</th><th>cached</th><th>tok/s</th><th>goodput req/s</th></tr>\n";
   for (const Group& g : groups) {
     h += fmt::format("<tr><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td>"
                      "<td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}</td><td>{:.1f}%</td><td>{:.1f}</td><td>{:.3f}</td></tr>\n",
-                     Escape(g.name), g.num_requests, g.num_errors, g.ttft_ms.p50, g.ttft_ms.p90, g.ttft_ms.p99, g.itl_ms.p50,
+                     HtmlEscape(g.name), g.num_requests, g.num_errors, g.ttft_ms.p50, g.ttft_ms.p90, g.ttft_ms.p99, g.itl_ms.p50,
                      g.itl_ms.p99, g.tpot_ms.p50, g.e2e_ms.p50, g.cached_fraction * 100, g.throughput_tok_s, g.goodput_req_s);
   }
   h += "</table><p>Times in milliseconds. Outcomes: miss (nothing reused), partial, hit (at least 90% of the prompt "
@@ -144,7 +144,7 @@ std::string Html(const std::string& title, const std::vector<RequestRecord>& rec
   h += Plot("ttft-vs-cached", "TTFT against cached fraction", "cached / prompt tokens", "TTFT (ms)", {scatter_cached});
   h += Plot("itl-vs-context", "ITL against context length", "mean context while decoding (tokens)", "mean ITL (ms)",
             {itl_ctx_on, itl_ctx_off});
-  h += "</div>\n<h2>Run</h2><pre id=\"meta\">" + Escape(meta.dump(2)) + "</pre>\n</body></html>\n";
+  h += "</div>\n<h2>Run</h2><pre id=\"meta\">" + HtmlEscape(meta.dump(2)) + "</pre>\n" + HtmlFoot();
   return h;
 }
 

@@ -91,9 +91,11 @@ std::vector<Group> Aggregate(const std::vector<RequestRecord>& recs, double wall
 Verdict Judge(const std::vector<RequestRecord>& recs) {
   Verdict v;
   std::vector<double> ttft[2], itl[2], e2e[2];
+  size_t on_prompt = 0, on_cached = 0;
   for (const RequestRecord& r : recs) {
     if (!r.ok) continue;
     const int arm = r.cache ? 1 : 0;
+    if (r.cache && r.cached_tokens) on_prompt += r.prompt_tokens, on_cached += *r.cached_tokens;
     ttft[arm].push_back(r.ttft_ms);
     e2e[arm].push_back(r.e2e_ms);
     if (!r.itl_ms.empty()) itl[arm].push_back(MeanItl(r));
@@ -124,7 +126,11 @@ Verdict Judge(const std::vector<RequestRecord>& recs) {
   const bool ttft_down = v.ttft_ratio.hi < 1, ttft_up = v.ttft_ratio.lo > 1;
   const bool itl_down = has_itl && v.itl_ratio.hi < 0.95, itl_up = has_itl && v.itl_ratio.lo > 1.05;
   v.moved_together = (ttft_down && itl_down) || (ttft_up && itl_up);
-  if (v.moved_together) {
+  const bool nothing_cached = on_prompt > 0 && on_cached * 100 < on_prompt;
+  if (nothing_cached) {
+    t += " The server reused under 1% of prompt tokens with the cache on, so any difference between the arms is noise "
+         "or something other than the cache: for this workload caching does nothing.";
+  } else if (v.moved_together) {
     t += " ITL moved together with TTFT: a prefix cache changes only the prefill before the first token, so something "
          "other than the cache differed between the arms (batching, the model, routing); do not credit the TTFT change "
          "to caching.";

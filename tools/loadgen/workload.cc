@@ -174,12 +174,15 @@ double IdealCachedFraction(const std::vector<BenchRequest>& reqs, size_t capacit
 }
 
 std::vector<BenchRequest> Interleave(const std::vector<BenchRequest>& reqs) {
+  // ABBA order (on, off, off, on, ...): a drift over the run, or whatever
+  // the previous request leaves behind, falls on both arms alike.
   std::vector<BenchRequest> out;
-  for (const BenchRequest& r : reqs) {
-    out.push_back(r);
-    out.back().cache = true;
-    out.push_back(r);
-    out.back().cache = false;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const bool on_first = i % 2 == 0;
+    out.push_back(reqs[i]);
+    out.back().cache = on_first;
+    out.push_back(reqs[i]);
+    out.back().cache = !on_first;
   }
   return out;
 }

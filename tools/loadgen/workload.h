@@ -69,7 +69,7 @@ Result<std::vector<BenchRequest>> LoadTrace(const TraceParams& p);
 // LRU eviction by key. Requests without keys count as misses.
 double IdealCachedFraction(const std::vector<BenchRequest>& reqs, size_t capacity_tokens);
 
-// Two copies of each request, cache on and off, interleaved on, off, on...
+// Two copies of each request, cache on and off, in ABBA order: on, off, off, on, ...
 std::vector<BenchRequest> Interleave(const std::vector<BenchRequest>& reqs);
 
 }  // namespace pc::loadgen

@@ -22,6 +22,7 @@ struct ServeFlags {
   size_t host_cache_mem = 0, disk_cache_size = size_t{8} << 30;
   std::string disk_cache, redis, redis_ns = "promptcache";
   int redis_ttl_s = 3600;
+  std::string request_log;
 };
 
 // The spill tiers the flags ask for, fastest first; null when none.
@@ -132,6 +133,7 @@ int Serve(const ServeFlags& f) {
   eo.max_batch_tokens = f.batch_tokens;
   eo.max_running = f.max_running;
   eo.max_waiting = f.max_queue;
+  eo.request_log_path = f.request_log;
   so.num_http_threads = f.max_running + f.max_queue + 16;
   Result<std::unique_ptr<TierStack>> tiers = MakeTiers(f, **model, eo.cache);
   if (!tiers.ok()) return Fail(tiers.status().message());
@@ -182,6 +184,8 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   c->add_option("--redis", f->redis, "Redis tier HOST:PORT (shared between servers)");
   c->add_option("--redis-ns", f->redis_ns, "Redis key namespace");
   c->add_option("--redis-ttl", f->redis_ttl_s, "Redis entry TTL in seconds")->check(CLI::Range(1, 1 << 30));
+  c->add_option("--request-log", f->request_log,
+                "Append one JSON line per request (arrival, token counts, prefix block ids; never text) for `advise`");
   c->add_option("--drain-timeout", f->drain_timeout_s, "Seconds in-flight requests get after SIGTERM")->check(CLI::Range(0.0, 3600.0));
   c->callback([f, exit_code] { *exit_code = Serve(*f); });
 }

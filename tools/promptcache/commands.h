@@ -14,6 +14,8 @@ void RegisterBenchPrefix(CLI::App& app, int* exit_code);
 void RegisterServe(CLI::App& app, int* exit_code);
 void RegisterBench(CLI::App& app, int* exit_code);
 void RegisterBenchTiers(CLI::App& app, int* exit_code);
+void RegisterCalibrate(CLI::App& app, int* exit_code);
+void RegisterAdvise(CLI::App& app, int* exit_code);
 
 // Prints "error: msg" to stderr and returns 1.
 int Fail(const std::string& message);

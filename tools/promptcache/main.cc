@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   pc::cli::RegisterServe(app, &exit_code);
   pc::cli::RegisterBench(app, &exit_code);
   pc::cli::RegisterBenchTiers(app, &exit_code);
+  pc::cli::RegisterCalibrate(app, &exit_code);
+  pc::cli::RegisterAdvise(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Scaled replay of a shared trace against our server, and the advisor's
+# prediction for the same replay (issues 7 and 8). Not a test: it takes
+# about a quarter of an hour on 2 cores. Prints:
+#   - bench: measured cached-token fraction vs the ideal simulation (same capacity)
+#   - advise: predicted vs measured TTFT p50 and hit rate
+#
+#   scripts/replay_and_validate.sh [MODEL.gguf] [OUT_DIR]
+# Env: TRACE (default ../shared/traces/mooncake_synthetic.jsonl), TOKEN_SCALE
+# (0.03125: 512-token trace blocks become 16-token KV blocks), TIME_SCALE
+# (0.7), SAMPLE (13: every 13th request, spread over the trace's hour),
+# REQUESTS (300), PORT (18200).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model="${1:-$HOME/.cache/promptcache/bench-135m-q8_0.gguf}"
+out="${2:-replay-out}"
+trace="${TRACE:-../shared/traces/mooncake_synthetic.jsonl}"
+ts="${TOKEN_SCALE:-0.03125}" tm="${TIME_SCALE:-0.7}" sample="${SAMPLE:-13}" n="${REQUESTS:-300}" port="${PORT:-18200}"
+bin=build/promptcache
+mkdir -p "$out"
+[ -f "$model" ] || "$bin" make-model --shape bench-135m --type q8_0 -o "$model"
+"$bin" calibrate -m "$model" -o "$out/profile.json" >/dev/null
+"$bin" serve -m "$model" --port "$port" --request-log "$out/requests.jsonl" 2>"$out/serve.log" &
+server=$!
+trap 'kill $server 2>/dev/null || true' EXIT
+for _ in $(seq 100); do grep -q listening "$out/serve.log" && break; sleep 0.2; done
+pool_tokens=$(curl -s "localhost:$port/metrics" | awk '/^promptcache_kv_pool_blocks\{state="total"\}/{b=$2} /^promptcache_kv_block_size_tokens /{s=$2} END{print b*s}')
+common=(--token-scale "$ts" --time-scale "$tm" --trace-sample "$sample")
+"$bin" bench --url "http://127.0.0.1:$port" -w trace --trace "$trace" "${common[@]}" --requests "$n" \
+  --max-output-tokens 64 --warmup 2 --json "$out/bench.json" --html "$out/bench.html" --no-progress | tee "$out/bench.txt"
+"$bin" advise --trace "$trace" --profile "$out/profile.json" "${common[@]}" --max-requests "$n" \
+  --max-output-tokens 64 --pool-tokens "$pool_tokens" --json "$out/advise.json" --html "$out/advise.html" | tee "$out/advise.txt"
+python3 - "$out" <<'PY'
+import json, sys
+out = sys.argv[1]
+b = json.load(open(f"{out}/bench.json")); a = json.load(open(f"{out}/advise.json"))
+allg = next(g for g in b["groups"] if g["name"] == "all")
+m_ttft, p_ttft = allg["ttft_ms"]["p50"], a["with_cache"]["ttft_ms"]["p50"]
+m_hit, p_hit = b["meta"]["measured_cached_fraction"], a["with_cache"]["cached_fraction"]
+ideal = b["meta"].get("ideal_cached_fraction")
+print(f"replay: {b['meta']['num_requests']} requests, errors {allg['num_errors']}")
+print(f"cached fraction: measured {m_hit:.3f}, ideal simulation {ideal:.3f} ({(m_hit - ideal) * 100:+.1f} points)")
+print(f"advisor vs measured: TTFT p50 {p_ttft:.0f} vs {m_ttft:.0f} ms ({(p_ttft / m_ttft - 1) * 100:+.1f}%), "
+      f"hit rate {p_hit:.3f} vs {m_hit:.3f} ({(p_hit / m_hit - 1) * 100 if m_hit else float('nan'):+.1f}%)")
+ok = abs(m_hit - ideal) <= 0.05 and abs(p_ttft / m_ttft - 1) <= 0.2 and m_hit > 0 and abs(p_hit / m_hit - 1) <= 0.2
+print("PASS" if ok else "FAIL")
+sys.exit(0 if ok else 1)
+PY

@@ -1,0 +1,142 @@
+// The advisor's simulator on hand-built traces with known answers, and the
+// advice on the shared traces.
+#include "advise.h"
+#include "test_support.h"
+
+namespace pc::loadgen {
+namespace {
+
+CostProfile Profile() {
+  CostProfile p;
+  p.block_size = 16;
+  p.prefill_ms_per_token = {{0, 1.0}, {4096, 1.0}};  // 1 ms per token anywhere
+  p.decode_ms_per_token = {{0, 10}, {4096, 20}};
+  p.tiers["host"] = {0.1, 0.01};
+  p.tiers["redis"] = {1.0, 0.1};
+  p.tiers["slow"] = {1e6, 0};
+  return p;
+}
+
+SimRequest Req(double t, std::vector<uint64_t> keys, size_t input = 0, size_t output = 10) {
+  SimRequest r;
+  r.arrival_s = t;
+  r.input_tokens = input ? input : keys.size() * 16;
+  r.output_tokens = output;
+  r.keys = std::move(keys);
+  r.tokens_per_key = 16;
+  return r;
+}
+
+SimConfig Pool(size_t tokens) { return SimConfig{true, {{"pool", tokens, 0}}}; }
+
+TEST(AdviseSim, DistinctPromptsNeverHit) {
+  std::vector<SimRequest> rs;
+  for (uint64_t i = 0; i < 50; ++i) rs.push_back(Req(i, {i * 10, i * 10 + 1, i * 10 + 2}));
+  EXPECT_EQ(Simulate(rs, Profile(), Pool(1 << 20)).cached_fraction, 0);
+}
+
+TEST(AdviseSim, IdenticalPromptsHitAllButTheFirst) {
+  std::vector<SimRequest> rs;
+  for (int i = 0; i < 10; ++i) rs.push_back(Req(i * 100.0, {1, 2, 3, 4}, 64));
+  const SimResult r = Simulate(rs, Profile(), Pool(1 << 20));
+  EXPECT_EQ(r.requests[0].cached_tokens, 0u);
+  for (int i = 1; i < 10; ++i) EXPECT_EQ(r.requests[static_cast<size_t>(i)].cached_tokens, 63u);  // the last token is computed
+  EXPECT_NEAR(r.cached_fraction, 9 * 63 / 640.0, 1e-12);
+  // 64 tokens at 1 ms: TTFT 64 ms cold, 1 ms warm; no queueing at these gaps.
+  EXPECT_NEAR(r.requests[0].ttft_ms, 64, 1e-9);
+  EXPECT_NEAR(r.requests[5].ttft_ms, 1, 1e-9);
+  EXPECT_NEAR(r.requests[5].itl_ms, 10 + 10.0 * (64 + 5) / 4096, 1e-9);
+  EXPECT_NEAR(r.requests[5].e2e_ms, 1 + 9 * r.requests[5].itl_ms, 1e-9);
+}
+
+TEST(AdviseSim, CapacityBelowOnePromptGivesNoHits) {
+  std::vector<SimRequest> rs;
+  for (int i = 0; i < 10; ++i) rs.push_back(Req(i, {1, 2, 3, 4}));
+  EXPECT_EQ(Simulate(rs, Profile(), Pool(48)).cached_fraction, 0);  // 3 blocks < 4
+  EXPECT_GT(Simulate(rs, Profile(), Pool(64)).cached_fraction, 0);
+}
+
+TEST(AdviseSim, QueueingDelaysSimultaneousArrivals) {
+  const SimResult r = Simulate({Req(0, {1, 2}), Req(0, {3, 4})}, Profile(), Pool(0));
+  EXPECT_NEAR(r.requests[0].ttft_ms, 32, 1e-9);
+  EXPECT_NEAR(r.requests[1].ttft_ms, 64, 1e-9);  // waits for the first prefill
+}
+
+TEST(AdviseSim, EvictedBlocksComeBackFromTheHostTier) {
+  std::vector<SimRequest> rs = {Req(0, {1, 2, 3, 4}), Req(1, {5, 6, 7, 8}), Req(2, {1, 2, 3, 4})};
+  SimConfig cfg{true, {{"pool", 64, 0}, {"host", 1 << 20, 0}}};
+  const SimResult r = Simulate(rs, Profile(), cfg);
+  EXPECT_EQ(r.requests[2].cached_tokens, 63u);
+  EXPECT_EQ(r.requests[2].cached_by_tier.at("host"), 63u);
+  EXPECT_NEAR(r.requests[2].ttft_ms, 1 + 0.1 + 0.04, 1e-9);  // load 4 blocks + 1 token
+  cfg.tiers[1].name = "slow";  // loading slower than recomputing: not used
+  EXPECT_EQ(Simulate(rs, Profile(), cfg).requests[2].cached_tokens, 0u);
+}
+
+TEST(AdviseSim, TtlExpiresRedisEntries) {
+  // The pool holds one 2-block prompt; Redis keeps entries for 10 s.
+  std::vector<SimRequest> rs = {Req(0, {1, 2}), Req(1, {3, 4}), Req(5, {1, 2}), Req(50, {3, 4}), Req(100, {1, 2})};
+  SimConfig cfg{true, {{"pool", 32, 0}, {"redis", 1 << 20, 10}}};
+  const SimResult r = Simulate(rs, Profile(), cfg);
+  EXPECT_EQ(r.requests[2].cached_by_tier.at("redis"), 31u);  // written at 0, read at 5
+  EXPECT_EQ(r.requests[3].cached_tokens, 0u);                // written at 1, expired by 50
+  EXPECT_EQ(r.requests[4].cached_tokens, 0u);                // written at 0, expired by 100
+}
+
+TEST(AdviseSim, ProfileJsonRoundTrip) {
+  const CostProfile p = Profile();
+  Result<CostProfile> q = CostProfile::FromJson(p.ToJson());
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->ToJson(), p.ToJson());
+  EXPECT_FALSE(CostProfile::FromJson(nlohmann::json{{"block_size", "x"}}).ok());
+  EXPECT_FALSE(CostProfile::FromJson(nlohmann::json::array()).ok());
+}
+
+TEST(Advise, VerdictsFollowTheTraffic) {
+  // Long shared documents, short answers vs short distinct prompts, long answers.
+  std::vector<SimRequest> rag, chat;
+  for (int i = 0; i < 200; ++i) {
+    std::vector<uint64_t> doc;
+    for (uint64_t b = 0; b < 100; ++b) doc.push_back(static_cast<uint64_t>(i % 4) * 1000 + b);
+    rag.push_back(Req(i * 2.0, doc, 1610, 16));
+    chat.push_back(Req(i * 2.0, {static_cast<uint64_t>(i) * 1000 + 7}, 20, 400));
+  }
+  AdviceOptions opt;
+  opt.tiers = {{"pool", 1 << 20, 0}};
+  const Advice a = Advise(rag, Profile(), opt), b = Advise(chat, Profile(), opt);
+  EXPECT_GT(a.with_cache.cached_fraction, 0.9);
+  EXPECT_NE(a.verdict.find("caching pays"), std::string::npos) << a.verdict;
+  EXPECT_NE(b.verdict.find("barely matters"), std::string::npos) << b.verdict;
+  // 4 documents of 100 blocks: 90% of the gain needs about all 400 blocks.
+  EXPECT_GE(a.capacity_for_90pct.at("pool"), 4 * 100 * 16 * 3 / 4);
+  EXPECT_LE(a.capacity_for_90pct.at("pool"), 2 * 4 * 100 * 16);
+  ASSERT_FALSE(a.hit_curve.at("pool").empty());
+  EXPECT_LT(a.hit_curve.at("pool").front().second, a.hit_curve.at("pool").back().second);
+  const std::string html = AdviceHtml("t", a, {});
+  EXPECT_NE(html.find("id=\"hit-curve\""), std::string::npos);
+}
+
+TEST(Advise, SharedTracesGetDifferentVerdicts) {
+  PC_SHARED_OR_SKIP(mooncake, "traces/mooncake_synthetic.jsonl");
+  PC_SHARED_OR_SKIP(azure, "traces/azure_code_2023.jsonl");
+  AdviceOptions opt;
+  opt.tiers = {{"pool", 1 << 20, 0}, {"host", 4 << 20, 0}};
+  std::vector<std::string> verdicts;
+  for (const std::string& path : {mooncake, azure}) {
+    TraceParams tp;
+    tp.path = path;
+    tp.token_scale = 1;
+    tp.max_requests = 1 << 30;
+    tp.max_output_tokens = 1 << 20;
+    const std::vector<SimRequest> rs = ToSimRequests(*LoadTrace(tp));
+    EXPECT_GT(rs.size(), 3000u);
+    const Advice a = Advise(rs, Profile(), opt);
+    verdicts.push_back(a.verdict);
+    EXPECT_EQ(a.has_prefix_info, path == mooncake);
+  }
+  EXPECT_NE(verdicts[0], verdicts[1]);
+  EXPECT_NE(verdicts[1].find("no prefix information"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace pc::loadgen

@@ -1,0 +1,198 @@
+#include "advise.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <list>
+#include <set>
+#include <unordered_map>
+
+namespace pc::loadgen {
+
+using nlohmann::json;
+
+namespace {
+
+double Interp(const std::vector<std::pair<double, double>>& s, double x) {
+  if (s.empty()) return 0;
+  if (s.size() == 1 || x <= s.front().first) return s.front().second;
+  for (size_t i = 1; i < s.size(); ++i) {
+    if (x <= s[i].first) {
+      const auto [x0, y0] = s[i - 1];
+      const auto [x1, y1] = s[i];
+      return y0 + (y1 - y0) * (x - x0) / std::max(x1 - x0, 1e-9);
+    }
+  }
+  const auto [x0, y0] = s[s.size() - 2];
+  const auto [x1, y1] = s.back();
+  return y1 + (y1 - y0) / std::max(x1 - x0, 1e-9) * (x - x1);
+}
+
+// An LRU of block ids with a capacity in blocks and an optional TTL.
+class Lru {
+ public:
+  Lru(size_t capacity, double ttl_s) : cap_(capacity), ttl_s_(ttl_s) {}
+  bool Has(uint64_t k, double now_s) {
+    auto it = map_.find(k);
+    if (it == map_.end()) return false;
+    if (ttl_s_ > 0 && now_s - it->second.second > ttl_s_) {
+      list_.erase(it->second.first);
+      map_.erase(it);
+      return false;
+    }
+    return true;
+  }
+  // Inserts or refreshes k; returns the ids evicted to make room.
+  std::vector<uint64_t> Put(uint64_t k, double now_s) {
+    std::vector<uint64_t> out;
+    if (cap_ == 0) return out;
+    if (auto it = map_.find(k); it != map_.end()) {
+      list_.splice(list_.begin(), list_, it->second.first);
+      it->second.second = now_s;
+      return out;
+    }
+    list_.push_front(k);
+    map_[k] = {list_.begin(), now_s};
+    while (map_.size() > cap_) {
+      out.push_back(list_.back());
+      map_.erase(list_.back());
+      list_.pop_back();
+    }
+    return out;
+  }
+
+ private:
+  size_t cap_;
+  double ttl_s_;
+  std::list<uint64_t> list_;
+  std::unordered_map<uint64_t, std::pair<std::list<uint64_t>::iterator, double>> map_;
+};
+
+}  // namespace
+
+double CostProfile::PrefillMs(size_t first_token, size_t end_token) const {
+  if (end_token <= first_token) return 0;
+  const double a = Interp(prefill_ms_per_token, static_cast<double>(first_token));
+  const double b = Interp(prefill_ms_per_token, static_cast<double>(end_token));
+  return 0.5 * (a + b) * static_cast<double>(end_token - first_token);
+}
+
+double CostProfile::DecodeMs(size_t context) const { return Interp(decode_ms_per_token, static_cast<double>(context)); }
+
+double CostProfile::LoadMs(const std::string& tier, size_t num_blocks) const {
+  auto it = tiers.find(tier);
+  if (it == tiers.end()) return 0;
+  return it->second.latency_ms + it->second.ms_per_block * static_cast<double>(num_blocks);
+}
+
+json CostProfile::ToJson() const {
+  json t = json::object();
+  for (const auto& [n, c] : tiers) t[n] = {{"latency_ms", c.latency_ms}, {"ms_per_block", c.ms_per_block}};
+  return {{"model", model}, {"block_size", block_size}, {"prefill_ms_per_token", prefill_ms_per_token},
+          {"decode_ms_per_token", decode_ms_per_token}, {"tiers", t}};
+}
+
+Result<CostProfile> CostProfile::FromJson(const json& j) {
+  CostProfile p;
+  try {
+    p.model = j.value("model", "");
+    p.block_size = j.at("block_size").get<size_t>();
+    p.prefill_ms_per_token = j.at("prefill_ms_per_token").get<std::vector<std::pair<double, double>>>();
+    p.decode_ms_per_token = j.at("decode_ms_per_token").get<std::vector<std::pair<double, double>>>();
+    for (const auto& [n, c] : j.at("tiers").items()) p.tiers[n] = {c.at("latency_ms").get<double>(), c.at("ms_per_block").get<double>()};
+  } catch (const std::exception& e) {
+    return Errorf("not a cost profile: {}", e.what());
+  }
+  if (p.prefill_ms_per_token.empty() || p.decode_ms_per_token.empty() || p.block_size == 0) {
+    return Status::Error("not a cost profile: empty prefill or decode samples");
+  }
+  std::sort(p.prefill_ms_per_token.begin(), p.prefill_ms_per_token.end());
+  std::sort(p.decode_ms_per_token.begin(), p.decode_ms_per_token.end());
+  return p;
+}
+
+std::vector<SimRequest> ToSimRequests(const std::vector<BenchRequest>& reqs) {
+  std::vector<SimRequest> out;
+  for (const BenchRequest& r : reqs) {
+    out.push_back({r.arrival_s, r.prompt.size(), static_cast<size_t>(std::max(r.max_tokens, 1)), r.block_keys,
+                   std::max<size_t>(r.tokens_per_key, 1)});
+  }
+  return out;
+}
+
+SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost, const SimConfig& cfg) {
+  const size_t tpk = reqs.empty() ? 16 : std::max<size_t>(reqs.front().tokens_per_key, 1);
+  std::vector<Lru> lrus;
+  for (const TierSpec& t : cfg.tiers) lrus.emplace_back(t.capacity_tokens / tpk, t.ttl_s);
+  int host = -1;
+  for (size_t i = 0; i < cfg.tiers.size(); ++i) {
+    if (cfg.tiers[i].name == "host") host = static_cast<int>(i);
+  }
+  SimResult res;
+  double free_ms = 0;
+  size_t input_total = 0, cached_total = 0;
+  std::map<std::string, size_t> by_tier_total;
+  std::vector<double> ttft, e2e, itl;
+  for (const SimRequest& r : reqs) {
+    SimOutcome o;
+    const double now_s = r.arrival_s;
+    const size_t full = std::min(r.keys.size(), r.input_tokens / tpk);
+    size_t k = 0;
+    double load_ms = 0;
+    if (cfg.caching && !cfg.tiers.empty()) {
+      while (k < full && lrus[0].Has(r.keys[k], now_s)) ++k;
+      o.cached_by_tier[cfg.tiers[0].name] = k * tpk;
+      for (size_t t = 1; t < cfg.tiers.size(); ++t) {
+        size_t n = 0;
+        while (k + n < full && lrus[t].Has(r.keys[k + n], now_s)) ++n;
+        if (n == 0) continue;
+        const double lm = cost.LoadMs(cfg.tiers[t].name, n);
+        if (lm >= cost.PrefillMs(k * tpk, (k + n) * tpk)) continue;  // recompute is cheaper
+        load_ms += lm;
+        o.cached_by_tier[cfg.tiers[t].name] += n * tpk;
+        k += n;
+      }
+      // Every full block lands in the pool; evictions go down to the host
+      // tier; computed blocks are written behind to the persistent tiers.
+      for (size_t i = 0; i < full; ++i) {
+        for (uint64_t ev : lrus[0].Put(r.keys[i], now_s)) {
+          if (host > 0) lrus[static_cast<size_t>(host)].Put(ev, now_s);
+        }
+        for (size_t t = 1; t < cfg.tiers.size(); ++t) {
+          if (static_cast<int>(t) != host && i >= k) lrus[t].Put(r.keys[i], now_s);
+        }
+      }
+    }
+    o.cached_tokens = std::min(k * tpk, r.input_tokens > 0 ? r.input_tokens - 1 : 0);
+    if (o.cached_tokens < k * tpk) {  // the last prompt token is always computed
+      for (auto it = o.cached_by_tier.rbegin(); it != o.cached_by_tier.rend(); ++it) {
+        if (it->second > 0) {
+          it->second -= k * tpk - o.cached_tokens;
+          break;
+        }
+      }
+    }
+    const double prefill_ms = load_ms + cost.PrefillMs(o.cached_tokens, r.input_tokens);
+    const double start_ms = std::max(now_s * 1e3, free_ms);
+    free_ms = start_ms + prefill_ms;
+    o.ttft_ms = start_ms - now_s * 1e3 + prefill_ms;
+    o.itl_ms = cost.DecodeMs(r.input_tokens + r.output_tokens / 2);
+    o.e2e_ms = o.ttft_ms + static_cast<double>(r.output_tokens > 0 ? r.output_tokens - 1 : 0) * o.itl_ms;
+    input_total += r.input_tokens;
+    cached_total += o.cached_tokens;
+    for (const auto& [t, n] : o.cached_by_tier) by_tier_total[t] += n;
+    ttft.push_back(o.ttft_ms);
+    e2e.push_back(o.e2e_ms);
+    itl.push_back(o.itl_ms);
+    res.requests.push_back(std::move(o));
+  }
+  res.cached_fraction = input_total ? static_cast<double>(cached_total) / static_cast<double>(input_total) : 0;
+  for (const auto& [t, n] : by_tier_total) res.fraction_by_tier[t] = input_total ? static_cast<double>(n) / static_cast<double>(input_total) : 0;
+  res.ttft_ms = Summarize(ttft);
+  res.e2e_ms = Summarize(e2e);
+  res.itl_ms = Summarize(itl);
+  return res;
+}
+
+}  // namespace pc::loadgen

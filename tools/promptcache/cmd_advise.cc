@@ -1,0 +1,159 @@
+// promptcache calibrate: measure one model's costs on this machine (prefill
+// per token by position, decode per token by context, tier loads) into a
+// JSON profile. promptcache advise: replay a traffic log through the cache
+// policy with those costs and say what caching buys.
+#include <cstdio>
+#include <fstream>
+
+#include "advise.h"
+#include "base/clock.h"
+#include "commands.h"
+#include "kvcache/disk_tier.h"
+#include "kvcache/redis_tier.h"
+#include "kvcache/tier_stack.h"
+
+namespace pc::cli {
+namespace {
+
+struct CalibrateFlags {
+  std::string model, out = "profile.json", disk_dir, redis;
+  bool host = true;
+  int threads = 0;
+};
+
+std::vector<std::pair<double, double>> DecodeSamples(Model& model, const CacheOptions& co) {
+  const ModelConfig& c = model.config();
+  std::vector<size_t> ctxs = {0};
+  for (size_t p = 512; p < static_cast<size_t>(c.n_ctx) && p <= 16384; p *= 2) ctxs.push_back(p);
+  KvStore kv(static_cast<size_t>(c.n_layer), static_cast<size_t>(c.kv_dim()), co.block_size,
+             (ctxs.back() + 1 + co.block_size - 1) / co.block_size, co.dtype);
+  std::vector<int32_t> table(kv.num_blocks());
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
+  std::vector<float> logits;
+  std::vector<std::pair<double, double>> out;
+  for (size_t ctx : ctxs) {
+    const BatchToken t{1, static_cast<int32_t>(ctx), table, true};
+    double best = 1e300;
+    for (int rep = 0; rep < 5; ++rep) {
+      const int64_t t0 = NowNs();
+      model.Forward({&t, 1}, kv, &logits);
+      best = std::min(best, NsToMs(NowNs() - t0));
+    }
+    out.emplace_back(static_cast<double>(ctx), best);
+  }
+  return out;
+}
+
+int Calibrate(const CalibrateFlags& f) {
+  Result<std::unique_ptr<Model>> model = Model::Load(f.model, f.threads);
+  if (!model.ok()) return Fail(model.status().message());
+  const CacheOptions co{16, KvDtype::kF16, 1};
+  PrefixCache probe((*model)->config(), (*model)->fingerprint(), co);
+  loadgen::CostProfile p;
+  p.model = f.model;
+  p.block_size = co.block_size;
+  std::fprintf(stderr, "calibrating prefill...\n");
+  p.prefill_ms_per_token = CalibratePrefill(**model, co).prefill_samples();
+  std::fprintf(stderr, "calibrating decode...\n");
+  p.decode_ms_per_token = DecodeSamples(**model, co);
+  std::vector<std::unique_ptr<KvTier>> tiers;
+  if (f.host) tiers.push_back(std::make_unique<HostTier>(uint64_t{1} << 30));
+  if (!f.disk_dir.empty()) {
+    DiskTierOptions d;
+    d.dir = f.disk_dir;
+    d.fingerprint = Hash128{0x5ca1ab1e, 0xca11b8a7e};  // a scratch namespace, never a real model's
+    tiers.push_back(std::make_unique<DiskTier>(d));
+  }
+  if (!f.redis.empty()) {
+    RedisTierOptions r;
+    const size_t colon = f.redis.rfind(':');
+    r.host = f.redis.substr(0, colon);
+    r.port = colon == std::string::npos ? 6379 : std::atoi(f.redis.c_str() + colon + 1);
+    r.ns = "promptcache-calibrate";
+    tiers.push_back(std::make_unique<RedisTier>(r));
+  }
+  for (auto& t : tiers) {
+    const TierCost c = CalibrateTier(*t, probe.store().block_bytes());
+    p.tiers[t->name()] = {c.latency_ms, c.ms_per_block};
+  }
+  std::ofstream out(f.out);
+  out << p.ToJson().dump(2) << "\n";
+  if (!out) return Fail("cannot write " + f.out);
+  std::printf("%s\n", p.ToJson().dump(2).c_str());
+  return 0;
+}
+
+struct AdviseFlags {
+  std::string trace, profile, json_path, html_path;
+  loadgen::TraceParams tp;
+  size_t pool_tokens = 65536, host_tokens = 0, disk_tokens = 0, redis_tokens = 0;
+  double redis_ttl_s = 0;
+};
+
+int Advise(AdviseFlags f) {
+  std::ifstream in(f.profile);
+  if (!in) return Fail("cannot read the cost profile '" + f.profile + "' (make one with promptcache calibrate)");
+  nlohmann::json pj = nlohmann::json::parse(in, nullptr, false);
+  Result<loadgen::CostProfile> cost = loadgen::CostProfile::FromJson(pj);
+  if (!cost.ok()) return Fail(f.profile + ": " + cost.status().message());
+  f.tp.path = f.trace;
+  const int64_t t0 = NowNs();
+  Result<std::vector<loadgen::BenchRequest>> reqs = loadgen::LoadTrace(f.tp);
+  if (!reqs.ok()) return Fail(reqs.status().message());
+  loadgen::AdviceOptions opt;
+  opt.tiers.push_back({"pool", f.pool_tokens, 0});
+  if (f.host_tokens) opt.tiers.push_back({"host", f.host_tokens, 0});
+  if (f.disk_tokens) opt.tiers.push_back({"disk", f.disk_tokens, 0});
+  if (f.redis_tokens) opt.tiers.push_back({"redis", f.redis_tokens, f.redis_ttl_s});
+  const std::vector<loadgen::SimRequest> sim = loadgen::ToSimRequests(*reqs);
+  const loadgen::Advice a = loadgen::Advise(sim, *cost, opt);
+  nlohmann::json meta = {{"trace", f.trace}, {"profile", f.profile}, {"num_requests", sim.size()},
+                         {"token_scale", f.tp.token_scale}, {"time_scale", f.tp.time_scale},
+                         {"sample_every", f.tp.sample_every}, {"seconds", NsToMs(NowNs() - t0) / 1e3}};
+  for (const auto& t : opt.tiers) meta["capacity_tokens"][t.name] = t.capacity_tokens;
+  std::printf("%s: %zu requests, advised in %.1f s\n\n%s", f.trace.c_str(), sim.size(), NsToMs(NowNs() - t0) / 1e3,
+              loadgen::AdviceTable(a).c_str());
+  if (!f.json_path.empty()) std::ofstream(f.json_path) << loadgen::AdviceJson(a, meta).dump(2) << "\n";
+  if (!f.html_path.empty()) std::ofstream(f.html_path) << loadgen::AdviceHtml("promptcache advise: " + f.trace, a, meta);
+  return 0;
+}
+
+}  // namespace
+
+void RegisterCalibrate(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<CalibrateFlags>();
+  CLI::App* c = app.add_subcommand("calibrate", "Measure a model's prefill, decode and tier-load costs on this machine (JSON profile)");
+  c->add_option("-m,--model", f->model, "GGUF model")->required();
+  c->add_option("-o,--out", f->out, "Profile to write");
+  c->add_option("--disk-cache", f->disk_dir, "Also time the disk tier in this directory");
+  c->add_option("--redis", f->redis, "Also time a Redis tier at HOST:PORT");
+  c->add_flag("!--no-host", f->host, "Skip the host-RAM tier");
+  c->add_option("-t,--threads", f->threads, "Threads");
+  c->callback([f, exit_code] { *exit_code = Calibrate(*f); });
+}
+
+void RegisterAdvise(CLI::App& app, int* exit_code) {
+  auto f = std::make_shared<AdviseFlags>();
+  f->tp.token_scale = 1;
+  f->tp.max_requests = size_t{1} << 40;
+  f->tp.max_output_tokens = size_t{1} << 30;
+  CLI::App* c = app.add_subcommand("advise", "From a traffic log, predict what prefix caching buys (TTFT, E2E, hit rate by capacity)");
+  c->add_option("--trace,--log", f->trace, "JSON Lines trace or `serve --request-log` output")->required();
+  c->add_option("--profile", f->profile, "Cost profile from promptcache calibrate")->required();
+  c->add_option("--pool-tokens", f->pool_tokens, "Hot KV pool capacity in tokens");
+  c->add_option("--host-tokens", f->host_tokens, "Host-RAM tier capacity in tokens (0: none)");
+  c->add_option("--disk-tokens", f->disk_tokens, "Disk tier capacity in tokens (0: none)");
+  c->add_option("--redis-tokens", f->redis_tokens, "Redis tier capacity in tokens (0: none)");
+  c->add_option("--redis-ttl", f->redis_ttl_s, "Redis TTL in seconds (0: none)");
+  c->add_option("--token-scale", f->tp.token_scale, "Multiply token counts and block size by this");
+  c->add_option("--time-scale", f->tp.time_scale, "Multiply arrival times by this");
+  c->add_option("--output-scale", f->tp.output_scale, "Multiply output lengths by this");
+  c->add_option("--trace-sample", f->tp.sample_every, "Keep every k-th request");
+  c->add_option("--max-requests", f->tp.max_requests, "At most this many requests");
+  c->add_option("--max-output-tokens", f->tp.max_output_tokens, "Cap output lengths (as bench does when replaying)");
+  c->add_option("--json", f->json_path, "Write the advice as JSON");
+  c->add_option("--html", f->html_path, "Write an HTML report");
+  c->callback([f, exit_code] { *exit_code = Advise(*f); });
+}
+
+}  // namespace pc::cli
