@@ -9,23 +9,25 @@
 # Env: TRACE (default ../shared/traces/mooncake_synthetic.jsonl), TOKEN_SCALE
 # (0.03125: 512-token trace blocks become 16-token KV blocks), TIME_SCALE
 # (0.7), SAMPLE (13: every 13th request, spread over the trace's hour),
-# REQUESTS (300), PORT (18200).
+# REQUESTS (300), SKIP (0: lines to skip first), BLOCK_SIZE (16: the server's
+# KV block; make it block_size x TOKEN_SCALE), PORT (18200).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 model="${1:-$HOME/.cache/promptcache/bench-135m-q8_0.gguf}"
 out="${2:-replay-out}"
 trace="${TRACE:-../shared/traces/mooncake_synthetic.jsonl}"
 ts="${TOKEN_SCALE:-0.03125}" tm="${TIME_SCALE:-0.7}" sample="${SAMPLE:-13}" n="${REQUESTS:-300}" port="${PORT:-18200}"
+skip="${SKIP:-0}" bs="${BLOCK_SIZE:-16}"
 bin=build/promptcache
-mkdir -p "$out"
+rm -rf "$out"; mkdir -p "$out"
 [ -f "$model" ] || "$bin" make-model --shape bench-135m --type q8_0 -o "$model"
 "$bin" calibrate -m "$model" -o "$out/profile.json" >/dev/null
-"$bin" serve -m "$model" --port "$port" --request-log "$out/requests.jsonl" 2>"$out/serve.log" &
+"$bin" serve -m "$model" --port "$port" --block-size "$bs" --request-log "$out/requests.jsonl" 2>"$out/serve.log" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do grep -q listening "$out/serve.log" && break; sleep 0.2; done
 pool_tokens=$(curl -s "localhost:$port/metrics" | awk '/^promptcache_kv_pool_blocks\{state="total"\}/{b=$2} /^promptcache_kv_block_size_tokens /{s=$2} END{print b*s}')
-common=(--token-scale "$ts" --time-scale "$tm" --trace-sample "$sample")
+common=(--token-scale "$ts" --time-scale "$tm" --trace-sample "$sample" --trace-skip "$skip")
 "$bin" bench --url "http://127.0.0.1:$port" -w trace --trace "$trace" "${common[@]}" --requests "$n" \
   --max-output-tokens 64 --warmup 2 --json "$out/bench.json" --html "$out/bench.html" --no-progress | tee "$out/bench.txt"
 "$bin" advise --trace "$trace" --profile "$out/profile.json" "${common[@]}" --max-requests "$n" \

@@ -45,8 +45,10 @@ TEST(AdviseSim, IdenticalPromptsHitAllButTheFirst) {
   // 64 tokens at 1 ms: TTFT 64 ms cold, 1 ms warm; no queueing at these gaps.
   EXPECT_NEAR(r.requests[0].ttft_ms, 64, 1e-9);
   EXPECT_NEAR(r.requests[5].ttft_ms, 1, 1e-9);
-  EXPECT_NEAR(r.requests[5].itl_ms, 10 + 10.0 * (64 + 5) / 4096, 1e-9);
-  EXPECT_NEAR(r.requests[5].e2e_ms, 1 + 9 * r.requests[5].itl_ms, 1e-9);
+  // Decode steps alone cost the calibrated single-token step at their context.
+  // (positions 65..73 for tokens 2..10: mean 69).
+  EXPECT_NEAR(r.requests[5].itl_ms, 10 + 10.0 * 69 / 4096, 1e-6);
+  EXPECT_NEAR(r.requests[5].e2e_ms, 1 + 9 * r.requests[5].itl_ms, 1e-6);
 }
 
 TEST(AdviseSim, CapacityBelowOnePromptGivesNoHits) {
@@ -56,10 +58,24 @@ TEST(AdviseSim, CapacityBelowOnePromptGivesNoHits) {
   EXPECT_GT(Simulate(rs, Profile(), Pool(64)).cached_fraction, 0);
 }
 
-TEST(AdviseSim, QueueingDelaysSimultaneousArrivals) {
-  const SimResult r = Simulate({Req(0, {1, 2}), Req(0, {3, 4})}, Profile(), Pool(0));
+TEST(AdviseSim, StepsShareTheTokenBudgetOldestFirst) {
+  // Both prompts fit one 256-token step: both first tokens after 64 ms.
+  SimResult r = Simulate({Req(0, {1, 2}), Req(0, {3, 4})}, Profile(), Pool(0));
+  EXPECT_NEAR(r.requests[0].ttft_ms, 64, 1e-9);
+  EXPECT_NEAR(r.requests[1].ttft_ms, 64, 1e-9);
+  // A 32-token budget: step 1 the older 32-token prompt; step 2 the older
+  // one's decode token + 31 of the newer prompt (32 ms); step 3 the last
+  // prompt token + a decode token, costing one decode step at context 34.
+  SimConfig small = Pool(0);
+  small.batch_tokens = 32;
+  r = Simulate({Req(0, {1, 2}), Req(0, {3, 4})}, Profile(), small);
   EXPECT_NEAR(r.requests[0].ttft_ms, 32, 1e-9);
-  EXPECT_NEAR(r.requests[1].ttft_ms, 64, 1e-9);  // waits for the first prefill
+  EXPECT_NEAR(r.requests[1].ttft_ms, 32 + 32 + (10 + 10.0 * 34 / 4096), 1e-6);
+  // One running slot: the second waits for the first to finish entirely.
+  SimConfig one = Pool(0);
+  one.max_running = 1;
+  r = Simulate({Req(0, {1, 2}, 0, 2), Req(0, {3, 4}, 0, 2)}, Profile(), one);
+  EXPECT_NEAR(r.requests[1].ttft_ms, r.requests[0].e2e_ms + 32, 1e-6);
 }
 
 TEST(AdviseSim, EvictedBlocksComeBackFromTheHostTier) {

@@ -57,9 +57,9 @@ size_t CostModel::MinUsefulMatchTokens(const std::string& tier, size_t block_siz
   return 0;
 }
 
-CostModel CalibratePrefill(Model& model, const CacheOptions& opt) {
+CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens) {
   const ModelConfig& c = model.config();
-  const size_t chunk = 32;
+  const size_t chunk = chunk_tokens;
   std::vector<size_t> positions = {0};
   for (size_t p = 1024; p + chunk <= static_cast<size_t>(c.n_ctx) && p <= 8192; p *= 2) positions.push_back(p);
   const size_t max_pos = positions.back() + chunk;
@@ -136,9 +136,30 @@ TierStack::~TierStack() {
   loader_.join();
 }
 
-void TierStack::Calibrate(Model& model, const CacheOptions& opt, size_t payload_bytes) {
-  costs_ = CalibratePrefill(model, opt);
-  for (const auto& t : tiers_) costs_.SetTierCost(t->name(), CalibrateTier(*t, payload_bytes));
+CostModel TierStack::costs() const {
+  std::lock_guard<std::mutex> lock(costs_mu_);
+  return costs_;
+}
+
+void TierStack::set_costs(CostModel c) {
+  std::lock_guard<std::mutex> lock(costs_mu_);
+  costs_ = std::move(c);
+}
+
+void TierStack::Calibrate(Model& model, const CacheOptions& opt, size_t payload_bytes, double refresh_s) {
+  set_costs(CalibratePrefill(model, opt));
+  payload_bytes_ = payload_bytes;
+  refresh_s_ = refresh_s;
+  RefreshTierCosts();
+}
+
+// Tier costs drift (a Redis moved, a disk filled); prefill costs do not.
+void TierStack::RefreshTierCosts() {
+  std::vector<std::pair<std::string, TierCost>> measured;
+  for (const auto& t : tiers_) measured.emplace_back(t->name(), CalibrateTier(*t, payload_bytes_));
+  std::lock_guard<std::mutex> lock(costs_mu_);
+  for (const auto& [name, c] : measured) costs_.SetTierCost(name, c);
+  last_refresh_ns_ = NowNs();
 }
 
 void TierStack::Enqueue(Write w) {
@@ -212,6 +233,7 @@ std::vector<LoadResult> TierStack::TakeFinishedLoads() {
 }
 
 LoadResult TierStack::RunJob(const Job& job) {
+  const CostModel costs_now = costs();
   LoadResult r;
   r.request_id = job.request_id;
   size_t pos = 0;
@@ -220,7 +242,7 @@ LoadResult TierStack::RunJob(const Job& job) {
     const int64_t t0 = NowNs();
     const std::span<const Hash128> rest = std::span<const Hash128>(job.keys).subspan(pos);
     const size_t n = t->CountLeading(rest);
-    if (n == 0 || !costs_.ShouldLoad(t->name(), job.first_token + pos * job.block_size, n, job.block_size)) continue;
+    if (n == 0 || !costs_now.ShouldLoad(t->name(), job.first_token + pos * job.block_size, n, job.block_size)) continue;
     std::vector<std::vector<uint8_t>> got = t->Load(rest.first(n));
     r.load_ms_by_tier[t->name()] += NsToMs(NowNs() - t0);
     for (auto& p : got) {
@@ -238,8 +260,14 @@ void TierStack::LoaderLoop() {
     Job job;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      load_cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      load_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_ || !jobs_.empty(); });
       if (stop_) return;
+      if (jobs_.empty()) {
+        lock.unlock();
+        const bool due = refresh_s_ > 0 && payload_bytes_ > 0 && NowNs() - last_refresh_ns_ > static_cast<int64_t>(refresh_s_ * 1e9);
+        if (due) RefreshTierCosts();
+        continue;
+      }
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }

@@ -55,7 +55,7 @@ class CostModel {
 
 // Times prefill of a chunk of tokens at several positions (the K/V behind
 // each position need not be meaningful for timing). Takes about a second.
-CostModel CalibratePrefill(Model& model, const CacheOptions& opt);
+CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens = 32);
 // Times loads of 1 and of 8 blocks of payload_bytes (random keys, erased after).
 TierCost CalibrateTier(KvTier& tier, size_t payload_bytes);
 
@@ -73,8 +73,13 @@ class TierStack : public PoolListener {
   ~TierStack() override;  // finishes queued writes
 
   const std::vector<std::unique_ptr<KvTier>>& tiers() const { return tiers_; }
-  CostModel& costs() { return costs_; }
-  void Calibrate(Model& model, const CacheOptions& opt, size_t payload_bytes);
+  // A copy of the current cost model (tier costs are re-measured in the
+  // background every refresh_s seconds after Calibrate).
+  CostModel costs() const;
+  void set_costs(CostModel c);
+  // Measures prefill (uses the model: call before the engine starts) and
+  // every tier's load cost.
+  void Calibrate(Model& model, const CacheOptions& opt, size_t payload_bytes, double refresh_s = 600);
 
   // PoolListener (loop thread).
   void OnRegistered(const Hash128& key, std::vector<uint8_t> bytes) override;
@@ -103,8 +108,14 @@ class TierStack : public PoolListener {
   LoadResult RunJob(const Job& job);
   void Enqueue(Write w);
 
+  void RefreshTierCosts();
+
   std::vector<std::unique_ptr<KvTier>> tiers_;
+  mutable std::mutex costs_mu_;
   CostModel costs_;
+  size_t payload_bytes_ = 0;
+  double refresh_s_ = 0;
+  int64_t last_refresh_ns_ = 0;
   size_t max_queue_bytes_;
   std::mutex mu_;
   std::condition_variable write_cv_, load_cv_, flushed_cv_;

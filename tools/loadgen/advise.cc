@@ -121,71 +121,160 @@ std::vector<SimRequest> ToSimRequests(const std::vector<BenchRequest>& reqs) {
   return out;
 }
 
-SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost, const SimConfig& cfg) {
-  const size_t tpk = reqs.empty() ? 16 : std::max<size_t>(reqs.front().tokens_per_key, 1);
-  std::vector<Lru> lrus;
-  for (const TierSpec& t : cfg.tiers) lrus.emplace_back(t.capacity_tokens / tpk, t.ttl_s);
-  int host = -1;
-  for (size_t i = 0; i < cfg.tiers.size(); ++i) {
-    if (cfg.tiers[i].name == "host") host = static_cast<int>(i);
+namespace {
+
+// The cache policy: pool and tiers as LRUs of block ids (see the header).
+class CachePolicy {
+ public:
+  CachePolicy(const SimConfig& cfg, size_t tpk) : cfg_(cfg), tpk_(tpk) {
+    for (const TierSpec& t : cfg.tiers) lrus_.emplace_back(t.capacity_tokens / tpk, t.ttl_s);
+    for (size_t i = 0; i < cfg.tiers.size(); ++i) {
+      if (cfg.tiers[i].name == "host") host_ = static_cast<int>(i);
+    }
   }
-  SimResult res;
-  double free_ms = 0;
-  size_t input_total = 0, cached_total = 0;
-  std::map<std::string, size_t> by_tier_total;
-  std::vector<double> ttft, e2e, itl;
-  for (const SimRequest& r : reqs) {
-    SimOutcome o;
-    const double now_s = r.arrival_s;
-    const size_t full = std::min(r.keys.size(), r.input_tokens / tpk);
+  // Looks the request up at time now_s and stores its blocks; fills the
+  // outcome's cached tokens by tier and returns the tier load time.
+  double Admit(const SimRequest& r, double now_s, const CostProfile& cost, SimOutcome* o) {
+    const size_t full = std::min(r.keys.size(), r.input_tokens / tpk_);
     size_t k = 0;
     double load_ms = 0;
-    if (cfg.caching && !cfg.tiers.empty()) {
-      while (k < full && lrus[0].Has(r.keys[k], now_s)) ++k;
-      o.cached_by_tier[cfg.tiers[0].name] = k * tpk;
-      for (size_t t = 1; t < cfg.tiers.size(); ++t) {
+    if (cfg_.caching && !lrus_.empty()) {
+      while (k < full && lrus_[0].Has(r.keys[k], now_s)) ++k;
+      o->cached_by_tier[cfg_.tiers[0].name] = k * tpk_;
+      for (size_t t = 1; t < lrus_.size(); ++t) {
         size_t n = 0;
-        while (k + n < full && lrus[t].Has(r.keys[k + n], now_s)) ++n;
+        while (k + n < full && lrus_[t].Has(r.keys[k + n], now_s)) ++n;
         if (n == 0) continue;
-        const double lm = cost.LoadMs(cfg.tiers[t].name, n);
-        if (lm >= cost.PrefillMs(k * tpk, (k + n) * tpk)) continue;  // recompute is cheaper
+        const double lm = cost.LoadMs(cfg_.tiers[t].name, n);
+        if (lm >= cost.PrefillMs(k * tpk_, (k + n) * tpk_)) continue;  // recompute is cheaper
         load_ms += lm;
-        o.cached_by_tier[cfg.tiers[t].name] += n * tpk;
+        o->cached_by_tier[cfg_.tiers[t].name] += n * tpk_;
         k += n;
       }
       // Every full block lands in the pool; evictions go down to the host
       // tier; computed blocks are written behind to the persistent tiers.
       for (size_t i = 0; i < full; ++i) {
-        for (uint64_t ev : lrus[0].Put(r.keys[i], now_s)) {
-          if (host > 0) lrus[static_cast<size_t>(host)].Put(ev, now_s);
+        for (uint64_t ev : lrus_[0].Put(r.keys[i], now_s)) {
+          if (host_ > 0) lrus_[static_cast<size_t>(host_)].Put(ev, now_s);
         }
-        for (size_t t = 1; t < cfg.tiers.size(); ++t) {
-          if (static_cast<int>(t) != host && i >= k) lrus[t].Put(r.keys[i], now_s);
-        }
-      }
-    }
-    o.cached_tokens = std::min(k * tpk, r.input_tokens > 0 ? r.input_tokens - 1 : 0);
-    if (o.cached_tokens < k * tpk) {  // the last prompt token is always computed
-      for (auto it = o.cached_by_tier.rbegin(); it != o.cached_by_tier.rend(); ++it) {
-        if (it->second > 0) {
-          it->second -= k * tpk - o.cached_tokens;
-          break;
+        for (size_t t = 1; t < lrus_.size(); ++t) {
+          if (static_cast<int>(t) != host_ && i >= k) lrus_[t].Put(r.keys[i], now_s);
         }
       }
     }
-    const double prefill_ms = load_ms + cost.PrefillMs(o.cached_tokens, r.input_tokens);
-    const double start_ms = std::max(now_s * 1e3, free_ms);
-    free_ms = start_ms + prefill_ms;
-    o.ttft_ms = start_ms - now_s * 1e3 + prefill_ms;
-    o.itl_ms = cost.DecodeMs(r.input_tokens + r.output_tokens / 2);
-    o.e2e_ms = o.ttft_ms + static_cast<double>(r.output_tokens > 0 ? r.output_tokens - 1 : 0) * o.itl_ms;
-    input_total += r.input_tokens;
+    o->cached_tokens = std::min(k * tpk_, r.input_tokens > 0 ? r.input_tokens - 1 : 0);
+    size_t excess = k * tpk_ - o->cached_tokens;  // the last prompt token is always computed
+    for (auto it = o->cached_by_tier.rbegin(); it != o->cached_by_tier.rend() && excess > 0; ++it) {
+      const size_t take = std::min(excess, it->second);
+      it->second -= take;
+      excess -= take;
+    }
+    return load_ms;
+  }
+
+ private:
+  const SimConfig& cfg_;
+  size_t tpk_;
+  std::vector<Lru> lrus_;
+  int host_ = -1;
+};
+
+struct Running {
+  size_t index;
+  size_t computed;  // prompt tokens with K/V
+  size_t generated = 0;
+  double ready_ms;  // tier loads done
+  double last_token_ms = 0;
+  std::vector<double> gaps;
+};
+
+}  // namespace
+
+SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost, const SimConfig& cfg) {
+  const size_t tpk = reqs.empty() ? 16 : std::max<size_t>(reqs.front().tokens_per_key, 1);
+  CachePolicy policy(cfg, tpk);
+  SimResult res;
+  res.requests.resize(reqs.size());
+  std::vector<Running> running;
+  size_t next = 0;  // next request to admit (arrival order)
+  double now_ms = 0;
+  auto per_token = [&](size_t pos) { return cost.PrefillMs(pos, pos + 1); };
+  while (next < reqs.size() || !running.empty()) {
+    if (running.empty() && next < reqs.size()) now_ms = std::max(now_ms, reqs[next].arrival_s * 1e3);
+    while (next < reqs.size() && running.size() < std::max<size_t>(cfg.max_running, 1) &&
+           reqs[next].arrival_s * 1e3 <= now_ms) {
+      SimOutcome& o = res.requests[next];
+      const double load_ms = policy.Admit(reqs[next], now_ms / 1e3, cost, &o);
+      running.push_back(Running{next, o.cached_tokens, 0, now_ms + load_ms, 0, {}});
+      ++next;
+    }
+    // One step: decode tokens first, then prefill chunks oldest first.
+    double step_ms = 0, decode_ctx = 0;
+    size_t planned = 0;
+    size_t budget = std::max<size_t>(cfg.batch_tokens, 1), decoders = 0;
+    std::vector<size_t> chunk(running.size(), 0);
+    for (size_t i = 0; i < running.size() && budget > 0; ++i) {
+      const Running& r = running[i];
+      if (r.ready_ms > now_ms || r.computed < reqs[r.index].input_tokens) continue;
+      chunk[i] = 1;
+      ++planned;
+      const size_t pos = reqs[r.index].input_tokens + r.generated;
+      step_ms += per_token(pos);
+      decode_ctx += static_cast<double>(pos);
+      ++decoders;
+      --budget;
+    }
+    for (size_t i = 0; i < running.size() && budget > 0; ++i) {
+      const Running& r = running[i];
+      const size_t left = reqs[r.index].input_tokens - std::min(r.computed, reqs[r.index].input_tokens);
+      if (r.ready_ms > now_ms || left == 0) continue;
+      chunk[i] = std::min(left, budget);
+      planned += chunk[i];
+      step_ms += cost.PrefillMs(r.computed, r.computed + chunk[i]);
+      budget -= chunk[i];
+    }
+    if (decoders > 0) step_ms = std::max(step_ms, cost.DecodeMs(static_cast<size_t>(decode_ctx / static_cast<double>(decoders))));
+    if (planned == 0) {  // nothing runnable: jump to the next event
+      double t = INFINITY;
+      for (const Running& r : running) t = std::min(t, r.ready_ms);
+      if (next < reqs.size() && running.size() < cfg.max_running) t = std::min(t, reqs[next].arrival_s * 1e3);
+      now_ms = std::max(now_ms, t);
+      continue;
+    }
+    now_ms += std::max(step_ms, 1e-6);
+    for (size_t i = 0; i < running.size(); ++i) {
+      if (chunk[i] == 0) continue;
+      Running& r = running[i];
+      const SimRequest& q = reqs[r.index];
+      const bool prefill = r.computed < q.input_tokens;
+      if (prefill) r.computed += chunk[i];
+      if (prefill && r.computed < q.input_tokens) continue;
+      // A token: the first after the prompt's last chunk, or a decode step.
+      SimOutcome& o = res.requests[r.index];
+      if (r.generated == 0) o.ttft_ms = now_ms - q.arrival_s * 1e3;
+      else r.gaps.push_back(now_ms - r.last_token_ms);
+      r.last_token_ms = now_ms;
+      ++r.generated;
+      if (r.generated >= std::max<size_t>(q.output_tokens, 1)) {
+        o.e2e_ms = now_ms - q.arrival_s * 1e3;
+        o.itl_ms = r.gaps.empty() ? cost.DecodeMs(q.input_tokens) : Mean(r.gaps);
+        r.generated = SIZE_MAX;  // mark done
+      }
+    }
+    running.erase(std::remove_if(running.begin(), running.end(), [](const Running& r) { return r.generated == SIZE_MAX; }),
+                  running.end());
+  }
+  size_t input_total = 0, cached_total = 0;
+  std::map<std::string, size_t> by_tier_total;
+  std::vector<double> ttft, e2e, itl;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const SimOutcome& o = res.requests[i];
+    input_total += reqs[i].input_tokens;
     cached_total += o.cached_tokens;
     for (const auto& [t, n] : o.cached_by_tier) by_tier_total[t] += n;
     ttft.push_back(o.ttft_ms);
     e2e.push_back(o.e2e_ms);
     itl.push_back(o.itl_ms);
-    res.requests.push_back(std::move(o));
   }
   res.cached_fraction = input_total ? static_cast<double>(cached_total) / static_cast<double>(input_total) : 0;
   for (const auto& [t, n] : by_tier_total) res.fraction_by_tier[t] = input_total ? static_cast<double>(n) / static_cast<double>(input_total) : 0;

@@ -3,13 +3,16 @@
 // a TTL) with a prefill queue and calibrated costs, and predicts TTFT,
 // end-to-end latency and hit rates with and without caching.
 //
-// Model of the server (stated, so its limits are plain): prefills run one
-// at a time in arrival order (compute-bound; the server's chunked prefill
-// interleaves them with decode steps, which this ignores); a request's
-// prefill costs the tier loads its cost model accepts plus the calibrated
-// prefill time of its uncached tokens at their positions; decoding costs the
-// calibrated per-token time at the request's context length, unchanged by
-// caching except that a request never waits for another's decode.
+// Model of the server: the engine's step loop, replayed. At most
+// max_running requests run; each step gives every running request past its
+// prompt one decode token and fills the rest of batch_tokens with prefill
+// chunks, oldest request first (as the scheduler does). A step costs the
+// calibrated per-token prefill time of every token in it at its position,
+// and at least one calibrated single-token decode step when it decodes
+// (weights stream once per step). Cached tokens are skipped; a run loaded
+// from a tier delays the request by its load time (the loader is
+// asynchronous: others keep stepping). Ignored: KV memory limits on
+// admission, and the exact overlap of loads with steps.
 // Thread-safety: pure functions.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -51,6 +54,8 @@ struct TierSpec {
 struct SimConfig {
   bool caching = true;
   std::vector<TierSpec> tiers;  // the pool first
+  size_t max_running = 32;      // serve --max-running
+  size_t batch_tokens = 256;    // serve --batch-tokens
 };
 
 struct SimRequest {
@@ -79,6 +84,7 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
 
 struct AdviceOptions {
   std::vector<TierSpec> tiers;  // capacities to advise around (the pool first)
+  size_t max_running = 32, batch_tokens = 256;
 };
 
 struct Advice {

@@ -101,9 +101,10 @@ Result<std::vector<BenchRequest>> LoadTrace(const TraceParams& p) {
   std::vector<BenchRequest> out;
   std::string line;
   size_t lineno = 0;
+  double first_t_ms = 0;
   while (out.size() < p.max_requests && std::getline(in, line)) {
     ++lineno;
-    if (line.empty() || (lineno - 1) % std::max<size_t>(p.sample_every, 1) != 0) continue;
+    if (line.empty() || lineno <= p.skip_lines || (lineno - 1 - p.skip_lines) % std::max<size_t>(p.sample_every, 1) != 0) continue;
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (j.is_discarded() || !j.is_object() || !j.contains("t_ms") || !j.contains("input_tokens") ||
         !j.contains("output_tokens") || !j["input_tokens"].is_number() || !j["t_ms"].is_number() ||
@@ -111,7 +112,8 @@ Result<std::vector<BenchRequest>> LoadTrace(const TraceParams& p) {
       return Errorf("{}:{}: expected {{t_ms, input_tokens, output_tokens, ...}}", p.path, lineno);
     }
     BenchRequest r;
-    r.arrival_s = j["t_ms"].get<double>() / 1e3 * p.time_scale;
+    if (out.empty()) first_t_ms = j["t_ms"].get<double>();
+    r.arrival_s = (j["t_ms"].get<double>() - first_t_ms) / 1e3 * p.time_scale;
     const size_t input = std::max<size_t>(1, static_cast<size_t>(std::llround(j["input_tokens"].get<double>() * p.token_scale)));
     const size_t block = j.contains("block_size") && j["block_size"].is_number() ? j["block_size"].get<size_t>() : 0;
     r.tokens_per_key = std::max<size_t>(1, static_cast<size_t>(std::llround(static_cast<double>(block) * p.token_scale)));

@@ -59,6 +59,7 @@ struct TraceParams {
   size_t max_output_tokens = 64;
   size_t max_requests = 300;
   size_t sample_every = 1;  // keep every k-th line (spreads a short replay over the whole trace)
+  size_t skip_lines = 0;    // start after this many lines (arrival times rebased to the first kept)
   TokenRange range;
 };
 // Reads JSON Lines {t_ms, input_tokens, output_tokens, prefix_blocks, block_size}.

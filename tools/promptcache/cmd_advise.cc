@@ -19,6 +19,7 @@ struct CalibrateFlags {
   std::string model, out = "profile.json", disk_dir, redis;
   bool host = true;
   int threads = 0;
+  size_t chunk_tokens = 256;
 };
 
 std::vector<std::pair<double, double>> DecodeSamples(Model& model, const CacheOptions& co) {
@@ -53,7 +54,9 @@ int Calibrate(const CalibrateFlags& f) {
   p.model = f.model;
   p.block_size = co.block_size;
   std::fprintf(stderr, "calibrating prefill...\n");
-  p.prefill_ms_per_token = CalibratePrefill(**model, co).prefill_samples();
+  // Chunks the size of the server's default step budget: per-token cost
+  // falls with chunk size (bigger GEMMs), so measure what the server runs.
+  p.prefill_ms_per_token = CalibratePrefill(**model, co, f.chunk_tokens).prefill_samples();
   std::fprintf(stderr, "calibrating decode...\n");
   p.decode_ms_per_token = DecodeSamples(**model, co);
   std::vector<std::unique_ptr<KvTier>> tiers;
@@ -86,7 +89,7 @@ int Calibrate(const CalibrateFlags& f) {
 struct AdviseFlags {
   std::string trace, profile, json_path, html_path;
   loadgen::TraceParams tp;
-  size_t pool_tokens = 65536, host_tokens = 0, disk_tokens = 0, redis_tokens = 0;
+  size_t pool_tokens = 65536, host_tokens = 0, disk_tokens = 0, redis_tokens = 0, max_running = 32, batch_tokens = 256;
   double redis_ttl_s = 0;
 };
 
@@ -101,6 +104,8 @@ int Advise(AdviseFlags f) {
   Result<std::vector<loadgen::BenchRequest>> reqs = loadgen::LoadTrace(f.tp);
   if (!reqs.ok()) return Fail(reqs.status().message());
   loadgen::AdviceOptions opt;
+  opt.max_running = f.max_running;
+  opt.batch_tokens = f.batch_tokens;
   opt.tiers.push_back({"pool", f.pool_tokens, 0});
   if (f.host_tokens) opt.tiers.push_back({"host", f.host_tokens, 0});
   if (f.disk_tokens) opt.tiers.push_back({"disk", f.disk_tokens, 0});
@@ -128,6 +133,7 @@ void RegisterCalibrate(CLI::App& app, int* exit_code) {
   c->add_option("--disk-cache", f->disk_dir, "Also time the disk tier in this directory");
   c->add_option("--redis", f->redis, "Also time a Redis tier at HOST:PORT");
   c->add_flag("!--no-host", f->host, "Skip the host-RAM tier");
+  c->add_option("--chunk", f->chunk_tokens, "Prefill chunk to time (the server's --batch-tokens)")->check(CLI::Range(1, 8192));
   c->add_option("-t,--threads", f->threads, "Threads");
   c->callback([f, exit_code] { *exit_code = Calibrate(*f); });
 }
@@ -145,10 +151,13 @@ void RegisterAdvise(CLI::App& app, int* exit_code) {
   c->add_option("--disk-tokens", f->disk_tokens, "Disk tier capacity in tokens (0: none)");
   c->add_option("--redis-tokens", f->redis_tokens, "Redis tier capacity in tokens (0: none)");
   c->add_option("--redis-ttl", f->redis_ttl_s, "Redis TTL in seconds (0: none)");
+  c->add_option("--max-running", f->max_running, "The server's --max-running");
+  c->add_option("--batch-tokens", f->batch_tokens, "The server's --batch-tokens");
   c->add_option("--token-scale", f->tp.token_scale, "Multiply token counts and block size by this");
   c->add_option("--time-scale", f->tp.time_scale, "Multiply arrival times by this");
   c->add_option("--output-scale", f->tp.output_scale, "Multiply output lengths by this");
   c->add_option("--trace-sample", f->tp.sample_every, "Keep every k-th request");
+  c->add_option("--trace-skip", f->tp.skip_lines, "Start after this many lines");
   c->add_option("--max-requests", f->tp.max_requests, "At most this many requests");
   c->add_option("--max-output-tokens", f->tp.max_output_tokens, "Cap output lengths (as bench does when replaying)");
   c->add_option("--json", f->json_path, "Write the advice as JSON");

@@ -76,6 +76,7 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   c->add_option("--token-range", f->token_range, "Token ids to draw prompts from, LO:HI");
   c->add_option("--trace", f->cfg.trace.path, "JSON Lines trace (t_ms, input_tokens, output_tokens, prefix_blocks, block_size)");
   c->add_option("--trace-sample", f->cfg.trace.sample_every, "trace: replay every k-th request");
+  c->add_option("--trace-skip", f->cfg.trace.skip_lines, "trace: start after this many lines");
   c->add_option("--token-scale", f->cfg.trace.token_scale, "trace: multiply input tokens and block size by this");
   c->add_option("--time-scale", f->cfg.trace.time_scale, "trace: multiply arrival offsets by this");
   c->add_option("--output-scale", f->cfg.trace.output_scale, "trace: multiply output tokens by this");

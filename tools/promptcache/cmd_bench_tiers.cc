@@ -100,7 +100,7 @@ int BenchTiers(const Flags& f) {
       std::vector<std::unique_ptr<KvTier>> v;
       v.push_back(MakeTier(name, f, probe, c));
       TierStack stack(std::move(v));
-      stack.costs().SetPrefillSamples({});  // always load: we measure, not decide
+      stack.set_costs(CostModel());  // always load: we measure, not decide
       EngineOptions eo;
       eo.cache.mem_bytes = pool_bytes;
       eo.tiers = &stack;

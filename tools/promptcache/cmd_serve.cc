@@ -63,11 +63,12 @@ Result<std::unique_ptr<TierStack>> MakeTiers(const ServeFlags& f, Model& model, 
   auto stack = std::make_unique<TierStack>(std::move(tiers));
   stack->Calibrate(model, co, payload);
   for (const auto& t : stack->tiers()) {
-    const std::optional<TierCost> c = stack->costs().tier_cost(t->name());
-    const size_t min_tokens = stack->costs().MinUsefulMatchTokens(t->name(), co.block_size, static_cast<size_t>(model.config().n_ctx));
+    const CostModel costs = stack->costs();
+    const std::optional<TierCost> c = costs.tier_cost(t->name());
+    const size_t min_tokens = costs.MinUsefulMatchTokens(t->name(), co.block_size, static_cast<size_t>(model.config().n_ctx));
     std::fprintf(stderr, "promptcache: tier %-5s load %.3f ms + %.3f ms/block (%zu bytes); recompute 1 block at 0 = %.2f ms; "
                  "min useful match %s\n", t->name().c_str(), c->latency_ms, c->ms_per_block, payload,
-                 stack->costs().RecomputeMs(0, co.block_size),
+                 costs.RecomputeMs(0, co.block_size),
                  min_tokens ? fmt::format("{} tokens", min_tokens).c_str() : "never (recompute is cheaper)");
   }
   return stack;
