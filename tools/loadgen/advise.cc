@@ -190,6 +190,17 @@ struct Running {
 
 }  // namespace
 
+double Utilization(const std::vector<SimRequest>& reqs, const CostProfile& cost) {
+  if (reqs.size() < 2) return 0;
+  double demand_ms = 0;
+  for (const SimRequest& r : reqs) {
+    demand_ms += cost.PrefillMs(0, r.input_tokens);
+    demand_ms += static_cast<double>(r.output_tokens) * cost.PrefillMs(r.input_tokens, r.input_tokens + 1);
+  }
+  const double span_ms = (reqs.back().arrival_s - reqs.front().arrival_s) * 1e3;
+  return span_ms > 0 ? demand_ms / span_ms : INFINITY;
+}
+
 SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost, const SimConfig& cfg) {
   const size_t tpk = reqs.empty() ? 16 : std::max<size_t>(reqs.front().tokens_per_key, 1);
   CachePolicy policy(cfg, tpk);

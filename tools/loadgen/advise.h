@@ -81,6 +81,10 @@ struct SimResult {
 // Converts trace requests (workload.h) to simulator requests.
 std::vector<SimRequest> ToSimRequests(const std::vector<BenchRequest>& reqs);
 SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost, const SimConfig& cfg);
+// Compute the trace asks of one server without caching (all prefill plus one
+// decode step per output token) over the trace's span: above 1 the queue
+// grows without bound.
+double Utilization(const std::vector<SimRequest>& reqs, const CostProfile& cost);
 
 struct AdviceOptions {
   std::vector<TierSpec> tiers;  // capacities to advise around (the pool first)

@@ -91,6 +91,7 @@ struct AdviseFlags {
   loadgen::TraceParams tp;
   size_t pool_tokens = 65536, host_tokens = 0, disk_tokens = 0, redis_tokens = 0, max_running = 32, batch_tokens = 256;
   double redis_ttl_s = 0;
+  bool time_scale_set = false;
 };
 
 int Advise(AdviseFlags f) {
@@ -110,14 +111,29 @@ int Advise(AdviseFlags f) {
   if (f.host_tokens) opt.tiers.push_back({"host", f.host_tokens, 0});
   if (f.disk_tokens) opt.tiers.push_back({"disk", f.disk_tokens, 0});
   if (f.redis_tokens) opt.tiers.push_back({"redis", f.redis_tokens, f.redis_ttl_s});
-  const std::vector<loadgen::SimRequest> sim = loadgen::ToSimRequests(*reqs);
-  const loadgen::Advice a = loadgen::Advise(sim, *cost, opt);
-  nlohmann::json meta = {{"trace", f.trace}, {"profile", f.profile}, {"num_requests", sim.size()},
+  std::vector<loadgen::SimRequest> sim = loadgen::ToSimRequests(*reqs);
+  // Traffic beyond one server's compute would only show unbounded queues;
+  // unless the user chose a time scale, spread the arrivals so the server is
+  // 70% busy (as if served by that many such servers) and say so.
+  const double util = loadgen::Utilization(sim, *cost);
+  double spread = 1;
+  if (!f.time_scale_set && util > 0.9) {
+    spread = util / 0.7;
+    for (loadgen::SimRequest& r : sim) r.arrival_s *= spread;
+  }
+  loadgen::Advice a = loadgen::Advise(sim, *cost, opt);
+  if (spread > 1) {
+    a.verdict = fmt::format("At its own arrival rate this traffic needs {:.1f} times the compute of one server running "
+                            "this model on this machine; the advice below spreads arrivals by that factor / 0.7 (one "
+                            "server 70% busy, i.e. about {:.0f} such servers). ", util, spread) + a.verdict;
+  }
+  nlohmann::json meta = {{"trace", f.trace}, {"utilization_at_trace_rate", util}, {"arrival_spread", spread}, {"profile", f.profile}, {"num_requests", sim.size()},
                          {"token_scale", f.tp.token_scale}, {"time_scale", f.tp.time_scale},
                          {"sample_every", f.tp.sample_every}, {"seconds", NsToMs(NowNs() - t0) / 1e3}};
   for (const auto& t : opt.tiers) meta["capacity_tokens"][t.name] = t.capacity_tokens;
-  std::printf("%s: %zu requests, advised in %.1f s\n\n%s", f.trace.c_str(), sim.size(), NsToMs(NowNs() - t0) / 1e3,
-              loadgen::AdviceTable(a).c_str());
+  std::printf("%s: %zu requests, advised in %.1f s; compute demand at the trace's rate: %.2f of one server%s\n\n%s",
+              f.trace.c_str(), sim.size(), NsToMs(NowNs() - t0) / 1e3, util,
+              spread > 1 ? fmt::format(" (arrivals spread x{:.1f})", spread).c_str() : "", loadgen::AdviceTable(a).c_str());
   if (!f.json_path.empty()) std::ofstream(f.json_path) << loadgen::AdviceJson(a, meta).dump(2) << "\n";
   if (!f.html_path.empty()) std::ofstream(f.html_path) << loadgen::AdviceHtml("promptcache advise: " + f.trace, a, meta);
   return 0;
@@ -154,7 +170,8 @@ void RegisterAdvise(CLI::App& app, int* exit_code) {
   c->add_option("--max-running", f->max_running, "The server's --max-running");
   c->add_option("--batch-tokens", f->batch_tokens, "The server's --batch-tokens");
   c->add_option("--token-scale", f->tp.token_scale, "Multiply token counts and block size by this");
-  c->add_option("--time-scale", f->tp.time_scale, "Multiply arrival times by this");
+  c->add_option("--time-scale", f->tp.time_scale, "Multiply arrival times by this (default: as recorded, spread "
+                "automatically when one server could not keep up)")->each([f](const std::string&) { f->time_scale_set = true; });
   c->add_option("--output-scale", f->tp.output_scale, "Multiply output lengths by this");
   c->add_option("--trace-sample", f->tp.sample_every, "Keep every k-th request");
   c->add_option("--trace-skip", f->tp.skip_lines, "Start after this many lines");
