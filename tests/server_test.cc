@@ -226,7 +226,7 @@ TEST_F(ServerTest, RepeatReportsCachedTokens) {
                            "promptcache_queue_seconds_count", "promptcache_kv_pool_blocks{state=\"used\"}",
                            "promptcache_requests_running", "promptcache_requests_waiting",
                            "promptcache_prompt_tokens_total", "promptcache_generation_tokens_total",
-                           "promptcache_tier_load_seconds_count", "promptcache_min_useful_match_tokens"}) {
+                           "# TYPE promptcache_tier_load_seconds histogram", "promptcache_min_useful_match_tokens{tier=\"pool\"}"}) {
     EXPECT_NE(m.find(name), std::string::npos) << name;
   }
 }
