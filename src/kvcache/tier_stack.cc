@@ -4,6 +4,7 @@
 #include <random>
 
 #include "base/clock.h"
+#include "base/piecewise.h"
 
 namespace pc {
 
@@ -18,19 +19,7 @@ std::optional<TierCost> CostModel::tier_cost(const std::string& tier) const {
   return it->second;
 }
 
-double CostModel::MsPerTokenAt(double pos) const {
-  if (samples_.empty()) return 0;
-  if (samples_.size() == 1 || pos <= samples_.front().first) return samples_.front().second;
-  for (size_t i = 1; i < samples_.size(); ++i) {
-    const auto [x0, y0] = samples_[i - 1];
-    const auto [x1, y1] = samples_[i];
-    if (pos <= x1) return y0 + (y1 - y0) * (pos - x0) / std::max(x1 - x0, 1e-9);
-  }
-  // Past the last sample: extend the last segment's slope (attention grows linearly).
-  const auto [x0, y0] = samples_[samples_.size() - 2];
-  const auto [x1, y1] = samples_.back();
-  return y1 + (y1 - y0) / std::max(x1 - x0, 1e-9) * (pos - x1);
-}
+double CostModel::MsPerTokenAt(double pos) const { return InterpolateLinear(samples_, pos); }
 
 double CostModel::RecomputeMs(size_t first_token, size_t num_tokens) const {
   // Trapezoid over the span: per-token cost is piecewise linear in position.

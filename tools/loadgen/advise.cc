@@ -8,26 +8,13 @@
 #include <set>
 #include <unordered_map>
 
+#include "base/piecewise.h"
+
 namespace pc::loadgen {
 
 using nlohmann::json;
 
 namespace {
-
-double Interp(const std::vector<std::pair<double, double>>& s, double x) {
-  if (s.empty()) return 0;
-  if (s.size() == 1 || x <= s.front().first) return s.front().second;
-  for (size_t i = 1; i < s.size(); ++i) {
-    if (x <= s[i].first) {
-      const auto [x0, y0] = s[i - 1];
-      const auto [x1, y1] = s[i];
-      return y0 + (y1 - y0) * (x - x0) / std::max(x1 - x0, 1e-9);
-    }
-  }
-  const auto [x0, y0] = s[s.size() - 2];
-  const auto [x1, y1] = s.back();
-  return y1 + (y1 - y0) / std::max(x1 - x0, 1e-9) * (x - x1);
-}
 
 // An LRU of block ids with a capacity in blocks and an optional TTL.
 class Lru {
@@ -73,12 +60,12 @@ class Lru {
 
 double CostProfile::PrefillMs(size_t first_token, size_t end_token) const {
   if (end_token <= first_token) return 0;
-  const double a = Interp(prefill_ms_per_token, static_cast<double>(first_token));
-  const double b = Interp(prefill_ms_per_token, static_cast<double>(end_token));
+  const double a = InterpolateLinear(prefill_ms_per_token, static_cast<double>(first_token));
+  const double b = InterpolateLinear(prefill_ms_per_token, static_cast<double>(end_token));
   return 0.5 * (a + b) * static_cast<double>(end_token - first_token);
 }
 
-double CostProfile::DecodeMs(size_t context) const { return Interp(decode_ms_per_token, static_cast<double>(context)); }
+double CostProfile::DecodeMs(size_t context) const { return InterpolateLinear(decode_ms_per_token, static_cast<double>(context)); }
 
 double CostProfile::LoadMs(const std::string& tier, size_t num_blocks) const {
   auto it = tiers.find(tier);

@@ -82,6 +82,7 @@ int Demo(const DemoFlags& f) {
   const ModelConfig& c = (*model)->config();
   std::printf("model %s: %d layers, n_embd %d, %d heads (%d KV), vocab %d; ISA %s, %d threads\n", path.c_str(),
               c.n_layer, c.n_embd, c.n_head, c.n_kv_head, c.n_vocab, IsaName(*ActiveIsa()), (*model)->pool().num_threads());
+  std::fflush(stdout);
   Engine engine(**model, *tok, EngineOptions{});
   ServerOptions so;
   so.port = 0;
