@@ -175,6 +175,59 @@ struct Running {
   std::vector<double> gaps;
 };
 
+// One engine step: a decode token for every running request past its prompt,
+// then prefill chunks oldest first, within the token budget. Returns the
+// number of tokens planned; chunk[i] is running[i]'s share.
+size_t PlanStep(const std::vector<Running>& running, const std::vector<SimRequest>& reqs, const CostProfile& cost,
+                const SimConfig& cfg, double now_ms, std::vector<size_t>* chunk, double* step_ms) {
+  chunk->assign(running.size(), 0);
+  size_t budget = std::max<size_t>(cfg.batch_tokens, 1), planned = 0, decoders = 0;
+  double decode_ctx = 0;
+  *step_ms = 0;
+  for (size_t i = 0; i < running.size() && budget > 0; ++i) {
+    const Running& r = running[i];
+    if (r.ready_ms > now_ms || r.computed < reqs[r.index].input_tokens) continue;
+    const size_t pos = reqs[r.index].input_tokens + r.generated;
+    (*chunk)[i] = 1;
+    *step_ms += cost.PrefillMs(pos, pos + 1);
+    decode_ctx += static_cast<double>(pos);
+    ++decoders, ++planned, --budget;
+  }
+  for (size_t i = 0; i < running.size() && budget > 0; ++i) {
+    const Running& r = running[i];
+    const size_t left = reqs[r.index].input_tokens - std::min(r.computed, reqs[r.index].input_tokens);
+    if (r.ready_ms > now_ms || left == 0) continue;
+    (*chunk)[i] = std::min(left, budget);
+    *step_ms += cost.PrefillMs(r.computed, r.computed + (*chunk)[i]);
+    planned += (*chunk)[i];
+    budget -= (*chunk)[i];
+  }
+  // The weights stream once per step, whatever the batch.
+  if (decoders > 0) *step_ms = std::max(*step_ms, cost.DecodeMs(static_cast<size_t>(decode_ctx / static_cast<double>(decoders))));
+  return planned;
+}
+
+void Summarize(const std::vector<SimRequest>& reqs, SimResult* res) {
+  size_t input_total = 0, cached_total = 0;
+  std::map<std::string, size_t> by_tier_total;
+  std::vector<double> ttft, e2e, itl;
+  for (size_t i = 0; i < reqs.size(); ++i) {
+    const SimOutcome& o = res->requests[i];
+    input_total += reqs[i].input_tokens;
+    cached_total += o.cached_tokens;
+    for (const auto& [t, n] : o.cached_by_tier) by_tier_total[t] += n;
+    ttft.push_back(o.ttft_ms);
+    e2e.push_back(o.e2e_ms);
+    itl.push_back(o.itl_ms);
+  }
+  const double in = static_cast<double>(input_total);
+  res->cached_fraction = input_total ? static_cast<double>(cached_total) / in : 0;
+  for (const auto& [t, n] : by_tier_total) res->fraction_by_tier[t] = input_total ? static_cast<double>(n) / in : 0;
+  res->ttft_ms = loadgen::Summarize(ttft);
+  res->e2e_ms = loadgen::Summarize(e2e);
+  res->itl_ms = loadgen::Summarize(itl);
+}
+
 }  // namespace
 
 double Utilization(const std::vector<SimRequest>& reqs, const CostProfile& cost) {
@@ -196,7 +249,6 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
   std::vector<Running> running;
   size_t next = 0;  // next request to admit (arrival order)
   double now_ms = 0;
-  auto per_token = [&](size_t pos) { return cost.PrefillMs(pos, pos + 1); };
   while (next < reqs.size() || !running.empty()) {
     if (running.empty() && next < reqs.size()) now_ms = std::max(now_ms, reqs[next].arrival_s * 1e3);
     while (next < reqs.size() && running.size() < std::max<size_t>(cfg.max_running, 1) &&
@@ -206,32 +258,9 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
       running.push_back(Running{next, o.cached_tokens, 0, now_ms + load_ms, 0, {}});
       ++next;
     }
-    // One step: decode tokens first, then prefill chunks oldest first.
-    double step_ms = 0, decode_ctx = 0;
-    size_t planned = 0;
-    size_t budget = std::max<size_t>(cfg.batch_tokens, 1), decoders = 0;
-    std::vector<size_t> chunk(running.size(), 0);
-    for (size_t i = 0; i < running.size() && budget > 0; ++i) {
-      const Running& r = running[i];
-      if (r.ready_ms > now_ms || r.computed < reqs[r.index].input_tokens) continue;
-      chunk[i] = 1;
-      ++planned;
-      const size_t pos = reqs[r.index].input_tokens + r.generated;
-      step_ms += per_token(pos);
-      decode_ctx += static_cast<double>(pos);
-      ++decoders;
-      --budget;
-    }
-    for (size_t i = 0; i < running.size() && budget > 0; ++i) {
-      const Running& r = running[i];
-      const size_t left = reqs[r.index].input_tokens - std::min(r.computed, reqs[r.index].input_tokens);
-      if (r.ready_ms > now_ms || left == 0) continue;
-      chunk[i] = std::min(left, budget);
-      planned += chunk[i];
-      step_ms += cost.PrefillMs(r.computed, r.computed + chunk[i]);
-      budget -= chunk[i];
-    }
-    if (decoders > 0) step_ms = std::max(step_ms, cost.DecodeMs(static_cast<size_t>(decode_ctx / static_cast<double>(decoders))));
+    std::vector<size_t> chunk;
+    double step_ms = 0;
+    const size_t planned = PlanStep(running, reqs, cost, cfg, now_ms, &chunk, &step_ms);
     if (planned == 0) {  // nothing runnable: jump to the next event
       double t = INFINITY;
       for (const Running& r : running) t = std::min(t, r.ready_ms);
@@ -262,23 +291,7 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
     running.erase(std::remove_if(running.begin(), running.end(), [](const Running& r) { return r.generated == SIZE_MAX; }),
                   running.end());
   }
-  size_t input_total = 0, cached_total = 0;
-  std::map<std::string, size_t> by_tier_total;
-  std::vector<double> ttft, e2e, itl;
-  for (size_t i = 0; i < reqs.size(); ++i) {
-    const SimOutcome& o = res.requests[i];
-    input_total += reqs[i].input_tokens;
-    cached_total += o.cached_tokens;
-    for (const auto& [t, n] : o.cached_by_tier) by_tier_total[t] += n;
-    ttft.push_back(o.ttft_ms);
-    e2e.push_back(o.e2e_ms);
-    itl.push_back(o.itl_ms);
-  }
-  res.cached_fraction = input_total ? static_cast<double>(cached_total) / static_cast<double>(input_total) : 0;
-  for (const auto& [t, n] : by_tier_total) res.fraction_by_tier[t] = input_total ? static_cast<double>(n) / static_cast<double>(input_total) : 0;
-  res.ttft_ms = Summarize(ttft);
-  res.e2e_ms = Summarize(e2e);
-  res.itl_ms = Summarize(itl);
+  Summarize(reqs, &res);
   return res;
 }
 
