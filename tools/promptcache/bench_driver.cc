@@ -4,7 +4,7 @@
 
 #include <cstdio>
 #include <fstream>
-#include <regex>
+#include <cstdlib>
 
 namespace pc::cli {
 
@@ -13,15 +13,22 @@ using nlohmann::json;
 
 namespace {
 
+// The value on the line of a Prometheus page that starts with `series `.
+double MetricValue(const std::string& page, const std::string& series) {
+  const std::string key = "\n" + series + " ";
+  const size_t at = page.find(key);
+  if (at == std::string::npos) return 0;
+  return std::strtod(page.c_str() + at + key.size(), nullptr);
+}
+
 // KV capacity in tokens from a promptcache /metrics page (0 if unavailable).
 size_t CapacityFromMetrics(const Target& t) {
   httplib::Client c(t.host, t.port);
   auto res = c.Get("/metrics");
   if (!res || res->status != 200) return 0;
-  std::smatch m1, m2;
-  const std::regex blocks(R"(promptcache_kv_pool_blocks\{state="total"\} (\d+))"), bs(R"(promptcache_kv_block_size_tokens (\d+))");
-  if (!std::regex_search(res->body, m1, blocks) || !std::regex_search(res->body, m2, bs)) return 0;
-  return std::stoull(m1[1]) * std::stoull(m2[1]);
+  const double blocks = MetricValue(res->body, "promptcache_kv_pool_blocks{state=\"total\"}");
+  const double block_size = MetricValue(res->body, "promptcache_kv_block_size_tokens");
+  return static_cast<size_t>(blocks * block_size);
 }
 
 Status WriteFile(const std::string& path, const std::string& text) {
