@@ -225,6 +225,21 @@ TEST(RedisTier, SharedBetweenClientsAndSurvivesOutages) {
   EXPECT_GE(b.stats().num_errors, 1u);
 }
 
+TEST(RedisTier, AddressParsing) {
+  RedisTierOptions o;
+  ASSERT_TRUE(ParseRedisAddress("10.0.0.7:6380", &o).ok());
+  EXPECT_EQ(o.host, "10.0.0.7");
+  EXPECT_EQ(o.port, 6380);
+  RedisTierOptions d;
+  ASSERT_TRUE(ParseRedisAddress("cache.local", &d).ok());
+  EXPECT_EQ(d.port, 6379);
+  for (const char* bad : {"host:", "host:abc", "host:99999", ":6379", "host:63x79"}) {
+    const Status st = ParseRedisAddress(bad, &o);
+    EXPECT_FALSE(st.ok()) << bad;
+    EXPECT_NE(st.message().find("HOST:PORT"), std::string::npos) << bad;
+  }
+}
+
 TEST(CostModel, InterpolatesAndFindsTheCrossover) {
   CostModel m;
   m.SetPrefillSamples({{0, 1.0}, {1000, 2.0}});  // ms per token
@@ -330,12 +345,7 @@ std::unique_ptr<TierStack> Tiers(const Model& m, const std::string& disk_dir, in
   PrefixCache probe(m.config(), m.fingerprint(), CacheOptions{16, KvDtype::kF16, 1});
   std::vector<std::unique_ptr<KvTier>> t;
   if (host_bytes) t.push_back(std::make_unique<HostTier>(host_bytes));
-  if (!disk_dir.empty()) {
-    DiskTierOptions d;
-    d.dir = disk_dir;
-    d.fingerprint = probe.layout_fingerprint();
-    t.push_back(std::make_unique<DiskTier>(d));
-  }
+  if (!disk_dir.empty()) t.push_back(std::make_unique<DiskTier>(DiskOptionsFor(probe, disk_dir, uint64_t{1} << 30)));
   if (redis_port) {
     RedisTierOptions r;
     r.port = redis_port;

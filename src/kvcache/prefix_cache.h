@@ -100,6 +100,7 @@ class PrefixCache {
   std::vector<uint8_t> BlockBytes(int32_t b);
 
   KvStore& store() { return store_; }
+  const KvStore& store() const { return store_; }
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
   size_t block_size() const { return store_.block_size(); }

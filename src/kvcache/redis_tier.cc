@@ -3,6 +3,7 @@
 #include <hiredis/hiredis.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -26,6 +27,19 @@ Reply GetReply(redisContext* c) {
   return Reply(static_cast<redisReply*>(r));
 }
 }  // namespace
+
+Status ParseRedisAddress(const std::string& host_port, RedisTierOptions* o) {
+  const size_t colon = host_port.rfind(':');
+  o->host = host_port.substr(0, colon);
+  if (colon == std::string::npos) return OkStatus();
+  char* end = nullptr;
+  const long port = std::strtol(host_port.c_str() + colon + 1, &end, 10);
+  if (o->host.empty() || *end != '\0' || end == host_port.c_str() + colon + 1 || port < 1 || port > 65535) {
+    return Errorf("a Redis address must be HOST:PORT, got '{}'", host_port);
+  }
+  o->port = static_cast<int>(port);
+  return OkStatus();
+}
 
 RedisTier::RedisTier(RedisTierOptions opt) : opt_(std::move(opt)) {
   prefix_ = opt_.ns + ":" + opt_.fingerprint.Hex() + ":";

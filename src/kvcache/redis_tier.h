@@ -9,6 +9,8 @@
 #pragma once
 #include <string>
 
+#include "base/status.h"
+
 #include "kvcache/tier.h"
 
 struct redisContext;
@@ -23,6 +25,9 @@ struct RedisTierOptions {
   int timeout_ms = 250;  // connect and per-command
   Hash128 fingerprint;
 };
+
+// Fills host and port from "HOST:PORT" (or "HOST": port 6379).
+Status ParseRedisAddress(const std::string& host_port, RedisTierOptions* o);
 
 class RedisTier : public KvTier {
  public:

@@ -5,6 +5,7 @@
 
 #include "base/clock.h"
 #include "base/piecewise.h"
+#include "kvcache/disk_tier.h"
 
 namespace pc {
 
@@ -72,6 +73,19 @@ CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_t
   CostModel m;
   m.SetPrefillSamples(std::move(samples));
   return m;
+}
+
+DiskTierOptions DiskOptionsFor(const PrefixCache& layout, std::string dir, uint64_t budget_bytes) {
+  const KvStore& kv = layout.store();
+  DiskTierOptions d;
+  d.dir = std::move(dir);
+  d.budget_bytes = budget_bytes;
+  d.fingerprint = layout.layout_fingerprint();
+  d.n_layer = static_cast<uint32_t>(kv.num_layers());
+  d.kv_dim = static_cast<uint32_t>(kv.kv_dim());
+  d.block_size = static_cast<uint32_t>(kv.block_size());
+  d.elem_bytes = kv.dtype() == KvDtype::kF16 ? 2 : 4;
+  return d;
 }
 
 TierCost CalibrateTier(KvTier& tier, size_t payload_bytes) {

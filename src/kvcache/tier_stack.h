@@ -59,6 +59,12 @@ CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_t
 // Times loads of 1 and of 8 blocks of payload_bytes (random keys, erased after).
 TierCost CalibrateTier(KvTier& tier, size_t payload_bytes);
 
+// Disk tier options for a pool's KV layout (fingerprint, layer count, row
+// size, block size, element size), so its segments are only read back by a
+// pool of the same model and layout.
+struct DiskTierOptions;
+DiskTierOptions DiskOptionsFor(const PrefixCache& layout, std::string dir, uint64_t budget_bytes);
+
 struct LoadResult {
   uint64_t request_id = 0;
   std::vector<Hash128> keys;                     // leading keys loaded, in order

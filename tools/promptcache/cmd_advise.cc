@@ -69,9 +69,7 @@ int Calibrate(const CalibrateFlags& f) {
   }
   if (!f.redis.empty()) {
     RedisTierOptions r;
-    const size_t colon = f.redis.rfind(':');
-    r.host = f.redis.substr(0, colon);
-    r.port = colon == std::string::npos ? 6379 : std::atoi(f.redis.c_str() + colon + 1);
+    if (Status st = ParseRedisAddress(f.redis, &r); !st.ok()) return Fail(st.message());
     r.ns = "promptcache-calibrate";
     tiers.push_back(std::make_unique<RedisTier>(r));
   }

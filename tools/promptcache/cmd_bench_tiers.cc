@@ -55,23 +55,11 @@ Shot Once(Engine& e, const std::vector<int32_t>& prompt, bool use_cache) {
   }
 }
 
-std::unique_ptr<KvTier> MakeTier(const std::string& name, const Flags& f, const PrefixCache& probe, const ModelConfig& c) {
+std::unique_ptr<KvTier> MakeTier(const std::string& name, const Flags& f, const PrefixCache& probe) {
   if (name == "host") return std::make_unique<HostTier>(uint64_t{8} << 30);
-  if (name == "disk") {
-    DiskTierOptions d;
-    d.dir = f.disk_dir;
-    d.budget_bytes = uint64_t{16} << 30;
-    d.fingerprint = probe.layout_fingerprint();
-    d.n_layer = static_cast<uint32_t>(c.n_layer);
-    d.kv_dim = static_cast<uint32_t>(c.kv_dim());
-    d.block_size = 16;
-    d.elem_bytes = 2;
-    return std::make_unique<DiskTier>(d);
-  }
+  if (name == "disk") return std::make_unique<DiskTier>(DiskOptionsFor(probe, f.disk_dir, uint64_t{16} << 30));
   RedisTierOptions r;
-  const size_t colon = f.redis.rfind(':');
-  r.host = f.redis.substr(0, colon);
-  r.port = colon == std::string::npos ? 6379 : std::stoi(f.redis.substr(colon + 1));
+  ParseRedisAddress(f.redis, &r);  // checked in BenchTiers
   r.ns = "promptcache-bench";
   r.ttl_s = 600;
   r.fingerprint = probe.layout_fingerprint();
@@ -89,7 +77,11 @@ int BenchTiers(const Flags& f) {
   const size_t block_bytes = probe.store().block_bytes();
   const size_t pool_bytes = (f.prompt_len / 16 + 3) * block_bytes;  // one prompt fits; a second evicts it
   std::vector<std::string> names = {"host", "disk"};
-  if (!f.redis.empty()) names.push_back("redis");
+  if (!f.redis.empty()) {
+    RedisTierOptions check;
+    if (Status st = ParseRedisAddress(f.redis, &check); !st.ok()) return Fail(st.message());
+    names.push_back("redis");
+  }
   std::filesystem::remove_all(f.disk_dir);
   std::printf("model %s, prompt %zu tokens, block %zu bytes, %d reps\n\n", f.model.c_str(), f.prompt_len, block_bytes, f.reps);
   std::printf("%-10s %12s %12s %10s  %s\n", "source", "TTFT ms", "load ms", "cached", "tiers");
@@ -98,7 +90,7 @@ int BenchTiers(const Flags& f) {
     const std::vector<int32_t> other = Prompt(f.prompt_len, c.n_vocab, 5000 + static_cast<uint64_t>(rep));
     for (const std::string& name : names) {
       std::vector<std::unique_ptr<KvTier>> v;
-      v.push_back(MakeTier(name, f, probe, c));
+      v.push_back(MakeTier(name, f, probe));
       TierStack stack(std::move(v));
       stack.set_costs(CostModel());  // always load: we measure, not decide
       EngineOptions eo;
@@ -122,7 +114,7 @@ int BenchTiers(const Flags& f) {
   for (const std::string& n : names) std::printf(" %10s", n.c_str());
   std::printf("   (ms)\n");
   std::vector<std::unique_ptr<KvTier>> tiers;
-  for (const std::string& n : names) tiers.push_back(MakeTier(n, f, probe, c));
+  for (const std::string& n : names) tiers.push_back(MakeTier(n, f, probe));
   std::vector<size_t> crossover(names.size(), 0);
   for (size_t m = 16; m <= std::min<size_t>(f.prompt_len, 1024); m *= 2) {
     Session session(**model, m, KvDtype::kF16);

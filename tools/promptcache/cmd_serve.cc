@@ -32,28 +32,10 @@ Result<std::unique_ptr<TierStack>> MakeTiers(const ServeFlags& f, Model& model, 
   const Hash128 fp = probe.layout_fingerprint();
   const size_t payload = probe.store().block_bytes();
   if (f.host_cache_mem > 0) tiers.push_back(std::make_unique<HostTier>(f.host_cache_mem));
-  if (!f.disk_cache.empty()) {
-    DiskTierOptions d;
-    d.dir = f.disk_cache;
-    d.budget_bytes = f.disk_cache_size;
-    d.fingerprint = fp;
-    d.n_layer = static_cast<uint32_t>(model.config().n_layer);
-    d.kv_dim = static_cast<uint32_t>(model.config().kv_dim());
-    d.block_size = static_cast<uint32_t>(co.block_size);
-    d.elem_bytes = co.dtype == KvDtype::kF16 ? 2 : 4;
-    tiers.push_back(std::make_unique<DiskTier>(d));
-  }
+  if (!f.disk_cache.empty()) tiers.push_back(std::make_unique<DiskTier>(DiskOptionsFor(probe, f.disk_cache, f.disk_cache_size)));
   if (!f.redis.empty()) {
     RedisTierOptions r;
-    const size_t colon = f.redis.rfind(':');
-    r.host = f.redis.substr(0, colon);
-    if (colon != std::string::npos) {
-      try {
-        r.port = std::stoi(f.redis.substr(colon + 1));
-      } catch (const std::exception&) {
-        return Errorf("--redis wants HOST:PORT, got '{}'", f.redis);
-      }
-    }
+    PC_RETURN_IF_ERROR(ParseRedisAddress(f.redis, &r));
     r.ns = f.redis_ns;
     r.ttl_s = f.redis_ttl_s;
     r.fingerprint = fp;
