@@ -18,6 +18,8 @@
 #include "engine/engine.h"
 #include "kvcache/disk_tier.h"
 #include "kvcache/redis_tier.h"
+
+#include <hiredis/hiredis.h>
 #include "test_support.h"
 
 namespace pc {
@@ -223,6 +225,31 @@ TEST(RedisTier, SharedBetweenClientsAndSurvivesOutages) {
   EXPECT_LT(NsToMs(NowNs() - t0), 2000);
   EXPECT_FALSE(b.stats().healthy);
   EXPECT_GE(b.stats().num_errors, 1u);
+}
+
+TEST(RedisTier, CorruptOrForeignValuesAreRejected) {
+  REDIS_OR_SKIP(redis);
+  RedisTierOptions o;
+  o.port = redis.port();
+  o.fingerprint = Hash128{5, 6};
+  RedisTier t(o);
+  t.Insert(std::vector<BlockPayload>{Block(1), Block(2), Block(3)});
+  // Overwrite block 2 with a short value and block 3 with a flipped payload byte.
+  redisContext* c = redisConnect("127.0.0.1", redis.port());
+  ASSERT_TRUE(c != nullptr && c->err == 0);
+  const std::string prefix = "promptcache:" + o.fingerprint.Hex() + ":";
+  freeReplyObject(redisCommand(c, "SET %s %b", (prefix + Hash128{2, 15}.Hex()).c_str(), "abc", size_t{3}));
+  redisReply* v = static_cast<redisReply*>(redisCommand(c, "GET %s", (prefix + Hash128{3, 22}.Hex()).c_str()));
+  ASSERT_TRUE(v != nullptr && v->type == REDIS_REPLY_STRING);
+  std::string bad(v->str, v->len);
+  freeReplyObject(v);
+  bad[20] ^= 0x40;
+  freeReplyObject(redisCommand(c, "SET %s %b", (prefix + Hash128{3, 22}.Hex()).c_str(), bad.data(), bad.size()));
+  redisFree(c);
+  EXPECT_EQ(t.Load(Keys({1, 2, 3})).size(), 1u);  // stops at the short value
+  EXPECT_TRUE(t.Load(Keys({3})).empty());         // checksum mismatch
+  EXPECT_EQ(t.stats().num_corrupt, 1u);
+  EXPECT_TRUE(t.stats().healthy);  // bad data is not an outage
 }
 
 TEST(RedisTier, AddressParsing) {
