@@ -87,20 +87,19 @@ TEST_P(ParityTest, Stories260KGreedyExact) {
         auto it = std::find_if(events[i].top.begin(), events[i].top.end(), [id = id](auto& p) { return p.first == id; });
         ASSERT_NE(it, events[i].top.end()) << "step " << i << " id " << id << " not in our top-40";
         worst = std::max(worst, std::fabs(it->second - ref_lp));
-        // Target 2e-3 (see Tolerance); asserted bound below.
-        EXPECT_NEAR(it->second, ref_lp, 2.5e-2) << "step " << i << " id " << id;
+        EXPECT_NEAR(it->second, ref_lp, 2e-3) << "step " << i << " id " << id;
       }
     }
   }
   std::printf("stories260K: greedy tokens identical; max |logprob diff| %.5f (target 0.002)\n", worst);
 }
 
-// Tolerances. `target` is the reference README's bound. The reference's own
-// decode path accumulates attention in F16, so its logprobs carry rounding
-// noise that grows with every step; bit-exact replication would need its
-// exact SIMD summation order (an AVX-512 build). `bound` is what we assert:
-// the largest deviation measured here in GgmlCompat numerics, with margin.
-// Closing the gap between the two is tracked in the issue.
+// Tolerances. `target` is the reference README's bound; `bound` is what we
+// assert. They are equal except for F16 weights: the reference's logits for
+// that model are themselves rounded to F16 (their differences are multiples
+// of 1/512), which no order of F32 operations reproduces; we measure about
+// 1e-2 there and assert that. GgmlCompat numerics (kernels/ggml_compat.h)
+// reproduce the reference bit for bit on stories260K.
 struct Tolerance {
   float target;
   float bound;
@@ -140,8 +139,8 @@ void CheckTeacherForced(const std::string& name, Tolerance tol) {
 
 TEST_P(ParityTest, TinyGqaF32) { CheckTeacherForced("tiny-gqa-f32", {2e-3f, 2e-3f}); }
 TEST_P(ParityTest, TinyGqaF16) { CheckTeacherForced("tiny-gqa-f16", {2e-3f, 2e-2f}); }
-TEST_P(ParityTest, TinyGqaQ8_0) { CheckTeacherForced("tiny-gqa-q8_0", {5e-2f, 8e-2f}); }
-TEST_P(ParityTest, TinyGqaQ4_0) { CheckTeacherForced("tiny-gqa-q4_0", {1e-1f, 1.5e-1f}); }
+TEST_P(ParityTest, TinyGqaQ8_0) { CheckTeacherForced("tiny-gqa-q8_0", {5e-2f, 5e-2f}); }
+TEST_P(ParityTest, TinyGqaQ4_0) { CheckTeacherForced("tiny-gqa-q4_0", {1e-1f, 1e-1f}); }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, ParityTest, ::testing::ValuesIn(SupportedIsas()),
                          [](const auto& info) { return std::string(IsaName(info.param)); });

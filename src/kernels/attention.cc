@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/ggml_compat.h"
 
 namespace pc {
 
@@ -64,9 +65,7 @@ void AttendHeadF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, 
     const size_t row = static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size +
                        p % kv.block_size;
     const size_t elem = row * kv.kv_dim + kv_head * head_dim;
-    double dot = 0;
-    for (size_t i = 0; i < head_dim; ++i) dot += static_cast<double>(Fp16ToFp32(q16[i])) * Fp16ToFp32(kbase[elem + i]);
-    const float score = static_cast<float>(dot) * scale;
+    const float score = GgmlDotF16Vec(kbase + elem, q16, head_dim) * scale;
     float ms = 1.0f, vs = 1.0f;
     if (score > max_score) {
       ms = std::exp(max_score - score);
@@ -76,11 +75,15 @@ void AttendHeadF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, 
       vs = std::exp(score - max_score);
     }
     for (size_t i = 0; i < head_dim; ++i) {
-      acc[i] = Fp32ToFp16(Fp16ToFp32(acc[i]) + Fp16ToFp32(vbase[elem + i]) * vs);
+      // Fused multiply-add, then F16 rounding (the reference's compiled
+      // scalar tail for head sizes under its vector width).
+      acc[i] = Fp32ToFp16(std::fma(Fp16ToFp32(vbase[elem + i]), vs, Fp16ToFp32(acc[i])));
     }
-    denom = denom * ms + vs;
+    denom = std::fma(denom, ms, vs);
   }
-  for (size_t i = 0; i < head_dim; ++i) out_head[i] = Fp16ToFp32(acc[i]) / denom;
+  // Multiplied by the reciprocal, not divided: a different rounding.
+  const float inv_denom = denom == 0.0f ? 0.0f : 1.0f / denom;
+  for (size_t i = 0; i < head_dim; ++i) out_head[i] = Fp16ToFp32(acc[i]) * inv_denom;
 }
 
 size_t AttendScratchFloats(size_t rows, size_t group, size_t head_dim) {

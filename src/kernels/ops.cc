@@ -5,8 +5,10 @@
 namespace pc {
 
 void RmsNorm(const float* x, const float* w, float* out, size_t n, float eps) {
+  // Squares rounded to float, summed in double: the reference engine's
+  // order (see ggml_compat.h), at no cost in precision that matters.
   double ss = 0;
-  for (size_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
+  for (size_t i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]);
   const float scale = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
   for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
@@ -22,8 +24,11 @@ void Rope(float* x, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t po
       const size_t a = neox ? i : 2 * i;
       const size_t b = neox ? i + rope_dim / 2 : 2 * i + 1;
       const float x0 = v[a], x1 = v[b];
-      v[a] = x0 * c - x1 * s;
-      v[b] = x0 * s + x1 * c;
+      // One product fused into each sum, the other rounded first: as the
+      // reference engine's compiler contracts these lines. Rounding flips
+      // here show up downstream once K and Q are rounded to F16.
+      v[a] = std::fma(x0, c, -(x1 * s));
+      v[b] = std::fma(x0, s, x1 * c);
       theta *= theta_scale;
     }
   }

@@ -7,6 +7,7 @@
 
 #include "base/check.h"
 #include "kernels/attention.h"
+#include "kernels/ggml_compat.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 
@@ -77,7 +78,7 @@ void Model::LinearMany(std::span<const Projection> ps, const float* x, size_t n,
   const size_t cols = ps[0].w->cols;
   for (const Projection& p : ps) {
     PC_CHECK(p.w->cols == cols);
-    if (ActivationTypeFor(p.w->type) != at) {  // mixed weight types: one job each
+    if (p.w->type != ps[0].w->type) {  // mixed weight types: one job each
       for (const Projection& q : ps) LinearMany({&q, 1}, x, n, s);
       return;
     }
@@ -88,9 +89,17 @@ void Model::LinearMany(std::span<const Projection> ps, const float* x, size_t n,
     void* dst = s.xq.data() + t * row_bytes;
     if (at == TensorType::kF16) {
       s.kernels->to_f16(x + t * cols, static_cast<uint16_t*>(dst), cols);
+    } else if (at == TensorType::kQ8_0 && numerics_ == Numerics::kGgmlCompat) {
+      GgmlQuantizeRowQ8_0(x + t * cols, static_cast<BlockQ8_0*>(dst), cols);
     } else {
       QuantizeRow(at, x + t * cols, dst, cols);
     }
+  }
+  const TensorType wt = ps[0].w->type;
+  if (numerics_ == Numerics::kGgmlCompat && (wt == TensorType::kF32 || wt == TensorType::kF16 ||
+                                             wt == TensorType::kQ8_0 || wt == TensorType::kQ4_0)) {
+    LinearGgmlCompat(ps, x, n, row_bytes, s);
+    return;
   }
   // One row space over all matrices, split across the pool.
   size_t total = 0;
@@ -104,6 +113,46 @@ void Model::LinearMany(std::span<const Projection> ps, const float* x, size_t n,
       base += p.w->rows;
     }
   });
+}
+
+// The reference engine's matmul orders (kernels/ggml_compat.h): F32/F16 in
+// the blocked-GEMM order for several rows when cols % 16 == 0, in the
+// vector-dot order otherwise; Q8_0/Q4_0 over Q8_0 activations. F16 weights
+// take F16-rounded activations, as there.
+float Model::DotGgmlCompat(const WeightMatrix& w, size_t row, const float* x, const void* xq, bool gemm) {
+  const uint8_t* wr = w.data + row * w.row_bytes();
+  const size_t cols = w.cols;
+  switch (w.type) {
+    case TensorType::kF32: {
+      const auto* w32 = reinterpret_cast<const float*>(wr);
+      return gemm ? GgmlDotF32Gemm(w32, x, cols) : GgmlDotF32Vec(w32, x, cols);
+    }
+    case TensorType::kF16: {
+      const auto* w16 = reinterpret_cast<const uint16_t*>(wr);
+      const auto* x16 = static_cast<const uint16_t*>(xq);
+      return gemm ? GgmlDotF16Gemm(w16, x16, cols) : GgmlDotF16Vec(w16, x16, cols);
+    }
+    case TensorType::kQ8_0:
+      return GgmlDotQ8_0(reinterpret_cast<const BlockQ8_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
+    case TensorType::kQ4_0:
+      return GgmlDotQ4_0(reinterpret_cast<const BlockQ4_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
+    default: PC_CHECK(false && "no reference order for this weight type");
+  }
+  return 0;
+}
+
+void Model::LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, size_t row_bytes, Scratch& s) {
+  const size_t cols = ps[0].w->cols;
+  const bool gemm = n >= 2 && cols % 16 == 0;
+  for (const Projection& p : ps) {
+    pool_->ParallelFor(p.w->rows, 16, [&](size_t r0, size_t r1, int) {
+      for (size_t r = r0; r < r1; ++r) {
+        for (size_t t = 0; t < n; ++t) {
+          p.y[t * p.w->rows + r] = DotGgmlCompat(*p.w, r, x + t * cols, s.xq.data() + t * row_bytes, gemm);
+        }
+      }
+    });
+  }
 }
 
 void Model::Embed(std::span<const BatchToken> batch, float* x) {
@@ -194,7 +243,11 @@ void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {
   }
   const Projection gate_up[] = {{&w.w_gate, s.hb.data()}, {&w.w_up, s.hb2.data()}};
   LinearMany(gate_up, s.xb.data(), n, s);
-  SiluMul(s.hb.data(), s.hb2.data(), s.hb.data(), n * c.n_ff);
+  if (numerics_ == Numerics::kGgmlCompat) {
+    GgmlSiluMul(s.hb.data(), s.hb2.data(), s.hb.data(), n, c.n_ff);
+  } else {
+    SiluMul(s.hb.data(), s.hb2.data(), s.hb.data(), n * c.n_ff);
+  }
   Linear(w.w_down, s.hb.data(), n, s.out.data(), s);
   AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
 }

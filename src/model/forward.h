@@ -19,9 +19,11 @@
 
 namespace pc {
 
-// Precise: F32 accumulation everywhere. GgmlCompat: attention as llama.cpp's
-// CPU backend computes it (F16 accumulation for query batches under 64 rows or
-// head sizes not a multiple of 16), for step-by-step comparison with it.
+// Precise: F32 accumulation everywhere. GgmlCompat: the float operations of
+// llama.cpp's CPU backend in their order (kernels/ggml_compat.h): its F32/F16
+// matmul summation orders, its SiLU exp approximation, and its attention
+// (F16 accumulation for query batches under 64 rows or head sizes not a
+// multiple of 16), for bit-for-bit comparison with it. Slow: scalar.
 enum class Numerics { kPrecise, kGgmlCompat };
 
 struct BatchToken {
@@ -68,6 +70,10 @@ class Model {
     float* y;  // [n][w->rows]
   };
   void LinearMany(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
+  void LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, size_t row_bytes, Scratch& s);
+  // One output of w's row `row` over activation row x (as floats) / xq
+  // (converted for the weight type); gemm selects the prompt-shaped order.
+  static float DotGgmlCompat(const WeightMatrix& w, size_t row, const float* x, const void* xq, bool gemm);
 
   GgufFile gguf_;
   ModelConfig config_;

@@ -1,0 +1,67 @@
+// The arithmetic of the independent reference engine (llama.cpp's CPU
+// backend as built for AVX-512 with GCC), reproduced in portable scalar code
+// so that our outputs can be compared with its outputs bit for bit
+// (Numerics::kGgmlCompat). Only the order and rounding of float operations
+// matter here, not speed: F16 rounding of Q/K/V and of the F16 attention
+// accumulator turns a one-ulp F32 difference upstream into a visible logprob
+// difference downstream, so "close" is not enough.
+//
+// What that engine does, as measured against its published outputs:
+// - F32 matrix times one vector: 4 accumulators of 16 lanes over steps of 64
+//   (lane l of accumulator j takes element 64i + 16j + l, fused multiply-add),
+//   then acc0+acc2, acc1+acc3, their sum, a 16-to-1 pairwise tree, then the
+//   leftover elements added one at a time (multiply rounded, then add; the
+//   sum in float for F32 rows, in double for F16 rows).
+// - F32 matrix times several vectors (a prompt), when the inner size is a
+//   multiple of 16: one accumulator of 16 lanes (fused multiply-add), then the
+//   same 16-to-1 tree. Otherwise as for one vector.
+// - Q8_0 activations: see GgmlQuantizeRowQ8_0.
+// - SiLU: a vectorised exp approximation (range reduction by ln2 plus a
+//   degree-5 polynomial) on each row's first floor(n/16)*16 elements, libm
+//   expf on the rest.
+// Pure functions: no allocation, no threads.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/quant.h"
+
+namespace pc {
+
+// Sum of 16 lanes in the order of the AVX-512 horizontal add:
+// halves (a[i] + a[i+8]), quarters, then (t0 + t2) + (t1 + t3).
+float GgmlReduce16(const float* lanes);
+
+// dot(w, x) over n floats in the vector-dot order described above.
+float GgmlDotF32Vec(const float* w, const float* x, size_t n);
+
+// dot(w, x) in the blocked-GEMM order; requires n % 16 == 0.
+float GgmlDotF32Gemm(const float* w, const float* x, size_t n);
+
+// The same two orders over F16 rows (products exact in float); the
+// vector-dot leftover is summed in double, as the reference does for F16.
+float GgmlDotF16Vec(const uint16_t* w, const uint16_t* x, size_t n);
+float GgmlDotF16Gemm(const uint16_t* w, const uint16_t* x, size_t n);
+
+// Activations to Q8_0 as the reference quantizes them inside quantized
+// matmuls: scale d = max|x|/127 stored as F16, values x * (127/max|x|)
+// rounded to nearest, ties to even (the weight-file quantizer in quant.h
+// uses 1/d and ties away from zero, as the file format's reference does).
+void GgmlQuantizeRowQ8_0(const float* x, BlockQ8_0* y, size_t n);
+
+// Q8_0/Q4_0 weights times Q8_0 activations in the reference's order (the
+// same for one vector and for a prompt): per block, 8 lanes each summing 4
+// products exactly; lane += d_w*d_x * lane_sum (fused); then a pairwise tree.
+float GgmlDotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t num_blocks);
+float GgmlDotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t num_blocks);
+
+// exp(x) as the reference's vectorised approximation computes it (about
+// 1.5 ulp from the true value); std::exp outside |x| < 87.
+float GgmlExpApprox(float x);
+
+// out[r][i] = silu(gate[r][i]) * up[r][i] for num_rows rows of row_len
+// floats, with the reference's split between approximate and libm exp.
+// out may alias gate.
+void GgmlSiluMul(const float* gate, const float* up, float* out, size_t num_rows, size_t row_len);
+
+}  // namespace pc

@@ -1,0 +1,143 @@
+// The reference engine's arithmetic (kernels/ggml_compat.h): each function
+// computes the right value, and in the order that makes it bit-comparable.
+#include "kernels/ggml_compat.h"
+
+#include <cmath>
+#include <random>
+
+#include "base/fp16.h"
+#include "kernels/quant.h"
+#include "test_support.h"
+
+namespace pc {
+namespace {
+
+std::vector<float> Random(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+double DirectDot(const float* a, const float* b, size_t n) {
+  double s = 0;
+  for (size_t i = 0; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
+  return s;
+}
+
+TEST(GgmlCompat, Reduce16IsPairwiseByHalves) {
+  // Lanes 0 and 8 cancel in the first halving; a left-to-right sum would
+  // absorb the ones into 1e8 and return 6 (or 8), not 14.
+  float lanes[16];
+  for (float& l : lanes) l = 1.0f;
+  lanes[0] = 1e8f;
+  lanes[8] = -1e8f;
+  EXPECT_EQ(GgmlReduce16(lanes), 14.0f);
+}
+
+TEST(GgmlCompat, DotsAgreeWithDirectSumAtEverySize) {
+  for (size_t n : {0, 1, 15, 16, 17, 63, 64, 65, 127, 128, 172, 257, 1000}) {
+    const auto a = Random(n, 1 + n), b = Random(n, 1000 + n);
+    const double want = DirectDot(a.data(), b.data(), n);
+    const double tol = 1e-5 * (1.0 + std::sqrt(static_cast<double>(n)));
+    EXPECT_NEAR(GgmlDotF32Vec(a.data(), b.data(), n), want, tol) << n;
+    std::vector<uint16_t> a16(n), b16(n);
+    std::vector<float> ar(n), br(n);
+    for (size_t i = 0; i < n; ++i) {
+      a16[i] = Fp32ToFp16(a[i]);
+      b16[i] = Fp32ToFp16(b[i]);
+      ar[i] = Fp16ToFp32(a16[i]);
+      br[i] = Fp16ToFp32(b16[i]);
+    }
+    const double want16 = DirectDot(ar.data(), br.data(), n);
+    EXPECT_NEAR(GgmlDotF16Vec(a16.data(), b16.data(), n), want16, tol) << n;
+    if (n % 16 == 0) {
+      EXPECT_NEAR(GgmlDotF32Gemm(a.data(), b.data(), n), want, tol) << n;
+      EXPECT_NEAR(GgmlDotF16Gemm(a16.data(), b16.data(), n), want16, tol) << n;
+    }
+  }
+}
+
+TEST(GgmlCompat, VectorAndGemmOrdersDifferSomewhere) {
+  // The two orders are both right and not the same: over many rows at least
+  // one result differs in the last bit (otherwise the split would not matter).
+  int num_differ = 0;
+  for (uint32_t seed = 0; seed < 200; ++seed) {
+    const auto a = Random(64, seed), b = Random(64, seed + 7777);
+    num_differ += GgmlDotF32Vec(a.data(), b.data(), 64) != GgmlDotF32Gemm(a.data(), b.data(), 64);
+  }
+  EXPECT_GT(num_differ, 0);
+}
+
+TEST(GgmlCompat, QuantizedDotsAgreeWithDequantizedSum) {
+  for (size_t nb : {1, 2, 3, 8, 9}) {
+    const size_t n = nb * kQuantBlock;
+    const auto w = Random(n, 5 + nb), x = Random(n, 50 + nb);
+    std::vector<BlockQ8_0> w8(nb), x8(nb);
+    std::vector<BlockQ4_0> w4(nb);
+    QuantizeRow(TensorType::kQ8_0, w.data(), w8.data(), n);
+    QuantizeRow(TensorType::kQ4_0, w.data(), w4.data(), n);
+    GgmlQuantizeRowQ8_0(x.data(), x8.data(), n);
+    std::vector<float> wd8(n), wd4(n), xd(n);
+    DequantizeRow(TensorType::kQ8_0, w8.data(), wd8.data(), n);
+    DequantizeRow(TensorType::kQ4_0, w4.data(), wd4.data(), n);
+    DequantizeRow(TensorType::kQ8_0, x8.data(), xd.data(), n);
+    EXPECT_NEAR(GgmlDotQ8_0(w8.data(), x8.data(), nb), DirectDot(wd8.data(), xd.data(), n), 1e-4 * n) << nb;
+    EXPECT_NEAR(GgmlDotQ4_0(w4.data(), x8.data(), nb), DirectDot(wd4.data(), xd.data(), n), 1e-4 * n) << nb;
+  }
+}
+
+TEST(GgmlCompat, ActivationQuantizerRoundsTiesToEven) {
+  // max|x| = 127 makes the scale exactly 1, so x.5 values are ties.
+  std::vector<float> x(kQuantBlock, 0.0f);
+  x[0] = 127.0f;
+  x[1] = 2.5f;
+  x[2] = 3.5f;
+  x[3] = -2.5f;
+  x[4] = 0.49f;
+  BlockQ8_0 q;
+  GgmlQuantizeRowQ8_0(x.data(), &q, kQuantBlock);
+  EXPECT_EQ(Fp16ToFp32(q.d), 1.0f);
+  EXPECT_EQ(q.qs[0], 127);
+  EXPECT_EQ(q.qs[1], 2);
+  EXPECT_EQ(q.qs[2], 4);
+  EXPECT_EQ(q.qs[3], -2);
+  EXPECT_EQ(q.qs[4], 0);
+  // The file-format quantizer rounds the same ties away from zero.
+  BlockQ8_0 f;
+  QuantizeRow(TensorType::kQ8_0, x.data(), &f, kQuantBlock);
+  EXPECT_EQ(f.qs[1], 3);
+  EXPECT_EQ(f.qs[3], -3);
+}
+
+TEST(GgmlCompat, ExpApproximationIsWithinTwoUlps) {
+  EXPECT_EQ(GgmlExpApprox(0.0f), 1.0f);
+  float worst = 0;
+  for (float x = -87.0f; x < 87.0f; x += 0.00731f) {
+    worst = std::max(worst, std::fabs(GgmlExpApprox(x) / std::exp(x) - 1.0f));
+  }
+  EXPECT_LT(worst, 2.5e-7f);
+  EXPECT_EQ(GgmlExpApprox(-200.0f), std::exp(-200.0f));  // outside: libm
+}
+
+TEST(GgmlCompat, SiluApproximatesVectorPartAndUsesLibmForTheTail) {
+  const size_t rows = 3, len = 37;  // 32 approximated, 5 by libm per row
+  const auto gate = Random(rows * len, 11), up = Random(rows * len, 12);
+  std::vector<float> out(rows * len);
+  GgmlSiluMul(gate.data(), up.data(), out.data(), rows, len);
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t i = 0; i < len; ++i) {
+      const size_t k = r * len + i;
+      const float libm = gate[k] / (1.0f + std::exp(-gate[k])) * up[k];
+      if (i >= 32) {
+        EXPECT_EQ(out[k], libm) << r << "," << i;
+      } else {
+        EXPECT_NEAR(out[k], libm, 1e-6f * (1.0f + std::fabs(libm))) << r << "," << i;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pc
