@@ -51,7 +51,12 @@ TEST(GgmlCompat, DotsAgreeWithDirectSumAtEverySize) {
       br[i] = Fp16ToFp32(b16[i]);
     }
     const double want16 = DirectDot(ar.data(), br.data(), n);
-    EXPECT_NEAR(GgmlDotF16Vec(a16.data(), b16.data(), n), want16, tol) << n;
+    // Steps of 128 accumulate in F16 (11-bit significands): about 2^-11 of
+    // the magnitudes summed per step, more in the tree.
+    double abs_sum = 0;
+    for (size_t i = 0; i < n; ++i) abs_sum += std::fabs(static_cast<double>(ar[i]) * br[i]);
+    const double tol16 = n >= 128 ? 4e-3 * abs_sum : tol;
+    EXPECT_NEAR(GgmlDotF16Vec(a16.data(), b16.data(), n), want16, tol16) << n;
     if (n % 16 == 0) {
       EXPECT_NEAR(GgmlDotF32Gemm(a.data(), b.data(), n), want, tol) << n;
       EXPECT_NEAR(GgmlDotF16Gemm(a16.data(), b16.data(), n), want16, tol) << n;
@@ -68,6 +73,17 @@ TEST(GgmlCompat, VectorAndGemmOrdersDifferSomewhere) {
     num_differ += GgmlDotF32Vec(a.data(), b.data(), 64) != GgmlDotF32Gemm(a.data(), b.data(), 64);
   }
   EXPECT_GT(num_differ, 0);
+}
+
+TEST(GgmlCompat, F16VectorDotAccumulatesInF16FromStepsOf128) {
+  // Every product is (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20, exact in float. In a
+  // 128-element step each F16 lane rounds it to 1 + 2^-9, so the 128 lanes
+  // sum to exactly 128.25; a float accumulator would keep the 2^-20 parts.
+  std::vector<uint16_t> v(128, Fp32ToFp16(1.0f + 0x1p-10f));
+  EXPECT_EQ(GgmlDotF16Vec(v.data(), v.data(), 128), 128.25f);
+  // Under 128 elements all products form the tail, summed in double.
+  const double product = 1.0 + 0x1p-9 + 0x1p-20;
+  EXPECT_EQ(GgmlDotF16Vec(v.data(), v.data(), 127), static_cast<float>(127 * product));
 }
 
 TEST(GgmlCompat, QuantizedDotsAgreeWithDequantizedSum) {

@@ -221,9 +221,32 @@ TEST(Attention, PagedOnlineSoftmaxMatchesDirectComputation) {
           std::vector<float> approx(head_dim);
           AttendHeadF16Accum(q.data() + h * head_dim, view, n_pos - 1, g, head_dim, approx.data());
           for (size_t i = 0; i < head_dim; ++i) EXPECT_NEAR(approx[i], out[h * head_dim + i], 5e-3);
+          AttendHeadGgmlTiled(q.data() + h * head_dim, view, n_pos - 1, g, head_dim, approx.data());
+          for (size_t i = 0; i < head_dim; ++i) EXPECT_NEAR(approx[i], out[h * head_dim + i], 1e-5);
         }
       }
     }
+  }
+}
+
+// The tiled emulation over several 64-position tiles (running-max rescaling
+// between tiles, a partial last tile) and a table of scattered blocks: F32
+// accumulation, so it agrees with the precise kernel to float rounding.
+TEST(Attention, GgmlTiledEmulationMatchesPreciseAcrossTiles) {
+  const size_t head_dim = 32, block = 16, n_blocks = 12;
+  const std::vector<int32_t> table = {5, 1, 11, 0, 7, 3, 9, 2, 10, 4, 8, 6};
+  std::vector<uint16_t> kh(n_blocks * block * head_dim), vh(kh.size());
+  const auto k = RandomFloats(kh.size(), 21), v = RandomFloats(vh.size(), 22), q = RandomFloats(head_dim, 23, 3.0f);
+  for (size_t i = 0; i < kh.size(); ++i) {
+    kh[i] = Fp32ToFp16(k[i]);
+    vh[i] = Fp32ToFp16(v[i]);
+  }
+  const KvLayerView view{kh.data(), vh.data(), KvDtype::kF16, block, head_dim, table};
+  for (size_t pos : {0, 63, 64, 100, 191}) {
+    std::vector<float> want(head_dim), got(head_dim);
+    AttendHead(ScalarDotKernels(), q.data(), view, pos, 0, head_dim, want.data());
+    AttendHeadGgmlTiled(q.data(), view, pos, 0, head_dim, got.data());
+    for (size_t i = 0; i < head_dim; ++i) EXPECT_NEAR(got[i], want[i], 2e-5) << "pos " << pos << " dim " << i;
   }
 }
 

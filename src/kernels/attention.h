@@ -63,4 +63,14 @@ void AttendKvHead(const DotKernels& k, const KvLayerView& kv, const AttnRows& ro
 void AttendHeadF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head,
                         size_t head_dim, float* out_head);
 
+// The numerics of ggml's tiled CPU flash attention, which llama.cpp uses for
+// query batches of 64 rows or more when the head size is a multiple of 16:
+// Q kept in F32, KV tiles of 64 at absolute positions, per tile the scores as
+// fused multiply-add chains, a running max with libm exp rescaling, tile
+// probabilities by the vectorised exp approximation summed in double over
+// 16-lane partial sums, and V accumulated in F32 fused chains. F16 K/V only;
+// head_dim <= 512. Scalar.
+void AttendHeadGgmlTiled(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head, size_t head_dim,
+                         float* out_head);
+
 }  // namespace pc

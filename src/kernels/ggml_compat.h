@@ -10,8 +10,7 @@
 // - F32 matrix times one vector: 4 accumulators of 16 lanes over steps of 64
 //   (lane l of accumulator j takes element 64i + 16j + l, fused multiply-add),
 //   then acc0+acc2, acc1+acc3, their sum, a 16-to-1 pairwise tree, then the
-//   leftover elements added one at a time (multiply rounded, then add; the
-//   sum in float for F32 rows, in double for F16 rows).
+//   leftover elements added one at a time (multiply rounded, then add).
 // - F32 matrix times several vectors (a prompt), when the inner size is a
 //   multiple of 16: one accumulator of 16 lanes (fused multiply-add), then the
 //   same 16-to-1 tree. Otherwise as for one vector.
@@ -38,8 +37,12 @@ float GgmlDotF32Vec(const float* w, const float* x, size_t n);
 // dot(w, x) in the blocked-GEMM order; requires n % 16 == 0.
 float GgmlDotF32Gemm(const float* w, const float* x, size_t n);
 
-// The same two orders over F16 rows (products exact in float); the
-// vector-dot leftover is summed in double, as the reference does for F16.
+// F16 rows. The reference machine has AVX512-FP16, so its vector dot is
+// done in F16 arithmetic: 4 accumulators of 32 F16 lanes over steps of 128
+// (fused multiply-add rounded to F16), F16 adds acc0+acc2, acc1+acc3, their
+// sum and a 32-to-1 pairwise tree, then the leftover products (exact in
+// float) added in double. Its GEMM order is the F32 one above on widened
+// values.
 float GgmlDotF16Vec(const uint16_t* w, const uint16_t* x, size_t n);
 float GgmlDotF16Gemm(const uint16_t* w, const uint16_t* x, size_t n);
 

@@ -89,7 +89,9 @@ void Model::LinearMany(std::span<const Projection> ps, const float* x, size_t n,
     void* dst = s.xq.data() + t * row_bytes;
     if (at == TensorType::kF16) {
       s.kernels->to_f16(x + t * cols, static_cast<uint16_t*>(dst), cols);
-    } else if (at == TensorType::kQ8_0 && numerics_ == Numerics::kGgmlCompat) {
+    } else if (at == TensorType::kQ8_0) {
+      // Activations as the reference quantizes them (ties to even) in both
+      // numerics: no reason to differ from it where precision is equal.
       GgmlQuantizeRowQ8_0(x + t * cols, static_cast<BlockQ8_0*>(dst), cols);
     } else {
       QuantizeRow(at, x + t * cols, dst, cols);
@@ -178,7 +180,7 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
     Rope(&s.k[t * c.kv_dim()], c.n_kv_head, c.head_dim, c.rope_dim, batch[t].pos, c.rope_base, c.rope_neox);
     kv.Write(layer, batch[t].block_table, batch[t].pos, &s.k[t * c.kv_dim()], &s.v[t * c.kv_dim()]);
   }
-  if (numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16 && (n < 64 || c.head_dim % 16 != 0)) {
+  if (numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16) {
     AttendGgmlCompat(layer, batch, kv, s);
   } else {
     AttendTiled(layer, batch, kv, s);
@@ -225,12 +227,18 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
 void Model::AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s) {
   const ModelConfig& c = config_;
   const size_t group = c.n_head / c.n_kv_head;
+  // The reference picks its kernel by the batch's query rows and head size.
+  const bool tiled = batch.size() >= 64 && c.head_dim % 16 == 0;
   pool_->ParallelFor(batch.size() * c.n_head, 1, [&](size_t i0, size_t i1, int) {
     for (size_t i = i0; i < i1; ++i) {
       const size_t t = i / c.n_head, h = i % c.n_head;
       const KvLayerView view = kv.View(layer, batch[t].block_table);
       const size_t off = t * c.q_dim() + h * c.head_dim;
-      AttendHeadF16Accum(&s.q[off], view, batch[t].pos, h / group, c.head_dim, &s.att[off]);
+      if (tiled) {
+        AttendHeadGgmlTiled(&s.q[off], view, batch[t].pos, h / group, c.head_dim, &s.att[off]);
+      } else {
+        AttendHeadF16Accum(&s.q[off], view, batch[t].pos, h / group, c.head_dim, &s.att[off]);
+      }
     }
   });
 }
@@ -252,13 +260,21 @@ void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {
   AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
 }
 
-void Model::Output(std::span<const BatchToken> batch, Scratch& s, std::vector<float>* logits) {
-  const ModelConfig& c = config_;
-  size_t m = 0;  // rows that want logits, gathered into xb
+size_t Model::KeepLogitRows(std::span<const BatchToken> batch, Scratch& s) {
+  const size_t dim = static_cast<size_t>(config_.n_embd);
+  size_t m = 0;
   for (size_t t = 0; t < batch.size(); ++t) {
     if (!batch[t].want_logits) continue;
-    RmsNorm(&s.x[t * c.n_embd], weights_.output_norm.data(), &s.xb[m * c.n_embd], c.n_embd, c.rms_eps);
+    if (m != t) std::memcpy(&s.x[m * dim], &s.x[t * dim], dim * sizeof(float));
     ++m;
+  }
+  return m;
+}
+
+void Model::Output(size_t m, Scratch& s, std::vector<float>* logits) {
+  const ModelConfig& c = config_;
+  for (size_t t = 0; t < m; ++t) {
+    RmsNorm(&s.x[t * c.n_embd], weights_.output_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
   }
   logits->resize(m * c.n_vocab);
   if (m > 0) Linear(weights_.output, s.xb.data(), m, logits->data(), s);
@@ -279,11 +295,15 @@ void Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
   s.hb2.resize(n * c.n_ff);
   s.out.resize(n * c.n_embd);
   Embed(batch, s.x.data());
+  size_t m = n;
   for (int l = 0; l < c.n_layer; ++l) {
     AttentionBlock(l, batch, kv, s);
-    FeedForwardBlock(l, n, s);
+    // Past the last attention only the rows that want logits matter: the
+    // last FFN runs on those alone (a prefill chunk's other rows are done).
+    if (l == c.n_layer - 1) m = KeepLogitRows(batch, s);
+    FeedForwardBlock(l, m, s);
   }
-  Output(batch, s, logits);
+  Output(m, s, logits);
 }
 
 }  // namespace pc

@@ -60,7 +60,11 @@ class Model {
   void AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void FeedForwardBlock(int layer, size_t n, Scratch& s);
-  void Output(std::span<const BatchToken> batch, Scratch& s, std::vector<float>* logits);
+  // Moves the residual rows of tokens with want_logits to the front of x, in
+  // order; returns their count.
+  size_t KeepLogitRows(std::span<const BatchToken> batch, Scratch& s);
+  // logits[m][n_vocab] from the first m rows of x.
+  void Output(size_t m, Scratch& s, std::vector<float>* logits);
   // y[n][w.rows] = x[n][w.cols] * w^T, split across the pool.
   void Linear(const WeightMatrix& w, const float* x, size_t n, float* y, Scratch& s);
   // Several matrices over the same input in one pool job (q/k/v, gate/up):
