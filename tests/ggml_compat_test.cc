@@ -104,6 +104,32 @@ TEST(GgmlCompat, QuantizedDotsAgreeWithDequantizedSum) {
   }
 }
 
+TEST(GgmlCompat, Q6_KDotAgreesWithDequantizedSum) {
+  // Random Q6_K bytes are valid blocks; the scale is set to a sane F16.
+  std::mt19937 rng(99);
+  for (size_t nb : {1, 3}) {
+    std::vector<BlockQ6_K> w(nb);
+    for (BlockQ6_K& b : w) {
+      for (auto& v : b.ql) v = static_cast<uint8_t>(rng());
+      for (auto& v : b.qh) v = static_cast<uint8_t>(rng());
+      for (auto& v : b.scales) v = static_cast<int8_t>(static_cast<int>(rng() % 64) - 32);
+      b.d = Fp32ToFp16(0.01f);
+    }
+    const size_t n = nb * kSuperBlock;
+    const auto x = Random(n, 300 + nb);
+    std::vector<BlockQ8_K> xq(nb);
+    GgmlQuantizeRowQ8_K(x.data(), xq.data(), n);
+    std::vector<float> wd(n), xd(n);
+    DequantizeRow(TensorType::kQ6_K, w.data(), wd.data(), n);
+    for (size_t i = 0; i < n; ++i) xd[i] = xq[i / kSuperBlock].d * xq[i / kSuperBlock].qs[i % kSuperBlock];
+    const double want = DirectDot(wd.data(), xd.data(), n);
+    EXPECT_NEAR(GgmlDotQ6_K(w.data(), xq.data(), nb), want, 1e-4 * (1 + std::fabs(want))) << nb;
+    // The activation quantizer: the signed extreme maps to -127 exactly and
+    // every value is within half a step.
+    for (size_t i = 0; i < n; ++i) EXPECT_LE(std::fabs(xd[i] - x[i]), 0.5f * std::fabs(xq[i / kSuperBlock].d) * 1.0001f);
+  }
+}
+
 TEST(GgmlCompat, ActivationQuantizerRoundsTiesToEven) {
   // max|x| = 127 makes the scale exactly 1, so x.5 values are ties.
   std::vector<float> x(kQuantBlock, 0.0f);

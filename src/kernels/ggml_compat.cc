@@ -151,6 +151,55 @@ float GgmlDotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t num_blocks) {
   });
 }
 
+void GgmlQuantizeRowQ8_K(const float* x, BlockQ8_K* y, size_t n) {
+  PC_CHECK(n % kSuperBlock == 0);
+  for (size_t b = 0; b < n / kSuperBlock; ++b) {
+    const float* xb = x + b * kSuperBlock;
+    float amax = 0, max = 0;
+    for (size_t i = 0; i < kSuperBlock; ++i) {
+      if (std::fabs(xb[i]) > amax) {
+        amax = std::fabs(xb[i]);
+        max = xb[i];
+      }
+    }
+    if (amax == 0.0f) {
+      y[b] = BlockQ8_K{};
+      continue;
+    }
+    const float iscale = -127.0f / max;
+    for (size_t i = 0; i < kSuperBlock; ++i) {
+      y[b].qs[i] = static_cast<int8_t>(std::min(127.0f, std::nearbyint(iscale * xb[i])));
+    }
+    y[b].d = 1.0f / iscale;
+  }
+}
+
+float GgmlDotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks) {
+  float acc[8] = {};
+  for (size_t b = 0; b < num_blocks; ++b) {
+    const BlockQ6_K& wb = w[b];
+    int32_t lanes[8] = {};
+    for (size_t e = 0; e < kSuperBlock; ++e) {
+      // The file layout (see DequantizeBlockQ6_K): halves of 128, each byte
+      // of ql/qh feeding four values 32 apart.
+      const size_t half = e / 128, group = (e % 128) / 32, l = e % 32;
+      const uint8_t* ql = wb.ql + 64 * half;
+      const uint8_t* qh = wb.qh + 32 * half;
+      const uint8_t lbyte = ql[l + (group == 1 || group == 3 ? 32 : 0)];
+      const int lo4 = group < 2 ? (lbyte & 0xF) : (lbyte >> 4);
+      const int hi2 = (qh[l] >> (2 * group)) & 3;
+      const int q = (lo4 | (hi2 << 4)) - 32;
+      const int scale = wb.scales[8 * half + 2 * group + l / 16];
+      lanes[l / 4] += scale * q * x[b].qs[e];
+    }
+    const float d = x[b].d * Fp16ToFp32(wb.d);
+    for (size_t i = 0; i < 8; ++i) acc[i] = std::fma(d, static_cast<float>(lanes[i]), acc[i]);
+  }
+  float t[4];
+  for (size_t i = 0; i < 4; ++i) t[i] = acc[i] + acc[i + 4];
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
 void GgmlQuantizeRowQ8_0(const float* x, BlockQ8_0* y, size_t n) {
   PC_CHECK(n % kQuantBlock == 0);
   for (size_t b = 0; b < n / kQuantBlock; ++b) {

@@ -58,6 +58,21 @@ void GgmlQuantizeRowQ8_0(const float* x, BlockQ8_0* y, size_t n);
 float GgmlDotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t num_blocks);
 float GgmlDotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t num_blocks);
 
+// Q6_K weights take activations in 8-bit blocks of 256 with a float scale:
+// d = -max/127 where max is the signed value of largest magnitude, values
+// x * (-127/max) rounded to nearest (ties to even), capped at 127.
+struct BlockQ8_K {
+  float d;
+  int8_t qs[kSuperBlock];
+};
+void GgmlQuantizeRowQ8_K(const float* x, BlockQ8_K* y, size_t n);
+
+// Q6_K times Q8_K in the reference's AVX2 order: per super-block, exact
+// integer sums of scale * (q6 - 32) * q8 in 8 lanes (lane l takes elements
+// 4l..4l+3 of every 32), lane += (d_x * d_w) * lane_sum fused, then the
+// 8-lane tree.
+float GgmlDotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks);
+
 // exp(x) as the reference's vectorised approximation computes it (about
 // 1.5 ulp from the true value); std::exp outside |x| < 87.
 float GgmlExpApprox(float x);

@@ -83,6 +83,13 @@ void Model::LinearMany(std::span<const Projection> ps, const float* x, size_t n,
       return;
     }
   }
+  const TensorType wt = ps[0].w->type;
+  if (numerics_ == Numerics::kGgmlCompat && (wt == TensorType::kF32 || wt == TensorType::kF16 ||
+                                             wt == TensorType::kQ8_0 || wt == TensorType::kQ4_0 ||
+                                             wt == TensorType::kQ6_K)) {
+    LinearGgmlCompat(ps, x, n, s);
+    return;
+  }
   const size_t row_bytes = RowBytes(at, cols);
   s.xq.resize(n * row_bytes);
   for (size_t t = 0; t < n; ++t) {
@@ -96,12 +103,6 @@ void Model::LinearMany(std::span<const Projection> ps, const float* x, size_t n,
     } else {
       QuantizeRow(at, x + t * cols, dst, cols);
     }
-  }
-  const TensorType wt = ps[0].w->type;
-  if (numerics_ == Numerics::kGgmlCompat && (wt == TensorType::kF32 || wt == TensorType::kF16 ||
-                                             wt == TensorType::kQ8_0 || wt == TensorType::kQ4_0)) {
-    LinearGgmlCompat(ps, x, n, row_bytes, s);
-    return;
   }
   // One row space over all matrices, split across the pool.
   size_t total = 0;
@@ -138,14 +139,37 @@ float Model::DotGgmlCompat(const WeightMatrix& w, size_t row, const float* x, co
       return GgmlDotQ8_0(reinterpret_cast<const BlockQ8_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
     case TensorType::kQ4_0:
       return GgmlDotQ4_0(reinterpret_cast<const BlockQ4_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
+    case TensorType::kQ6_K:
+      return GgmlDotQ6_K(reinterpret_cast<const BlockQ6_K*>(wr), static_cast<const BlockQ8_K*>(xq), cols / kSuperBlock);
     default: PC_CHECK(false && "no reference order for this weight type");
   }
   return 0;
 }
 
-void Model::LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, size_t row_bytes, Scratch& s) {
+void Model::LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, Scratch& s) {
   const size_t cols = ps[0].w->cols;
   const bool gemm = n >= 2 && cols % 16 == 0;
+  // Activations converted as the reference converts them for this weight type.
+  const TensorType wt = ps[0].w->type;
+  size_t row_bytes = 0;
+  switch (wt) {
+    case TensorType::kF16: row_bytes = cols * sizeof(uint16_t); break;
+    case TensorType::kQ8_0:
+    case TensorType::kQ4_0: row_bytes = cols / kQuantBlock * sizeof(BlockQ8_0); break;
+    case TensorType::kQ6_K: row_bytes = cols / kSuperBlock * sizeof(BlockQ8_K); break;
+    default: break;
+  }
+  s.xq.resize(n * row_bytes);
+  for (size_t t = 0; t < n && row_bytes > 0; ++t) {
+    uint8_t* dst = s.xq.data() + t * row_bytes;
+    if (wt == TensorType::kF16) {
+      s.kernels->to_f16(x + t * cols, reinterpret_cast<uint16_t*>(dst), cols);
+    } else if (wt == TensorType::kQ6_K) {
+      GgmlQuantizeRowQ8_K(x + t * cols, reinterpret_cast<BlockQ8_K*>(dst), cols);
+    } else {
+      GgmlQuantizeRowQ8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(dst), cols);
+    }
+  }
   for (const Projection& p : ps) {
     pool_->ParallelFor(p.w->rows, 16, [&](size_t r0, size_t r1, int) {
       for (size_t r = r0; r < r1; ++r) {

@@ -74,7 +74,9 @@ class Model {
     float* y;  // [n][w->rows]
   };
   void LinearMany(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
-  void LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, size_t row_bytes, Scratch& s);
+  // The reference engine's matmul (kernels/ggml_compat.h), activations
+  // converted as it converts them; all ps share one weight type.
+  void LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
   // One output of w's row `row` over activation row x (as floats) / xq
   // (converted for the weight type); gemm selects the prompt-shaped order.
   static float DotGgmlCompat(const WeightMatrix& w, size_t row, const float* x, const void* xq, bool gemm);
