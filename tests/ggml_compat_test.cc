@@ -130,6 +130,41 @@ TEST(GgmlCompat, Q6_KDotAgreesWithDequantizedSum) {
   }
 }
 
+// Every instruction-set build of the reference-order loops gives the same
+// bits as the portable one, at many sizes and misaligned inputs.
+TEST(GgmlCompat, SimdTablesAreBitIdenticalToPortable) {
+  const GgmlCompatKernels& ref = GgmlCompatKernelsFor(Isa::kScalar);
+  std::vector<const GgmlCompatKernels*> tables;
+  if (BestSupportedIsa() >= Isa::kAvx2 && GgmlCompatAvx2Kernels() != nullptr) tables.push_back(GgmlCompatAvx2Kernels());
+  if (tables.empty()) GTEST_SKIP() << "no SIMD build of the reference-order loops on this machine";
+  for (const GgmlCompatKernels* k : tables) {
+    for (size_t n : {0, 16, 32, 48, 64, 128, 176, 256, 1024}) {
+      for (size_t off : {0, 1, 3}) {
+        const auto a = Random(n + off, 7 + n), b = Random(n + off, 70 + n);
+        EXPECT_EQ(k->f32_vec(a.data() + off, b.data() + off, n), ref.f32_vec(a.data() + off, b.data() + off, n));
+        EXPECT_EQ(k->f32_gemm(a.data() + off, b.data() + off, n), ref.f32_gemm(a.data() + off, b.data() + off, n));
+        std::vector<uint16_t> a16(n + off), b16(n + off);
+        for (size_t i = 0; i < n + off; ++i) {
+          a16[i] = Fp32ToFp16(a[i]);
+          b16[i] = Fp32ToFp16(b[i]);
+        }
+        EXPECT_EQ(k->f16_gemm(a16.data() + off, b16.data() + off, n), ref.f16_gemm(a16.data() + off, b16.data() + off, n));
+      }
+    }
+    for (size_t nb : {0, 1, 2, 7, 8, 33}) {
+      const size_t n = nb * kQuantBlock;
+      const auto w = Random(n, 17 + nb), x = Random(n, 170 + nb);
+      std::vector<BlockQ8_0> w8(nb + 1), x8(nb + 1);
+      std::vector<BlockQ4_0> w4(nb + 1);
+      QuantizeRow(TensorType::kQ8_0, w.data(), w8.data() + 1, n);  // +1 block: not 32-byte aligned
+      QuantizeRow(TensorType::kQ4_0, w.data(), w4.data() + 1, n);
+      GgmlQuantizeRowQ8_0(x.data(), x8.data() + 1, n);
+      EXPECT_EQ(k->q8_0(w8.data() + 1, x8.data() + 1, nb), ref.q8_0(w8.data() + 1, x8.data() + 1, nb)) << nb;
+      EXPECT_EQ(k->q4_0(w4.data() + 1, x8.data() + 1, nb), ref.q4_0(w4.data() + 1, x8.data() + 1, nb)) << nb;
+    }
+  }
+}
+
 TEST(GgmlCompat, ActivationQuantizerRoundsTiesToEven) {
   // max|x| = 127 makes the scale exactly 1, so x.5 values are ties.
   std::vector<float> x(kQuantBlock, 0.0f);

@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "kernels/quant.h"
+#include "runtime/cpu_features.h"
 
 namespace pc {
 
@@ -72,6 +73,21 @@ void GgmlQuantizeRowQ8_K(const float* x, BlockQ8_K* y, size_t n);
 // 4l..4l+3 of every 32), lane += (d_x * d_w) * lane_sum fused, then the
 // 8-lane tree.
 float GgmlDotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks);
+
+// The hot loops above as a table per instruction-set level; every level
+// gives identical bits (fused multiply-adds are exact wherever computed).
+struct GgmlCompatKernels {
+  const char* name;
+  float (*f32_vec)(const float* w, const float* x, size_t n);
+  float (*f32_gemm)(const float* w, const float* x, size_t n);
+  float (*f16_gemm)(const uint16_t* w, const uint16_t* x, size_t n);
+  float (*q8_0)(const BlockQ8_0* w, const BlockQ8_0* x, size_t num_blocks);
+  float (*q4_0)(const BlockQ4_0* w, const BlockQ8_0* x, size_t num_blocks);
+  float (*q6_k)(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks);
+};
+const GgmlCompatKernels& GgmlCompatKernelsFor(Isa isa);  // best available at or below isa
+const GgmlCompatKernels& ActiveGgmlCompatKernels();       // for ActiveIsa()
+const GgmlCompatKernels* GgmlCompatAvx2Kernels();         // null if not built
 
 // exp(x) as the reference's vectorised approximation computes it (about
 // 1.5 ulp from the true value); std::exp outside |x| < 87.

@@ -122,25 +122,26 @@ void Model::LinearMany(std::span<const Projection> ps, const float* x, size_t n,
 // the blocked-GEMM order for several rows when cols % 16 == 0, in the
 // vector-dot order otherwise; Q8_0/Q4_0 over Q8_0 activations. F16 weights
 // take F16-rounded activations, as there.
-float Model::DotGgmlCompat(const WeightMatrix& w, size_t row, const float* x, const void* xq, bool gemm) {
+float Model::DotGgmlCompat(const GgmlCompatKernels& k, const WeightMatrix& w, size_t row, const float* x,
+                           const void* xq, bool gemm) {
   const uint8_t* wr = w.data + row * w.row_bytes();
   const size_t cols = w.cols;
   switch (w.type) {
     case TensorType::kF32: {
       const auto* w32 = reinterpret_cast<const float*>(wr);
-      return gemm ? GgmlDotF32Gemm(w32, x, cols) : GgmlDotF32Vec(w32, x, cols);
+      return gemm ? k.f32_gemm(w32, x, cols) : k.f32_vec(w32, x, cols);
     }
     case TensorType::kF16: {
       const auto* w16 = reinterpret_cast<const uint16_t*>(wr);
       const auto* x16 = static_cast<const uint16_t*>(xq);
-      return gemm ? GgmlDotF16Gemm(w16, x16, cols) : GgmlDotF16Vec(w16, x16, cols);
+      return gemm ? k.f16_gemm(w16, x16, cols) : GgmlDotF16Vec(w16, x16, cols);
     }
     case TensorType::kQ8_0:
-      return GgmlDotQ8_0(reinterpret_cast<const BlockQ8_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
+      return k.q8_0(reinterpret_cast<const BlockQ8_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
     case TensorType::kQ4_0:
-      return GgmlDotQ4_0(reinterpret_cast<const BlockQ4_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
+      return k.q4_0(reinterpret_cast<const BlockQ4_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
     case TensorType::kQ6_K:
-      return GgmlDotQ6_K(reinterpret_cast<const BlockQ6_K*>(wr), static_cast<const BlockQ8_K*>(xq), cols / kSuperBlock);
+      return k.q6_k(reinterpret_cast<const BlockQ6_K*>(wr), static_cast<const BlockQ8_K*>(xq), cols / kSuperBlock);
     default: PC_CHECK(false && "no reference order for this weight type");
   }
   return 0;
@@ -170,11 +171,12 @@ void Model::LinearGgmlCompat(std::span<const Projection> ps, const float* x, siz
       GgmlQuantizeRowQ8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(dst), cols);
     }
   }
+  const GgmlCompatKernels& k = ActiveGgmlCompatKernels();
   for (const Projection& p : ps) {
     pool_->ParallelFor(p.w->rows, 16, [&](size_t r0, size_t r1, int) {
       for (size_t r = r0; r < r1; ++r) {
         for (size_t t = 0; t < n; ++t) {
-          p.y[t * p.w->rows + r] = DotGgmlCompat(*p.w, r, x + t * cols, s.xq.data() + t * row_bytes, gemm);
+          p.y[t * p.w->rows + r] = DotGgmlCompat(k, *p.w, r, x + t * cols, s.xq.data() + t * row_bytes, gemm);
         }
       }
     });

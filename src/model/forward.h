@@ -12,6 +12,7 @@
 
 #include "base/hash128.h"
 #include "gguf/gguf.h"
+#include "kernels/ggml_compat.h"
 #include "model/config.h"
 #include "model/kv_cache.h"
 #include "model/weights.h"
@@ -79,7 +80,8 @@ class Model {
   void LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
   // One output of w's row `row` over activation row x (as floats) / xq
   // (converted for the weight type); gemm selects the prompt-shaped order.
-  static float DotGgmlCompat(const WeightMatrix& w, size_t row, const float* x, const void* xq, bool gemm);
+  static float DotGgmlCompat(const GgmlCompatKernels& k, const WeightMatrix& w, size_t row, const float* x,
+                             const void* xq, bool gemm);
 
   GgufFile gguf_;
   ModelConfig config_;

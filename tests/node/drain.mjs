@@ -6,7 +6,9 @@ import http from 'node:http';
 import { startServer } from './serve.mjs';
 
 const [bin, model] = process.argv.slice(2);
-const { proc, port, exited } = await startServer(bin, model);
+// A generous drain deadline: the point is that the stream completes, and a
+// loaded CI machine may run it slowly.
+const { proc, port, exited } = await startServer(bin, model, ['--drain-timeout', '240']);
 
 function post(path, body, onChunk) {
   return new Promise((resolve, reject) => {

@@ -13,7 +13,7 @@ namespace pc::cli {
 namespace {
 
 struct RunFlags {
-  std::string model, prompt, prompt_file, prompt_tokens, kv_type = "f16", numerics = "precise", salt;
+  std::string model, prompt, prompt_file, prompt_tokens, kv_type = "f16", numerics = "ggml", salt;
   int n = 64, top_k = 40, logprobs = 0, threads = 0, repeat = 1;
   size_t kv_mem = 0, block_size = 16;
   bool no_cache = false;
@@ -151,7 +151,8 @@ void RegisterRun(CLI::App& app, int* exit_code) {
   c->add_option("-t,--threads", f->threads, "Threads (default: physical cores)")->check(CLI::Range(0, 1024));
   c->add_option("--kv-type", f->kv_type, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}));
   c->add_option("--numerics", f->numerics,
-                 "precise (F32 accumulation) or ggml (llama.cpp CPU attention rounding, for comparisons)")
+                 "ggml (default: llama.cpp's CPU arithmetic, bit for bit) or precise (our F32-accumulating "
+                 "kernels, as serve uses: faster, not the reference's roundings)")
       ->check(CLI::IsMember({"precise", "ggml"}));
   c->add_flag("--ignore-eos", f->ignore_eos, "Keep generating past end-of-sequence");
   c->add_flag("--json", f->json, "One JSON object per generated token");

@@ -1,0 +1,132 @@
+// The reference-order loops of ggml_compat.cc, compiled twice: portably
+// (ggml_compat.cc) and with AVX2+FMA (ggml_compat_avx2.cc), where fused
+// multiply-adds are instructions and the 16-lane loops vectorise. Every lane
+// is independent and no sum is reassociated, so both builds give the same
+// bits (tests/ggml_compat_test.cc checks it). Internal linkage: each build
+// keeps its own copy.
+#pragma once
+#include <algorithm>
+#include <cmath>
+
+#include "base/check.h"
+#include "base/fp16.h"
+#include "kernels/ggml_compat.h"
+
+namespace pc {
+namespace {
+
+inline float Reduce16(const float* lanes) {
+  float half[8], quarter[4];
+  for (int i = 0; i < 8; ++i) half[i] = lanes[8 + i] + lanes[i];
+  for (int i = 0; i < 4; ++i) quarter[i] = half[4 + i] + half[i];
+  return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
+}
+
+// The vector-dot order over elements that load() widens to float. The
+// reference keeps the leftover sum in float for F32 rows and in double for
+// F16 rows.
+template <typename T, typename TailSum, typename Load>
+float VecDot(const T* w, const T* x, size_t n, Load load) {
+  constexpr size_t kLanes = 16, kAccs = 4, kStep = kLanes * kAccs;
+  float acc[kAccs][kLanes] = {};
+  const size_t n_main = n - n % kStep;
+  for (size_t i = 0; i < n_main; i += kStep) {
+    for (size_t j = 0; j < kAccs; ++j) {
+      const size_t base = i + j * kLanes;
+      for (size_t l = 0; l < kLanes; ++l) acc[j][l] = std::fma(load(w[base + l]), load(x[base + l]), acc[j][l]);
+    }
+  }
+  for (size_t l = 0; l < kLanes; ++l) {
+    acc[0][l] += acc[2][l];
+    acc[1][l] += acc[3][l];
+  }
+  for (size_t l = 0; l < kLanes; ++l) acc[0][l] += acc[1][l];
+  TailSum sum = Reduce16(acc[0]);
+  for (size_t i = n_main; i < n; ++i) {
+    const float product = load(w[i]) * load(x[i]);  // rounded on its own: not fused
+    sum += static_cast<TailSum>(product);
+  }
+  return static_cast<float>(sum);
+}
+
+template <typename T, typename Load>
+float GemmDot(const T* w, const T* x, size_t n, Load load) {
+  PC_CHECK(n % 16 == 0);
+  float acc[16] = {};
+  for (size_t i = 0; i < n; i += 16) {
+    for (size_t l = 0; l < 16; ++l) acc[l] = std::fma(load(w[i + l]), load(x[i + l]), acc[l]);
+  }
+  return Reduce16(acc);
+}
+
+inline float LoadF32(float v) { return v; }
+inline float LoadF16(uint16_t v) { return Fp16ToFp32(v); }
+
+// Blocks of 32 int8 products summed in 8 lanes of 4 (exact integers), each
+// lane accumulated over blocks as fma(d_w * d_x, lane, acc), then the 8-lane
+// tree (t_i = a_i + a_{i+4}; (t0 + t2) + (t1 + t3)).
+template <typename WeightBlock, typename Unpack>
+float QuantDot(const WeightBlock* w, const BlockQ8_0* x, size_t num_blocks, Unpack unpack) {
+  float acc[8] = {};
+  int8_t wq[kQuantBlock];
+  for (size_t b = 0; b < num_blocks; ++b) {
+    unpack(w[b], wq);
+    const float d = Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d);
+    for (size_t l = 0; l < 8; ++l) {
+      int32_t lane = 0;
+      for (size_t i = 4 * l; i < 4 * l + 4; ++i) lane += int32_t{wq[i]} * x[b].qs[i];
+      acc[l] = std::fma(d, static_cast<float>(lane), acc[l]);
+    }
+  }
+  float t[4];
+  for (size_t i = 0; i < 4; ++i) t[i] = acc[i] + acc[i + 4];
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+inline void UnpackQ8_0(const BlockQ8_0& b, int8_t* q) { std::copy(b.qs, b.qs + kQuantBlock, q); }
+inline void UnpackQ4_0(const BlockQ4_0& b, int8_t* q) {
+  for (size_t j = 0; j < kQuantBlock / 2; ++j) {
+    q[j] = static_cast<int8_t>((b.qs[j] & 15) - 8);
+    q[j + kQuantBlock / 2] = static_cast<int8_t>((b.qs[j] >> 4) - 8);
+  }
+}
+
+float DotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks) {
+  float acc[8] = {};
+  for (size_t b = 0; b < num_blocks; ++b) {
+    const BlockQ6_K& wb = w[b];
+    int32_t lanes[8] = {};
+    for (size_t e = 0; e < kSuperBlock; ++e) {
+      // The file layout (see DequantizeBlockQ6_K): halves of 128, each byte
+      // of ql/qh feeding four values 32 apart.
+      const size_t half = e / 128, group = (e % 128) / 32, l = e % 32;
+      const uint8_t* ql = wb.ql + 64 * half;
+      const uint8_t* qh = wb.qh + 32 * half;
+      const uint8_t lbyte = ql[l + (group == 1 || group == 3 ? 32 : 0)];
+      const int lo4 = group < 2 ? (lbyte & 0xF) : (lbyte >> 4);
+      const int hi2 = (qh[l] >> (2 * group)) & 3;
+      const int q = (lo4 | (hi2 << 4)) - 32;
+      const int scale = wb.scales[8 * half + 2 * group + l / 16];
+      lanes[l / 4] += scale * q * x[b].qs[e];
+    }
+    const float d = x[b].d * Fp16ToFp32(wb.d);
+    for (size_t i = 0; i < 8; ++i) acc[i] = std::fma(d, static_cast<float>(lanes[i]), acc[i]);
+  }
+  float t[4];
+  for (size_t i = 0; i < 4; ++i) t[i] = acc[i] + acc[i + 4];
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+
+float DotF32Vec(const float* w, const float* x, size_t n) { return VecDot<float, float>(w, x, n, LoadF32); }
+float DotF32Gemm(const float* w, const float* x, size_t n) { return GemmDot<float>(w, x, n, LoadF32); }
+float DotF16Gemm(const uint16_t* w, const uint16_t* x, size_t n) { return GemmDot<uint16_t>(w, x, n, LoadF16); }
+float DotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) { return QuantDot(w, x, nb, UnpackQ8_0); }
+float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) { return QuantDot(w, x, nb, UnpackQ4_0); }
+
+constexpr GgmlCompatKernels MakeGgmlCompatKernels(const char* name) {
+  return {name, DotF32Vec, DotF32Gemm, DotF16Gemm, DotQ8_0, DotQ4_0, DotQ6_K};
+}
+
+}  // namespace
+}  // namespace pc
