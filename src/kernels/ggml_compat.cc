@@ -94,14 +94,8 @@ void GgmlQuantizeRowQ8_K(const float* x, BlockQ8_K* y, size_t n) {
   PC_CHECK(n % kSuperBlock == 0);
   for (size_t b = 0; b < n / kSuperBlock; ++b) {
     const float* xb = x + b * kSuperBlock;
-    float amax = 0, max = 0;
-    for (size_t i = 0; i < kSuperBlock; ++i) {
-      if (std::fabs(xb[i]) > amax) {
-        amax = std::fabs(xb[i]);
-        max = xb[i];
-      }
-    }
-    if (amax == 0.0f) {
+    const float max = SignedExtreme(xb, kSuperBlock);
+    if (max == 0.0f) {
       y[b] = BlockQ8_K{};
       continue;
     }

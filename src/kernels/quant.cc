@@ -32,19 +32,23 @@ void QuantizeRowQ8_0(const float* x, BlockQ8_0* y, size_t n) {
   }
 }
 
+float SignedExtreme(const float* x, size_t n) {
+  float amax = 0.0f, extreme = 0.0f;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::fabs(x[i]) > amax) {
+      amax = std::fabs(x[i]);
+      extreme = x[i];
+    }
+  }
+  return extreme;
+}
+
 void QuantizeRowQ4_0(const float* x, BlockQ4_0* y, size_t n) {
   PC_CHECK(n % kQuantBlock == 0);
   for (size_t b = 0; b < n / kQuantBlock; ++b) {
     const float* xb = x + b * kQuantBlock;
     // The signed value of largest magnitude maps to -8, so d may be negative.
-    float amax = 0.0f, max = 0.0f;
-    for (size_t i = 0; i < kQuantBlock; ++i) {
-      if (std::fabs(xb[i]) > amax) {
-        amax = std::fabs(xb[i]);
-        max = xb[i];
-      }
-    }
-    const float d = max / -8.0f;
+    const float d = SignedExtreme(xb, kQuantBlock) / -8.0f;
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     y[b].d = Fp32ToFp16(d);
     for (size_t j = 0; j < 16; ++j) {

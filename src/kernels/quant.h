@@ -38,6 +38,10 @@ constexpr size_t kSuperBlock = 256;
 // One Q6_K block to 256 floats.
 void DequantizeBlockQ6_K(const BlockQ6_K& b, float* y);
 
+// The first value of largest magnitude in x[0..n), with its sign (0 if all
+// are zero): the anchor of the signed-scale block formats.
+float SignedExtreme(const float* x, size_t n);
+
 // n must be a multiple of 32.
 void QuantizeRowQ8_0(const float* x, BlockQ8_0* y, size_t n);
 void QuantizeRowQ4_0(const float* x, BlockQ4_0* y, size_t n);
