@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/fp16.h"
+#include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 
@@ -53,6 +54,42 @@ PC_GEMV(BF16, Avx2);
 PC_GEMV(Q8_0, Scalar);
 PC_GEMV(Q8_0, Avx2);
 PC_GEMV(Q4_0, Avx2);
+
+// Attention of `rows` query rows at the end of a context of `depth`
+// positions (F16 K/V, bench-135m's heads: 9 query heads over 3 KV heads of
+// 64), one thread, every KV head: rows = 1 is a decode step, 16 a prefill
+// chunk. GB/s counts the K/V bytes streamed once per KV head.
+void BM_Attend(benchmark::State& state, Isa isa) {
+  if (isa > BestSupportedIsa()) {
+    state.SkipWithError("ISA not supported here");
+    return;
+  }
+  const DotKernels& k = DotKernelsFor(isa);
+  const size_t depth = static_cast<size_t>(state.range(0)), num_rows = static_cast<size_t>(state.range(1));
+  const size_t n_head = 9, n_kv = 3, hd = 64, block = 16, kv_dim = n_kv * hd;
+  const size_t blocks = (depth + num_rows + block - 1) / block;
+  std::vector<uint16_t> kh(blocks * block * kv_dim), vh(kh.size());
+  const auto kf = Random(kh.size());
+  for (size_t i = 0; i < kh.size(); ++i) kh[i] = vh[kh.size() - 1 - i] = Fp32ToFp16(kf[i]);
+  std::vector<int32_t> table(blocks);
+  for (size_t b = 0; b < blocks; ++b) table[b] = static_cast<int32_t>(b);
+  const KvLayerView view{kh.data(), vh.data(), KvDtype::kF16, block, kv_dim, table};
+  const auto q = Random(num_rows * n_head * hd);
+  const AttnHeads heads{n_head, n_kv, hd};
+  std::vector<float> out(q.size()), scratch(AttendScratchFloats(num_rows, heads));
+  std::vector<int32_t> pos(num_rows);
+  for (size_t r = 0; r < num_rows; ++r) pos[r] = static_cast<int32_t>(depth + r);
+  const AttnRows rows{q.data(), n_head * hd, pos.data(), out.data(), n_head * hd};
+  for (auto _ : state) {
+    AttendRows(k, view, rows, 0, num_rows, heads, scratch.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+  const double positions = static_cast<double>(depth + num_rows);
+  state.counters["GB/s"] = benchmark::Counter(positions * kv_dim * 2 * sizeof(uint16_t), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] = benchmark::Counter(4.0 * positions * num_rows * n_head * hd * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK_CAPTURE(BM_Attend, scalar, Isa::kScalar)->Args({4096, 1})->Args({4096, 16});
+BENCHMARK_CAPTURE(BM_Attend, avx2, Isa::kAvx2)->Args({512, 1})->Args({4096, 1})->Args({4096, 16});
 
 }  // namespace
 }  // namespace pc

@@ -141,92 +141,123 @@ void AttendHeadGgmlTiled(const float* q_head, const KvLayerView& kv, size_t pos,
   for (size_t d = 0; d < head_dim; ++d) out_head[d] = acc[d] * inv_denom;
 }
 
-size_t AttendScratchFloats(size_t rows, size_t group, size_t head_dim) {
-  const size_t nq = rows * group;
-  return 2 * kAttnTile * head_dim + std::max(kAttnTile, head_dim) + nq * (2 * head_dim + 2);
+size_t AttendScratchFloats(size_t rows, const AttnHeads& h) {
+  const size_t nq = rows * h.n_head, kv_dim = h.n_kv_head * h.head_dim;
+  return 2 * kAttnTile * kv_dim + kAttnTile + nq * h.head_dim + 2 * AttnStateFloats(nq, h.head_dim);
 }
 
 namespace {
 
-// Copies K rows [p0, p0 + n) of kv_head transposed into kt[d][j] and V rows
-// into vt[j][d], widened to F32.
-void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t kv_head, size_t head_dim, size_t p0, size_t n,
-              float* kt, float* vt, float* krow) {
+// Whole K and V rows [p0, p0 + n) (every KV head: contiguous memory),
+// widened to F32 per head: kt[kv_head][j][head_dim], vt likewise.
+void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_t p0, size_t n, float* kt, float* vt) {
+  const size_t dim = kv.kv_dim, n_kv = dim / head_dim;
   for (size_t j = 0; j < n; ++j) {
     const size_t p = p0 + j;
-    const size_t row = static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
-    const size_t elem = row * kv.kv_dim + kv_head * head_dim;
-    const float* kf;
-    if (kv.dtype == KvDtype::kF16) {
-      k.f16_to_f32(static_cast<const uint16_t*>(kv.k) + elem, krow, head_dim);
-      k.f16_to_f32(static_cast<const uint16_t*>(kv.v) + elem, vt + j * head_dim, head_dim);
-      kf = krow;
-    } else {
-      kf = static_cast<const float*>(kv.k) + elem;
-      std::memcpy(vt + j * head_dim, static_cast<const float*>(kv.v) + elem, head_dim * sizeof(float));
+    const size_t elem = (static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size) * dim;
+    for (size_t g = 0; g < n_kv; ++g) {
+      float* kd = kt + (g * kAttnTile + j) * head_dim;
+      float* vd = vt + (g * kAttnTile + j) * head_dim;
+      if (kv.dtype == KvDtype::kF16) {
+        k.f16_to_f32(static_cast<const uint16_t*>(kv.k) + elem + g * head_dim, kd, head_dim);
+        k.f16_to_f32(static_cast<const uint16_t*>(kv.v) + elem + g * head_dim, vd, head_dim);
+      } else {
+        std::memcpy(kd, static_cast<const float*>(kv.k) + elem + g * head_dim, head_dim * sizeof(float));
+        std::memcpy(vd, static_cast<const float*>(kv.v) + elem + g * head_dim, head_dim * sizeof(float));
+      }
     }
-    for (size_t d = 0; d < head_dim; ++d) kt[d * kAttnTile + j] = kf[d];
   }
 }
 
-}  // namespace
-
-void AttendKvHead(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
-                  size_t kv_head, size_t group, size_t head_dim, float* scratch) {
-  const size_t nq = (r1 - r0) * group;
-  float* kt = scratch;
-  float* vt = kt + kAttnTile * head_dim;
-  float* s = vt + kAttnTile * head_dim;
-  float* qs = s + std::max(kAttnTile, head_dim);  // [nq][head_dim] scaled queries
-  float* acc = qs + nq * head_dim;  // [nq][head_dim]
-  float* m = acc + nq * head_dim;   // [nq] running max
-  float* l = m + nq;                // [nq] running denominator
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+size_t MaxPos(const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1) {
   size_t max_pos = 0;
   for (size_t r = r0; r < r1; ++r) {
     PC_CHECK(rows.pos[r] >= 0 && kv.block_table.size() * kv.block_size > static_cast<size_t>(rows.pos[r]));
     max_pos = std::max(max_pos, static_cast<size_t>(rows.pos[r]));
-    for (size_t g = 0; g < group; ++g) {
-      const size_t qi = (r - r0) * group + g;
-      const float* q = rows.q + r * rows.q_stride + (kv_head * group + g) * head_dim;
-      for (size_t d = 0; d < head_dim; ++d) qs[qi * head_dim + d] = q[d] * scale;
-    }
   }
-  std::fill(acc, acc + nq * head_dim, 0.0f);
-  std::fill(m, m + nq, -std::numeric_limits<float>::infinity());
-  std::fill(l, l + nq, 0.0f);
-  for (size_t p0 = 0; p0 <= max_pos; p0 += kAttnTile) {
-    const size_t n = std::min(kAttnTile, max_pos + 1 - p0);
-    LoadTile(k, kv, kv_head, head_dim, p0, n, kt, vt, s);
+  return max_pos;
+}
+
+}  // namespace
+
+size_t AttnSpanCount(const AttnRows& rows, size_t r0, size_t r1) {
+  int32_t max_pos = 0;
+  for (size_t r = r0; r < r1; ++r) max_pos = std::max(max_pos, rows.pos[r]);
+  return static_cast<size_t>(max_pos) / kAttnSpan + 1;
+}
+
+void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
+                const AttnHeads& h, size_t span, float* scratch, AttnState out) {
+  const size_t hd = h.head_dim, nq = (r1 - r0) * h.n_head, kv_dim = kv.kv_dim;
+  PC_CHECK(kv_dim == h.n_kv_head * hd);
+  float* kt = scratch;
+  float* vt = kt + kAttnTile * kv_dim;
+  float* s = vt + kAttnTile * kv_dim;
+  float* qs = s + kAttnTile;  // [nq][head_dim] scaled queries
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const size_t begin = span * kAttnSpan;
+  const size_t last = std::min(MaxPos(kv, rows, r0, r1), begin + kAttnSpan - 1);
+  std::fill(out.acc, out.acc + nq * hd, 0.0f);
+  std::fill(out.m, out.m + nq, -std::numeric_limits<float>::infinity());
+  std::fill(out.l, out.l + nq, 0.0f);
+  if (last < begin) return;
+  for (size_t r = r0; r < r1; ++r) {
+    const float* q = rows.q + r * rows.q_stride;
+    float* qd = qs + (r - r0) * h.n_head * hd;
+    for (size_t i = 0; i < h.n_head * hd; ++i) qd[i] = q[i] * scale;
+  }
+  for (size_t p0 = begin; p0 <= last; p0 += kAttnTile) {
+    const size_t n = std::min(kAttnTile, last + 1 - p0);
+    LoadTile(k, kv, hd, p0, n, kt, vt);
     for (size_t r = r0; r < r1; ++r) {
       const size_t pos = static_cast<size_t>(rows.pos[r]);
       if (pos < p0) continue;
       const size_t nv = std::min(n, pos - p0 + 1);  // causal: positions <= pos
-      for (size_t g = 0; g < group; ++g) {
-        const size_t qi = (r - r0) * group + g;
-        k.scores(qs + qi * head_dim, kt, kAttnTile, head_dim, nv, s);
-        float tile_max = s[0];
-        for (size_t j = 1; j < nv; ++j) tile_max = std::max(tile_max, s[j]);
-        float* a = acc + qi * head_dim;
-        if (tile_max > m[qi]) {  // rescale what was accumulated under the old max
-          const float corr = ExpPoly(m[qi] - tile_max);
-          l[qi] *= corr;
-          for (size_t d = 0; d < head_dim; ++d) a[d] *= corr;
-          m[qi] = tile_max;
-        }
-        l[qi] += k.exp_sum(s, nv, m[qi]);
-        for (size_t j = 0; j < nv; ++j) k.axpy_f32(s[j], vt + j * head_dim, a, head_dim);
+      for (size_t head = 0; head < h.n_head; ++head) {
+        const size_t qi = (r - r0) * h.n_head + head, tile = head / h.group() * kAttnTile * hd;
+        k.attend_tile(qs + qi * hd, kt + tile, vt + tile, hd, nv, s, &out.m[qi], &out.l[qi], out.acc + qi * hd);
       }
     }
   }
+}
+void MergeAttnState(AttnState into, AttnState part, size_t nq, size_t head_dim) {
+  for (size_t qi = 0; qi < nq; ++qi) {
+    if (part.l[qi] == 0.0f) continue;  // the span held none of this row's positions
+    PC_CHECK(into.l[qi] != 0.0f);      // span 0 holds position 0 of every row
+    float* a = into.acc + qi * head_dim;
+    const float* b = part.acc + qi * head_dim;
+    const float m = std::max(into.m[qi], part.m[qi]);
+    const float ca = ExpPoly(into.m[qi] - m), cb = ExpPoly(part.m[qi] - m);
+    for (size_t d = 0; d < head_dim; ++d) a[d] = a[d] * ca + b[d] * cb;
+    into.l[qi] = into.l[qi] * ca + part.l[qi] * cb;
+    into.m[qi] = m;
+  }
+}
+
+void FinishAttnState(AttnState st, const AttnRows& rows, size_t r0, size_t r1, const AttnHeads& h) {
   for (size_t r = r0; r < r1; ++r) {
-    for (size_t g = 0; g < group; ++g) {
-      const size_t qi = (r - r0) * group + g;
-      float* out = rows.out + r * rows.out_stride + (kv_head * group + g) * head_dim;
-      const float inv = 1.0f / l[qi];
-      for (size_t d = 0; d < head_dim; ++d) out[d] = acc[qi * head_dim + d] * inv;
+    for (size_t head = 0; head < h.n_head; ++head) {
+      const size_t qi = (r - r0) * h.n_head + head;
+      float* out = rows.out + r * rows.out_stride + head * h.head_dim;
+      const float inv = 1.0f / st.l[qi];
+      for (size_t d = 0; d < h.head_dim; ++d) out[d] = st.acc[qi * h.head_dim + d] * inv;
     }
   }
+}
+
+void AttendRows(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
+                const AttnHeads& h, float* scratch) {
+  const size_t nq = (r1 - r0) * h.n_head, state_floats = AttnStateFloats(nq, h.head_dim);
+  float* states = scratch + AttendScratchFloats(r1 - r0, h) - 2 * state_floats;
+  const AttnState total = AttnStateAt(states, nq, h.head_dim);
+  const AttnState part = AttnStateAt(states + state_floats, nq, h.head_dim);
+  AttendSpan(k, kv, rows, r0, r1, h, 0, scratch, total);
+  const size_t spans = AttnSpanCount(rows, r0, r1);
+  for (size_t sp = 1; sp < spans; ++sp) {
+    AttendSpan(k, kv, rows, r0, r1, h, sp, scratch, part);
+    MergeAttnState(total, part, nq, h.head_dim);
+  }
+  FinishAttnState(total, rows, r0, r1, h);
 }
 
 void AttendOne(const DotKernels& k, const float* q, const KvLayerView& kv, size_t pos,

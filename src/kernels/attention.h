@@ -43,17 +43,55 @@ struct AttnRows {
   size_t out_stride = 0;
 };
 
-constexpr size_t kAttnTile = 32;  // K/V positions per tile
-// Scratch floats AttendKvHead needs for `rows` rows.
-size_t AttendScratchFloats(size_t rows, size_t group, size_t head_dim);
+constexpr size_t kAttnTile = 16;   // K/V positions per tile
+constexpr size_t kAttnSpan = 256;  // positions per span, a multiple of kAttnTile
 
-// Causal attention for rows [r0, r1) and the `group` query heads sharing KV
-// head kv_head (GQA): K/V are streamed once per tile of kAttnTile positions
-// for all those rows and heads (flash-style online softmax, no score
-// matrix). Tiles sit at absolute positions, so a row's result does not
-// depend on which other rows share the call (batch-invariant).
-void AttendKvHead(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
-                  size_t kv_head, size_t group, size_t head_dim, float* scratch);
+// Head shapes: n_head query heads share n_kv_head K/V heads in groups of
+// n_head / n_kv_head (GQA/MQA); every head has head_dim elements.
+struct AttnHeads {
+  size_t n_head = 0, n_kv_head = 0, head_dim = 0;
+  size_t group() const { return n_head / n_kv_head; }
+};
+
+// Softmax state of nq query vectors over some positions: running max m[nq],
+// denominator l[nq] (0 while no position was seen) and the unnormalised
+// output acc[nq][head_dim], laid out in that order in one float buffer.
+struct AttnState {
+  float* m;
+  float* l;
+  float* acc;
+};
+inline size_t AttnStateFloats(size_t nq, size_t head_dim) { return nq * (head_dim + 2); }
+inline AttnState AttnStateAt(float* base, size_t nq, size_t head_dim) {
+  return {base + nq * head_dim, base + nq * head_dim + nq, base};
+}
+
+// Scratch floats AttendRows (and AttendSpan) need for `rows` rows.
+size_t AttendScratchFloats(size_t rows, const AttnHeads& h);
+
+// Causal attention for rows [r0, r1) of one sequence, every head, over span
+// `span` only: positions [span * kAttnSpan, (span + 1) * kAttnSpan), each row
+// up to its own position. Each tile of kAttnTile positions is read once,
+// whole K/V rows (every KV head: contiguous memory), for all rows and heads
+// (flash-style online softmax, no score matrix). out holds
+// nq = (r1 - r0) * n_head vectors, query vector (r - r0) * n_head + head; it
+// is overwritten. Tiles and spans sit at absolute positions, so a row's
+// result never depends on which other rows share the call, nor on whether
+// spans run on one thread or several (split-KV decode).
+void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
+                const AttnHeads& h, size_t span, float* scratch, AttnState out);
+// into := into merged with part (the softmax merge of two position sets).
+// Spans are merged in increasing order, span 0 being the starting state.
+void MergeAttnState(AttnState into, AttnState part, size_t nq, size_t head_dim);
+// Writes each row's outputs: acc / l.
+void FinishAttnState(AttnState st, const AttnRows& rows, size_t r0, size_t r1, const AttnHeads& h);
+// Spans of rows [r0, r1): up to their largest position.
+size_t AttnSpanCount(const AttnRows& rows, size_t r0, size_t r1);
+
+// Every span of the rows in order on this thread (AttendSpan, merge), then
+// the outputs: what the split-KV path computes, bit for bit.
+void AttendRows(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
+                const AttnHeads& h, float* scratch);
 
 // The numerics of ggml's one-chunk CPU flash attention, which llama.cpp uses
 // for query batches under 64 rows: Q rounded to F16, and the V accumulator

@@ -1,5 +1,6 @@
 #include "kernels/dot.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -85,10 +86,17 @@ float DotF32F16(const float* a, const uint16_t* b, size_t n) {
   return static_cast<float>(s);
 }
 
-void Scores(const float* q, const float* kt, size_t ld, size_t head_dim, size_t n, float* s) {
-  for (size_t j = 0; j < n; ++j) s[j] = 0.0f;
-  for (size_t d = 0; d < head_dim; ++d) {
-    for (size_t j = 0; j < n; ++j) s[j] += q[d] * kt[d * ld + j];
+void TileScores(const float* q, const float* k, size_t head_dim, size_t n, float* s) {
+  for (size_t j = 0; j < n; ++j) {
+    float a = 0.0f;
+    for (size_t d = 0; d < head_dim; ++d) a += q[d] * k[j * head_dim + d];
+    s[j] = a;
+  }
+}
+
+void TileAccum(const float* p, const float* v, size_t head_dim, size_t n, float* acc) {
+  for (size_t j = 0; j < n; ++j) {
+    for (size_t d = 0; d < head_dim; ++d) acc[d] += p[j] * v[j * head_dim + d];
   }
 }
 
@@ -101,12 +109,27 @@ float ExpSum(float* x, size_t n, float m) {
   return sum;
 }
 
+void AttendTile(const float* q, const float* k, const float* v, size_t head_dim, size_t n, float* s, float* m,
+                float* l, float* acc) {
+  TileScores(q, k, head_dim, n, s);
+  float tile_max = s[0];
+  for (size_t j = 1; j < n; ++j) tile_max = std::max(tile_max, s[j]);
+  if (tile_max > *m) {  // rescale what was accumulated under the old max
+    const float corr = ExpPoly(*m - tile_max);
+    *l *= corr;
+    for (size_t d = 0; d < head_dim; ++d) acc[d] *= corr;
+    *m = tile_max;
+  }
+  *l += ExpSum(s, n, *m);
+  TileAccum(s, v, head_dim, n, acc);
+}
+
 void F16ToF32(const uint16_t* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = Fp16ToFp32(x[i]);
 }
 
-const DotKernels kScalar = {"scalar", DotF32,  DotF16,    DotBf16, DotQ8_0, DotQ4_0, ConvertRowF16, F16ToF32,
-                            AxpyF32,  AxpyF16, DotF32F16, Scores,  ExpSum,  nullptr, nullptr};
+const DotKernels kScalar = {"scalar",  DotF32,    DotF16,    DotBf16, DotQ8_0, DotQ4_0, ConvertRowF16, F16ToF32, AxpyF32,
+                            AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum, AttendTile, nullptr, nullptr};
 
 }  // namespace
 

@@ -25,11 +25,21 @@ struct DotKernels {
   void (*axpy_f32)(float a, const float* x, float* y, size_t n);
   void (*axpy_f16)(float a, const uint16_t* x, float* y, size_t n);
   float (*dot_f32_f16)(const float* a, const uint16_t* b, size_t n);
-  // Attention tiles. scores: s[j] = sum_d q[d] * kt[d * ld + j] for j < n
-  // (kt is a K tile transposed: [head_dim][ld]). exp_sum: x[j] = exp(x[j] - m)
-  // for j < n, returns their sum (a polynomial exp, relative error < 2e-7).
-  void (*scores)(const float* q, const float* kt, size_t ld, size_t head_dim, size_t n, float* s);
+  // Attention tiles, K and V widened to F32 rows [n][head_dim].
+  // tile_scores: s[j] = sum_d q[d] * k[j * head_dim + d] for j < n.
+  // tile_accum: acc[d] += sum_j p[j] * v[j * head_dim + d], j in order.
+  // exp_sum: x[j] = exp(x[j] - m) for j < n, returns their sum (a polynomial
+  // exp, relative error < 2e-7). Each output depends only on its own inputs
+  // (never on n), so a query's result does not depend on its batch.
+  void (*tile_scores)(const float* q, const float* k, size_t head_dim, size_t n, float* s);
+  void (*tile_accum)(const float* p, const float* v, size_t head_dim, size_t n, float* acc);
   float (*exp_sum)(float* x, size_t n, float m);
+  // One query against one tile, the online-softmax step: s = scores (scratch,
+  // n floats); if max(s) > *m, *l and acc are rescaled by exp(*m - max) and
+  // *m = max; then *l += sum exp(s - *m) and acc += those weights times V.
+  // What tile_scores, exp_sum and tile_accum do in turn, in one call.
+  void (*attend_tile)(const float* q, const float* k, const float* v, size_t head_dim, size_t n, float* s, float* m,
+                      float* l, float* acc);
   // Register-tiled quantized matmul: rows [0, nr) of w (nr <= 4) against
   // activation rows [0, nt) of x (nt <= 2), nb blocks each; writes
   // y[t * y_stride + r]. Row strides in bytes. Each output is computed with

@@ -200,32 +200,94 @@ float DotF32F16(const float* a, const uint16_t* b, size_t n) {
   return s;
 }
 
-void Scores(const float* q, const float* kt, size_t ld, size_t head_dim, size_t n, float* s) {
+// Four 8-lane sums to four floats: lane i of the result is the sum of v[i].
+inline __m128 HorizontalSum4(__m256 v0, __m256 v1, __m256 v2, __m256 v3) {
+  const __m256 t = _mm256_hadd_ps(_mm256_hadd_ps(v0, v1), _mm256_hadd_ps(v2, v3));
+  return _mm_add_ps(_mm256_castps256_ps128(t), _mm256_extractf128_ps(t, 1));
+}
+
+// Dot of q with one K row: 8 lanes over the head dimension, then the same
+// tree as HorizontalSum4 (so a row's score does not depend on whether it was
+// computed in a group of four); the scalar tail for head sizes not a multiple
+// of 8 (which never take the four-row path).
+inline float ScoreOne(const float* q, const float* k, size_t head_dim) {
+  __m256 a = _mm256_setzero_ps();
+  size_t d = 0;
+  for (; d + 8 <= head_dim; d += 8) a = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), a);
+  float s = _mm_cvtss_f32(HorizontalSum4(a, a, a, a));
+  for (; d < head_dim; ++d) s += q[d] * k[d];
+  return s;
+}
+
+void TileScores(const float* q, const float* k, size_t head_dim, size_t n, float* s) {
   size_t j = 0;
-  for (; j + 32 <= n; j += 32) {  // 32 positions: four accumulators
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-    for (size_t d = 0; d < head_dim; ++d) {
-      const __m256 qd = _mm256_set1_ps(q[d]);
-      const float* row = kt + d * ld + j;
-      a0 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(row), a0);
-      a1 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(row + 8), a1);
-      a2 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(row + 16), a2);
-      a3 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(row + 24), a3);
+  if (head_dim % 8 == 0) {
+    for (; j + 8 <= n; j += 8) {  // eight rows share each load of q: eight FMA chains in flight
+      const float* k0 = k + j * head_dim;
+      __m256 a[8];
+      for (int i = 0; i < 8; ++i) a[i] = _mm256_setzero_ps();
+      for (size_t d = 0; d < head_dim; d += 8) {
+        const __m256 qd = _mm256_loadu_ps(q + d);
+        for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k0 + i * head_dim + d), a[i]);
+      }
+      _mm_storeu_ps(s + j, HorizontalSum4(a[0], a[1], a[2], a[3]));
+      _mm_storeu_ps(s + j + 4, HorizontalSum4(a[4], a[5], a[6], a[7]));
     }
-    _mm256_storeu_ps(s + j, a0);
-    _mm256_storeu_ps(s + j + 8, a1);
-    _mm256_storeu_ps(s + j + 16, a2);
-    _mm256_storeu_ps(s + j + 24, a3);
+    for (; j + 4 <= n; j += 4) {  // four rows share each load of q
+      const float* k0 = k + j * head_dim;
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+      for (size_t d = 0; d < head_dim; d += 8) {
+        const __m256 qd = _mm256_loadu_ps(q + d);
+        a0 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k0 + d), a0);
+        a1 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k0 + head_dim + d), a1);
+        a2 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k0 + 2 * head_dim + d), a2);
+        a3 = _mm256_fmadd_ps(qd, _mm256_loadu_ps(k0 + 3 * head_dim + d), a3);
+      }
+      _mm_storeu_ps(s + j, HorizontalSum4(a0, a1, a2, a3));
+    }
   }
-  for (; j + 8 <= n; j += 8) {
-    __m256 a = _mm256_setzero_ps();
-    for (size_t d = 0; d < head_dim; ++d) a = _mm256_fmadd_ps(_mm256_set1_ps(q[d]), _mm256_loadu_ps(kt + d * ld + j), a);
-    _mm256_storeu_ps(s + j, a);
+  for (; j < n; ++j) s[j] = ScoreOne(q, k + j * head_dim, head_dim);
+}
+
+void TileAccum(const float* p, const float* v, size_t head_dim, size_t n, float* acc) {
+  size_t d0 = 0;
+  for (; d0 + 64 <= head_dim; d0 += 64) {  // 64 dims held in registers: eight FMA chains
+    __m256 a[8];
+    for (int i = 0; i < 8; ++i) a[i] = _mm256_loadu_ps(acc + d0 + 8 * i);
+    for (size_t j = 0; j < n; ++j) {
+      const __m256 pj = _mm256_set1_ps(p[j]);
+      const float* vj = v + j * head_dim + d0;
+      for (int i = 0; i < 8; ++i) a[i] = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8 * i), a[i]);
+    }
+    for (int i = 0; i < 8; ++i) _mm256_storeu_ps(acc + d0 + 8 * i, a[i]);
   }
-  for (; j < n; ++j) {
-    float a = 0.0f;
-    for (size_t d = 0; d < head_dim; ++d) a += q[d] * kt[d * ld + j];
-    s[j] = a;
+  for (; d0 + 32 <= head_dim; d0 += 32) {  // 32 dims held in registers over all rows
+    __m256 a0 = _mm256_loadu_ps(acc + d0), a1 = _mm256_loadu_ps(acc + d0 + 8);
+    __m256 a2 = _mm256_loadu_ps(acc + d0 + 16), a3 = _mm256_loadu_ps(acc + d0 + 24);
+    for (size_t j = 0; j < n; ++j) {
+      const __m256 pj = _mm256_set1_ps(p[j]);
+      const float* vj = v + j * head_dim + d0;
+      a0 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj), a0);
+      a1 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 8), a1);
+      a2 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 16), a2);
+      a3 = _mm256_fmadd_ps(pj, _mm256_loadu_ps(vj + 24), a3);
+    }
+    _mm256_storeu_ps(acc + d0, a0);
+    _mm256_storeu_ps(acc + d0 + 8, a1);
+    _mm256_storeu_ps(acc + d0 + 16, a2);
+    _mm256_storeu_ps(acc + d0 + 24, a3);
+  }
+  for (; d0 + 8 <= head_dim; d0 += 8) {
+    __m256 a = _mm256_loadu_ps(acc + d0);
+    for (size_t j = 0; j < n; ++j) a = _mm256_fmadd_ps(_mm256_set1_ps(p[j]), _mm256_loadu_ps(v + j * head_dim + d0), a);
+    _mm256_storeu_ps(acc + d0, a);
+  }
+  for (; d0 < head_dim; ++d0) {
+    float a = acc[d0];
+    for (size_t j = 0; j < n; ++j) {
+      a = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(p[j]), _mm_set_ss(v[j * head_dim + d0]), _mm_set_ss(a)));
+    }
+    acc[d0] = a;
   }
 }
 
@@ -271,14 +333,37 @@ float ExpSum(float* x, size_t n, float m) {
   return sum;
 }
 
+void AttendTile(const float* q, const float* k, const float* v, size_t head_dim, size_t n, float* s, float* m,
+                float* l, float* acc) {
+  TileScores(q, k, head_dim, n, s);
+  __m256 vmax = _mm256_set1_ps(s[0]);
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(s + j));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(vmax), _mm256_extractf128_ps(vmax, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  float tile_max = _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+  for (; j < n; ++j) tile_max = tile_max > s[j] ? tile_max : s[j];
+  if (tile_max > *m) {  // rescale what was accumulated under the old max
+    const float corr = _mm256_cvtss_f32(Exp8(_mm256_set1_ps(*m - tile_max)));
+    *l *= corr;
+    const __m256 vc = _mm256_set1_ps(corr);
+    size_t d = 0;
+    for (; d + 8 <= head_dim; d += 8) _mm256_storeu_ps(acc + d, _mm256_mul_ps(_mm256_loadu_ps(acc + d), vc));
+    for (; d < head_dim; ++d) acc[d] *= corr;
+    *m = tile_max;
+  }
+  *l += ExpSum(s, n, *m);
+  TileAccum(s, v, head_dim, n, acc);
+}
+
 void F16ToF32(const uint16_t* x, float* y, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, LoadF16(x + i));
   for (; i < n; ++i) y[i] = H2F(x[i]);
 }
 
-const DotKernels kAvx2 = {"avx2",  DotF32,  DotF16,    DotBf16, DotQ8_0, DotQ4_0,         ToF16,          F16ToF32,
-                          AxpyF32, AxpyF16, DotF32F16, Scores,  ExpSum,  Tile<BlockQ8_0>, Tile<BlockQ4_0>};
+const DotKernels kAvx2 = {"avx2",    DotF32,    DotF16,     DotBf16,   DotQ8_0, DotQ4_0,         ToF16,          F16ToF32, AxpyF32,
+                          AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum,  AttendTile,      Tile<BlockQ8_0>, Tile<BlockQ4_0>};
 
 }  // namespace
 

@@ -18,6 +18,7 @@ struct Model::Scratch {
   std::vector<float> x, xb, q, k, v, att, hb, hb2, out;
   std::vector<uint8_t> xq;  // activation rows converted for a matmul
   std::vector<float> attn_scratch;  // per-thread attention tiles
+  std::vector<float> attn_parts;    // split-KV: one softmax state per span
   const DotKernels* kernels = nullptr;
 };
 
@@ -217,36 +218,64 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
 
 void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s) {
   const ModelConfig& c = config_;
-  const size_t group = c.n_head / c.n_kv_head;
-  // Work items: (run of consecutive rows of one sequence, KV head, chunk of
-  // up to kRows rows). Each streams its KV head's blocks once for all its
-  // rows and the group's query heads.
+  const AttnHeads h{static_cast<size_t>(c.n_head), static_cast<size_t>(c.n_kv_head), static_cast<size_t>(c.head_dim)};
+  // Work items: chunks of up to kRows consecutive rows of one sequence, every
+  // head; each streams its sequence's K/V once per span for all of them.
   constexpr size_t kRows = 16;
   struct Item {
-    size_t r0, r1, kv_head;
+    size_t r0, r1, num_spans, first_part;
   };
   std::vector<Item> items;
   std::vector<int32_t> pos(batch.size());
   for (size_t t = 0; t < batch.size(); ++t) pos[t] = batch[t].pos;
+  const AttnRows rows{s.q.data(), static_cast<size_t>(c.q_dim()), pos.data(), s.att.data(), static_cast<size_t>(c.q_dim())};
+  size_t num_parts = 0;
   for (size_t run = 0; run < batch.size();) {
     size_t end = run + 1;
     while (end < batch.size() && batch[end].block_table.data() == batch[run].block_table.data()) ++end;
-    for (size_t g = 0; g < static_cast<size_t>(c.n_kv_head); ++g) {
-      for (size_t r = run; r < end; r += kRows) items.push_back({r, std::min(end, r + kRows), g});
+    for (size_t r = run; r < end; r += kRows) {
+      const size_t r1 = std::min(end, r + kRows);
+      items.push_back({r, r1, AttnSpanCount(rows, r, r1), num_parts});
+      num_parts += items.back().num_spans;
     }
     run = end;
   }
-  const size_t scratch_floats = AttendScratchFloats(kRows, group, c.head_dim);
-  s.attn_scratch.resize(static_cast<size_t>(pool_->num_threads()) * scratch_floats);
-  const AttnRows rows{s.q.data(), static_cast<size_t>(c.q_dim()), pos.data(), s.att.data(), static_cast<size_t>(c.q_dim())};
+  const size_t scratch_floats = AttendScratchFloats(kRows, h);
+  const size_t threads = static_cast<size_t>(pool_->num_threads());
+  s.attn_scratch.resize(threads * scratch_floats);
   const DotKernels& k = *s.kernels;
-  pool_->ParallelFor(items.size(), 1, [&](size_t i0, size_t i1, int thread) {
-    float* scratch = s.attn_scratch.data() + static_cast<size_t>(thread) * scratch_floats;
-    for (size_t i = i0; i < i1; ++i) {
+  auto view = [&](const Item& it) { return kv.View(layer, batch[it.r0].block_table); };
+  // Enough items to keep every thread busy: each runs its spans in order.
+  if (items.size() >= 4 * threads || num_parts == items.size()) {
+    pool_->ParallelForEach(items.size(), [&](size_t i, int thread) {
       const Item& it = items[i];
-      const KvLayerView view = kv.View(layer, batch[it.r0].block_table);
-      AttendKvHead(k, view, rows, it.r0, it.r1, it.kv_head, group, c.head_dim, scratch);
+      AttendRows(k, view(it), rows, it.r0, it.r1, h, s.attn_scratch.data() + static_cast<size_t>(thread) * scratch_floats);
+    });
+    return;
+  }
+  // Few items over long contexts (decode): split-KV. Every span is its own
+  // work item; each item's spans are then merged in order, which is exactly
+  // what AttendRows does on one thread, so the bits do not change.
+  const size_t part_floats = AttnStateFloats(kRows * h.n_head, h.head_dim);
+  s.attn_parts.resize(num_parts * part_floats);
+  std::vector<std::pair<size_t, size_t>> work;  // (item, span)
+  for (size_t i = 0; i < items.size(); ++i) {
+    for (size_t sp = 0; sp < items[i].num_spans; ++sp) work.emplace_back(i, sp);
+  }
+  auto state = [&](const Item& it, size_t span) {
+    return AttnStateAt(s.attn_parts.data() + (it.first_part + span) * part_floats, (it.r1 - it.r0) * h.n_head, h.head_dim);
+  };
+  pool_->ParallelForEach(work.size(), [&](size_t w, int thread) {
+    const Item& it = items[work[w].first];
+    AttendSpan(k, view(it), rows, it.r0, it.r1, h, work[w].second,
+               s.attn_scratch.data() + static_cast<size_t>(thread) * scratch_floats, state(it, work[w].second));
+  });
+  pool_->ParallelForEach(items.size(), [&](size_t i, int) {
+    const Item& it = items[i];
+    for (size_t sp = 1; sp < it.num_spans; ++sp) {
+      MergeAttnState(state(it, 0), state(it, sp), (it.r1 - it.r0) * h.n_head, h.head_dim);
     }
+    FinishAttnState(state(it, 0), rows, it.r0, it.r1, h);
   });
 }
 

@@ -88,6 +88,17 @@ void ThreadPool::ParallelFor(size_t n, size_t grain,
   job_ = nullptr;
 }
 
+void ThreadPool::ParallelForEach(size_t n, const std::function<void(size_t, int)>& fn) {
+  std::atomic<size_t> next{0};
+  const size_t parts = std::min<size_t>(n, static_cast<size_t>(num_threads_));
+  ParallelFor(parts, 1, [&](size_t, size_t, int thread) {
+    for (size_t i = next.fetch_add(1, std::memory_order_relaxed); i < n;
+         i = next.fetch_add(1, std::memory_order_relaxed)) {
+      fn(i, thread);
+    }
+  });
+}
+
 void ThreadPool::WorkerLoop(int index) {
   uint64_t seen = 0;
   for (;;) {

@@ -30,6 +30,11 @@ class ThreadPool {
   void ParallelFor(size_t n, size_t grain,
                    const std::function<void(size_t, size_t, int)>& fn);
 
+  // Runs fn(i, thread_index) for every i in [0, n); threads claim the next
+  // index as they finish one (for items of uneven cost, such as attention
+  // over contexts of different lengths).
+  void ParallelForEach(size_t n, const std::function<void(size_t, int)>& fn);
+
  private:
   void WorkerLoop(int index);
 

@@ -1,0 +1,209 @@
+// The tile kernels (attention tiles, exp sums, quantized matmul tiles) of
+// every SIMD table against the scalar table over many sizes and misaligned
+// inputs, and the attention kernels' invariance: a row's bits do not depend
+// on its batch or on how spans were split across threads.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <set>
+
+#include "base/fp16.h"
+#include "kernels/attention.h"
+#include "kernels/dot.h"
+#include "kernels/matmul.h"
+#include "kernels/quant.h"
+#include "runtime/thread_pool.h"
+#include "test_support.h"
+
+namespace pc {
+namespace {
+
+std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+std::vector<const DotKernels*> SimdTables() {
+  std::vector<const DotKernels*> out;
+  if (BestSupportedIsa() >= Isa::kAvx2 && Avx2DotKernels() != nullptr) out.push_back(Avx2DotKernels());
+  return out;
+}
+
+const size_t kHeadDims[] = {1, 3, 8, 16, 24, 40, 64, 72, 128, 136};
+const size_t kCounts[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 31, 32, 33};
+
+TEST(TileKernels, ScoresAccumAndFusedTileMatchScalar) {
+  const DotKernels& ref = ScalarDotKernels();
+  for (const DotKernels* k : SimdTables()) {
+    for (size_t hd : kHeadDims) {
+      for (size_t n : kCounts) {
+        const size_t off = (hd + n) % 3;  // misaligned by whole floats
+        const auto q = RandomFloats(hd + off, 1), kt = RandomFloats(n * hd + off, 2), vt = RandomFloats(n * hd + off, 3);
+        std::vector<float> s1(n), s2(n);
+        k->tile_scores(q.data() + off, kt.data() + off, hd, n, s1.data());
+        ref.tile_scores(q.data() + off, kt.data() + off, hd, n, s2.data());
+        for (size_t j = 0; j < n; ++j) EXPECT_NEAR(s1[j], s2[j], 1e-5 * (hd + 1)) << "scores hd=" << hd << " n=" << n;
+        auto a1 = RandomFloats(hd + off, 4), a2 = a1;
+        const auto p = RandomFloats(n, 5);
+        k->tile_accum(p.data(), vt.data() + off, hd, n, a1.data() + off);
+        ref.tile_accum(p.data(), vt.data() + off, hd, n, a2.data() + off);
+        for (size_t d = 0; d < hd + off; ++d) EXPECT_NEAR(a1[d], a2[d], 1e-5 * (n + 1)) << "accum hd=" << hd << " n=" << n;
+        // The fused step from a running state, once with a larger old max
+        // (no rescale) and once with a smaller one (rescale).
+        for (float old_max : {-1.0f, 50.0f}) {
+          std::vector<float> acc1 = RandomFloats(hd, 6), acc2 = acc1, t1(n), t2(n);
+          float m1 = old_max, m2 = old_max, l1 = 2.5f, l2 = 2.5f;
+          k->attend_tile(q.data() + off, kt.data() + off, vt.data() + off, hd, n, t1.data(), &m1, &l1, acc1.data());
+          ref.attend_tile(q.data() + off, kt.data() + off, vt.data() + off, hd, n, t2.data(), &m2, &l2, acc2.data());
+          EXPECT_NEAR(m1, m2, 1e-5 * (hd + 1));
+          EXPECT_NEAR(l1, l2, 1e-4 * l2) << "attend_tile hd=" << hd << " n=" << n;
+          for (size_t d = 0; d < hd; ++d) EXPECT_NEAR(acc1[d], acc2[d], 1e-4 * (1 + std::fabs(acc2[d])));
+        }
+      }
+    }
+  }
+}
+
+TEST(TileKernels, ExpSumAndHalfConversionMatchScalar) {
+  const DotKernels& ref = ScalarDotKernels();
+  for (const DotKernels* k : SimdTables()) {
+    for (size_t n : {0u, 1u, 7u, 8u, 9u, 16u, 33u, 100u}) {
+      auto x1 = RandomFloats(n + 1, 7, 20.0f), x2 = x1;  // exponents down to -100: underflow to 0
+      const float m = 30.0f;
+      const float sum1 = k->exp_sum(x1.data() + 1, n, m), sum2 = ref.exp_sum(x2.data() + 1, n, m);
+      EXPECT_NEAR(sum1, sum2, 1e-6 * (1 + sum2)) << "n=" << n;
+      for (size_t j = 1; j <= n; ++j) EXPECT_NEAR(x1[j], x2[j], 2e-7 * (1 + x2[j]));
+      std::vector<uint16_t> h(n + 1);
+      for (size_t i = 0; i <= n; ++i) h[i] = static_cast<uint16_t>(i * 2654435761u >> 16);  // every exponent
+      std::vector<float> f1(n), f2(n);
+      k->f16_to_f32(h.data() + 1, f1.data(), n);
+      ref.f16_to_f32(h.data() + 1, f2.data(), n);
+      for (size_t i = 0; i < n; ++i) {  // exact, NaN payloads aside (hardware quiets signalling NaNs)
+        if (std::isnan(f2[i])) {
+          EXPECT_TRUE(std::isnan(f1[i]));
+        } else {
+          EXPECT_EQ(std::memcmp(&f1[i], &f2[i], sizeof(float)), 0) << "half " << h[i + 1];
+        }
+      }
+    }
+  }
+}
+
+// The register-tiled quantized matmul gives, for every output, exactly the
+// bits of that table's single dot (so a batch's tiling never changes a
+// token's result), and agrees with the scalar table.
+TEST(TileKernels, QuantizedMatmulTilesEqualTheirDotsAndMatchScalar) {
+  for (const DotKernels* k : SimdTables()) {
+    for (TensorType wt : {TensorType::kQ8_0, TensorType::kQ4_0}) {
+      for (size_t rows : {1u, 3u, 4u, 5u, 17u}) {
+        for (size_t n_tok : {1u, 2u, 3u, 5u}) {
+          const size_t cols = 96, wb = RowBytes(wt, cols), xb = RowBytes(TensorType::kQ8_0, cols);
+          const auto wf = RandomFloats(rows * cols, 8), xf = RandomFloats(n_tok * cols, 9, 2.0f);
+          std::vector<uint8_t> w(rows * wb + 2), x(n_tok * xb + 2);  // +2: blocks off vector boundaries
+          for (size_t r = 0; r < rows; ++r) QuantizeRow(wt, wf.data() + r * cols, w.data() + 2 + r * wb, cols);
+          for (size_t t = 0; t < n_tok; ++t) QuantizeRow(TensorType::kQ8_0, xf.data() + t * cols, x.data() + 2 + t * xb, cols);
+          const WeightMatrix m{wt, w.data() + 2, rows, cols};
+          std::vector<float> y(n_tok * rows);
+          MatMulRows(*k, m, x.data() + 2, xb, n_tok, y.data(), rows, 0, rows);
+          for (size_t t = 0; t < n_tok; ++t) {
+            for (size_t r = 0; r < rows; ++r) {
+              const void* wr = w.data() + 2 + r * wb;
+              const void* xt = x.data() + 2 + t * xb;
+              const float dot = DotRow(*k, wt, wr, xt, cols), scalar = DotRow(ScalarDotKernels(), wt, wr, xt, cols);
+              EXPECT_EQ(y[t * rows + r], dot) << TensorTypeName(wt) << " rows=" << rows << " tokens=" << n_tok;
+              EXPECT_NEAR(dot, scalar, 1e-4 * (1 + std::fabs(scalar)));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// A sequence of n_pos positions in scattered blocks; F16 K/V.
+struct PagedKv {
+  size_t n_head = 6, n_kv = 2, hd = 16, block = 16;
+  std::vector<int32_t> table;
+  std::vector<uint16_t> k, v;
+  explicit PagedKv(size_t n_pos) {
+    const size_t blocks = (n_pos + block - 1) / block;
+    for (size_t b = 0; b < blocks; ++b) table.push_back(static_cast<int32_t>((b * 7) % blocks));
+    std::set<int32_t> distinct(table.begin(), table.end());
+    if (distinct.size() != blocks) {  // 7 shares a factor with blocks: plain order
+      for (size_t b = 0; b < blocks; ++b) table[b] = static_cast<int32_t>(blocks - 1 - b);
+    }
+    const auto kf = RandomFloats(blocks * block * n_kv * hd, 10), vf = RandomFloats(kf.size(), 11);
+    for (size_t i = 0; i < kf.size(); ++i) {
+      k.push_back(Fp32ToFp16(kf[i] * 2.0f));
+      v.push_back(Fp32ToFp16(vf[i]));
+    }
+  }
+  KvLayerView View() const { return {k.data(), v.data(), KvDtype::kF16, block, n_kv * hd, table}; }
+  AttnHeads Heads() const { return {n_head, n_kv, hd}; }
+};
+
+TEST(AttentionSpans, MatchDirectComputationAcrossSpans) {
+  const size_t n_pos = 2 * kAttnSpan + 37;
+  const PagedKv kv(n_pos);
+  const AttnHeads h = kv.Heads();
+  const auto q = RandomFloats(h.n_head * h.head_dim, 12);
+  const int32_t pos = static_cast<int32_t>(n_pos - 1);
+  std::vector<float> out(q.size());
+  const AttnRows rows{q.data(), q.size(), &pos, out.data(), out.size()};
+  for (const DotKernels* k : {&ScalarDotKernels(), &ActiveDotKernels()}) {
+    std::vector<float> scratch(AttendScratchFloats(1, h));
+    AttendRows(*k, kv.View(), rows, 0, 1, h, scratch.data());
+    for (size_t head = 0; head < h.n_head; ++head) {
+      std::vector<float> want(h.head_dim);
+      AttendHead(ScalarDotKernels(), q.data() + head * h.head_dim, kv.View(), n_pos - 1, head / h.group(), h.head_dim, want.data());
+      for (size_t d = 0; d < h.head_dim; ++d) EXPECT_NEAR(out[head * h.head_dim + d], want[d], 2e-5) << k->name << " head " << head;
+    }
+  }
+}
+
+TEST(AttentionSpans, RowResultIsIndependentOfBatchAndOfSplitting) {
+  const size_t n_pos = 3 * kAttnSpan + 5;
+  const PagedKv kv(n_pos);
+  const AttnHeads h = kv.Heads();
+  const size_t num_rows = 16, width = h.n_head * h.head_dim;
+  const auto q = RandomFloats(num_rows * width, 13);
+  std::vector<int32_t> pos(num_rows);
+  for (size_t r = 0; r < num_rows; ++r) pos[r] = static_cast<int32_t>(n_pos - num_rows + r);
+  const DotKernels& k = ActiveDotKernels();
+  // All rows together on one thread.
+  std::vector<float> together(num_rows * width), scratch(AttendScratchFloats(num_rows, h));
+  AttendRows(k, kv.View(), {q.data(), width, pos.data(), together.data(), width}, 0, num_rows, h, scratch.data());
+  for (size_t r = 0; r < num_rows; r += 5) {
+    // Row r alone, its spans computed separately (as split-KV threads do)
+    // and merged in order.
+    const size_t spans = AttnSpanCount({q.data(), width, pos.data(), nullptr, 0}, r, r + 1);
+    ASSERT_GE(spans, 3u);
+    std::vector<float> parts(spans * AttnStateFloats(h.n_head, h.head_dim)), alone(num_rows * width);
+    const AttnRows rows{q.data(), width, pos.data(), alone.data(), width};
+    auto state = [&](size_t sp) { return AttnStateAt(parts.data() + sp * AttnStateFloats(h.n_head, h.head_dim), h.n_head, h.head_dim); };
+    for (size_t sp = spans; sp-- > 0;) AttendSpan(k, kv.View(), rows, r, r + 1, h, sp, scratch.data(), state(sp));
+    for (size_t sp = 1; sp < spans; ++sp) MergeAttnState(state(0), state(sp), h.n_head, h.head_dim);
+    FinishAttnState(state(0), rows, r, r + 1, h);
+    EXPECT_EQ(0, std::memcmp(&alone[r * width], &together[r * width], width * sizeof(float))) << "row " << r;
+  }
+}
+
+TEST(ThreadPool, ParallelForEachRunsEveryIndexOnce) {
+  ThreadPool pool(3);
+  for (size_t n : {0u, 1u, 2u, 5u, 1000u}) {
+    std::vector<std::atomic<int>> seen(n);
+    std::atomic<int> bad_thread{0};
+    pool.ParallelForEach(n, [&](size_t i, int thread) {
+      seen[i].fetch_add(1);
+      if (thread < 0 || thread >= pool.num_threads()) bad_thread.fetch_add(1);
+    });
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(seen[i].load(), 1) << "n=" << n << " i=" << i;
+    EXPECT_EQ(bad_thread.load(), 0);
+  }
+}
+
+}  // namespace
+}  // namespace pc
