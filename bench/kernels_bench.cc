@@ -55,6 +55,39 @@ PC_GEMV(Q8_0, Scalar);
 PC_GEMV(Q8_0, Avx2);
 PC_GEMV(Q4_0, Avx2);
 
+// Y[n][rows] = X[n][cols] W^T: the prefill GEMM over a chunk of n tokens.
+void BM_Gemm(benchmark::State& state, TensorType wt, Isa isa) {
+  if (isa > BestSupportedIsa()) {
+    state.SkipWithError("ISA not supported here");
+    return;
+  }
+  const DotKernels& k = DotKernelsFor(isa);
+  const size_t cols = static_cast<size_t>(state.range(0)), rows = static_cast<size_t>(state.range(1));
+  const size_t n = static_cast<size_t>(state.range(2));
+  const auto wf = Random(rows * cols), xf = Random(n * cols);
+  std::vector<uint8_t> w(rows * RowBytes(wt, cols));
+  for (size_t r = 0; r < rows; ++r) QuantizeRow(wt, wf.data() + r * cols, w.data() + r * RowBytes(wt, cols), cols);
+  const TensorType at = ActivationTypeFor(wt);
+  const size_t xb = RowBytes(at, cols);
+  std::vector<uint8_t> x(n * xb);
+  for (size_t t = 0; t < n; ++t) QuantizeRow(at, xf.data() + t * cols, x.data() + t * xb, cols);
+  std::vector<float> y(n * rows);
+  const WeightMatrix m{wt, w.data(), rows, cols};
+  for (auto _ : state) {
+    MatMulRows(k, m, x.data(), xb, n, y.data(), rows, 0, rows);
+    benchmark::DoNotOptimize(y.data());
+  }
+  state.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * cols * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+#define PC_GEMM(type, isa) \
+  BENCHMARK_CAPTURE(BM_Gemm, type##_##isa, TensorType::k##type, Isa::k##isa)->Args({576, 1536, 64})->Args({1536, 576, 64})
+PC_GEMM(F32, Avx2);
+PC_GEMM(F16, Avx2);
+PC_GEMM(Q8_0, Scalar);
+PC_GEMM(Q8_0, Avx2);
+PC_GEMM(Q4_0, Avx2);
+
 // Attention of `rows` query rows at the end of a context of `depth`
 // positions (F16 K/V, bench-135m's heads: 9 query heads over 3 KV heads of
 // 64), one thread, every KV head: rows = 1 is a decode step, 16 a prefill

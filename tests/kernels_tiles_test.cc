@@ -92,19 +92,21 @@ TEST(TileKernels, ExpSumAndHalfConversionMatchScalar) {
   }
 }
 
-// The register-tiled quantized matmul gives, for every output, exactly the
+// The register-tiled matmul gives, for every output, exactly the
 // bits of that table's single dot (so a batch's tiling never changes a
 // token's result), and agrees with the scalar table.
 TEST(TileKernels, QuantizedMatmulTilesEqualTheirDotsAndMatchScalar) {
   for (const DotKernels* k : SimdTables()) {
-    for (TensorType wt : {TensorType::kQ8_0, TensorType::kQ4_0}) {
+    for (TensorType wt : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kF32, TensorType::kF16}) {
+      const TensorType at = ActivationTypeFor(wt);
+      const bool quantized = wt == TensorType::kQ8_0 || wt == TensorType::kQ4_0;
       for (size_t rows : {1u, 3u, 4u, 5u, 17u}) {
         for (size_t n_tok : {1u, 2u, 3u, 5u}) {
-          const size_t cols = 96, wb = RowBytes(wt, cols), xb = RowBytes(TensorType::kQ8_0, cols);
+          const size_t cols = quantized ? 96 : 85 + rows, wb = RowBytes(wt, cols), xb = RowBytes(at, cols);
           const auto wf = RandomFloats(rows * cols, 8), xf = RandomFloats(n_tok * cols, 9, 2.0f);
           std::vector<uint8_t> w(rows * wb + 2), x(n_tok * xb + 2);  // +2: blocks off vector boundaries
           for (size_t r = 0; r < rows; ++r) QuantizeRow(wt, wf.data() + r * cols, w.data() + 2 + r * wb, cols);
-          for (size_t t = 0; t < n_tok; ++t) QuantizeRow(TensorType::kQ8_0, xf.data() + t * cols, x.data() + 2 + t * xb, cols);
+          for (size_t t = 0; t < n_tok; ++t) QuantizeRow(at, xf.data() + t * cols, x.data() + 2 + t * xb, cols);
           const WeightMatrix m{wt, w.data() + 2, rows, cols};
           std::vector<float> y(n_tok * rows);
           MatMulRows(*k, m, x.data() + 2, xb, n_tok, y.data(), rows, 0, rows);

@@ -129,7 +129,8 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
 }
 
 const DotKernels kScalar = {"scalar",  DotF32,    DotF16,    DotBf16, DotQ8_0, DotQ4_0, ConvertRowF16, F16ToF32, AxpyF32,
-                            AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum, AttendTile, nullptr, nullptr};
+                            AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum, AttendTile, nullptr, nullptr,
+                            nullptr,   nullptr};
 
 }  // namespace
 

@@ -49,6 +49,12 @@ struct DotKernels {
                     int nt, size_t nb, float* y, size_t y_stride);
   void (*tile_q4_0)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
                     int nt, size_t nb, float* y, size_t y_stride);
+  // The same for F32 weights over F32 activations and F16 over F16; nb counts
+  // elements here. Each output equals the f32/f16 dot above, bit for bit.
+  void (*tile_f32)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
+                   int nt, size_t nb, float* y, size_t y_stride);
+  void (*tile_f16)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
+                   int nt, size_t nb, float* y, size_t y_stride);
 };
 
 const DotKernels& ScalarDotKernels();

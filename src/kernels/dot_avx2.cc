@@ -31,19 +31,6 @@ inline float HorizontalSum(__m256 v) {
   return _mm_cvtss_f32(lo);
 }
 
-float DotF32(const float* a, const float* b, size_t n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-    s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), s1);
-  }
-  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), s0);
-  float s = HorizontalSum(_mm256_add_ps(s0, s1));
-  for (; i < n; ++i) s += a[i] * b[i];
-  return s;
-}
-
 inline __m256 LoadF16(const uint16_t* p) {
   return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
 }
@@ -53,17 +40,65 @@ inline __m256 LoadBf16(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 
-float DotF16(const uint16_t* a, const uint16_t* b, size_t n) {
-  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
-  size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    s0 = _mm256_fmadd_ps(LoadF16(a + i), LoadF16(b + i), s0);
-    s1 = _mm256_fmadd_ps(LoadF16(a + i + 8), LoadF16(b + i + 8), s1);
+// Loads 8 elements widened to F32, and one element, for the float tiles.
+inline __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
+inline __m256 Load8(const uint16_t* p) { return LoadF16(p); }
+inline float Widen(float x) { return x; }
+inline float Widen(uint16_t h) { return H2F(h); }
+
+// NR weight rows x NT activation rows of F32 or F16 elements: per output one
+// 8-lane fused chain over the elements, the tree, then the scalar tail. The
+// single dot is the 1 x 1 tile, so a row's result never depends on the tile
+// shape a batch used.
+template <typename T, int NR, int NT>
+void FloatTileImpl(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride, size_t n, float* y,
+                   size_t y_stride) {
+  __m256 acc[NR][NT];
+  for (int r = 0; r < NR; ++r) {
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
   }
-  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(LoadF16(a + i), LoadF16(b + i), s0);
-  float s = HorizontalSum(_mm256_add_ps(s0, s1));
-  for (; i < n; ++i) s += H2F(a[i]) * H2F(b[i]);
-  return s;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    __m256 xv[NT];
+    for (int t = 0; t < NT; ++t) xv[t] = Load8(reinterpret_cast<const T*>(x + t * x_stride) + i);
+    for (int r = 0; r < NR; ++r) {
+      const __m256 wv = Load8(reinterpret_cast<const T*>(w + r * w_stride) + i);
+      for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < NR; ++r) {
+    const T* wr = reinterpret_cast<const T*>(w + r * w_stride);
+    for (int t = 0; t < NT; ++t) {
+      const T* xt = reinterpret_cast<const T*>(x + t * x_stride);
+      float s = HorizontalSum(acc[r][t]);
+      for (size_t j = i; j < n; ++j) s += Widen(wr[j]) * Widen(xt[j]);
+      y[t * y_stride + r] = s;
+    }
+  }
+}
+
+template <typename T>
+void FloatTile(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt, size_t n,
+               float* y, size_t y_stride) {
+  if (nr == 4 && nt == 2) return FloatTileImpl<T, 4, 2>(w, w_stride, x, x_stride, n, y, y_stride);
+  if (nr == 4 && nt == 1) return FloatTileImpl<T, 4, 1>(w, w_stride, x, x_stride, n, y, y_stride);
+  for (int r = 0; r < nr; ++r) {  // edges: one row at a time
+    if (nt == 2) FloatTileImpl<T, 1, 2>(w + r * w_stride, w_stride, x, x_stride, n, y + r, y_stride);
+    else FloatTileImpl<T, 1, 1>(w + r * w_stride, w_stride, x, x_stride, n, y + r, y_stride);
+  }
+}
+
+float DotF32(const float* a, const float* b, size_t n) {
+  float y;
+  FloatTileImpl<float, 1, 1>(reinterpret_cast<const uint8_t*>(a), 0, reinterpret_cast<const uint8_t*>(b), 0, n, &y, 0);
+  return y;
+}
+
+float DotF16(const uint16_t* a, const uint16_t* b, size_t n) {
+  float y;
+  FloatTileImpl<uint16_t, 1, 1>(reinterpret_cast<const uint8_t*>(a), 0, reinterpret_cast<const uint8_t*>(b), 0, n, &y,
+                                0);
+  return y;
 }
 
 float DotBf16(const uint16_t* a, const uint16_t* b, size_t n) {
@@ -129,22 +164,27 @@ void TileImpl(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stri
   for (int r = 0; r < NR; ++r) {
     for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
   }
+  const __m256i ones = _mm256_set1_epi16(1);
   for (size_t b = 0; b < nb; ++b) {
     __m256i qx[NT];
-    float dx[NT];
+    __m256 dx[NT];
     for (int t = 0; t < NT; ++t) {
       const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x + t * x_stride)[b];
       qx[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
-      dx[t] = H2F(xb.d);
+      dx[t] = _mm256_set1_ps(H2F(xb.d));
     }
     for (int r = 0; r < NR; ++r) {
       // Weights stream from DRAM once: prefetch well ahead of use.
       _mm_prefetch(reinterpret_cast<const char*>(w + r * w_stride) + b * sizeof(WB) + 4096, _MM_HINT_T0);
       const WB& wb = reinterpret_cast<const WB*>(w + r * w_stride)[b];
       const __m256i qw = LoadWeights(wb);
-      const float dw = H2F(wb.d);
+      const __m256i aw = _mm256_sign_epi8(qw, qw);  // |w|, shared by the tokens
+      const __m256 dw = _mm256_set1_ps(H2F(wb.d));
       for (int t = 0; t < NT; ++t) {
-        acc[r][t] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[t]), MulSumI8(qw, qx[t]), acc[r][t]);
+        // MulSumI8 with |w| hoisted; the scale dw * dx as one rounded product.
+        const __m256i dot16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(qx[t], qw));
+        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot16, ones));
+        acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx[t]), dot, acc[r][t]);
       }
     }
   }
@@ -363,7 +403,8 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
 }
 
 const DotKernels kAvx2 = {"avx2",    DotF32,    DotF16,     DotBf16,   DotQ8_0, DotQ4_0,         ToF16,          F16ToF32, AxpyF32,
-                          AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum,  AttendTile,      Tile<BlockQ8_0>, Tile<BlockQ4_0>};
+                          AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum,  AttendTile,      Tile<BlockQ8_0>, Tile<BlockQ4_0>,
+                          FloatTile<float>, FloatTile<uint16_t>};
 
 }  // namespace
 

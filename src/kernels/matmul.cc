@@ -13,6 +13,8 @@ using TileFn = void (*)(const uint8_t*, size_t, int, const uint8_t*, size_t, int
 TileFn TileFor(const DotKernels& k, TensorType t) {
   if (t == TensorType::kQ8_0) return k.tile_q8_0;
   if (t == TensorType::kQ4_0) return k.tile_q4_0;
+  if (t == TensorType::kF32) return k.tile_f32;
+  if (t == TensorType::kF16) return k.tile_f16;
   return nullptr;
 }
 
@@ -26,7 +28,8 @@ void MatMulRows(const DotKernels& k, const WeightMatrix& w, const uint8_t* x,
   constexpr size_t kRowTile = 16;
   const size_t rb = w.row_bytes();
   if (TileFn tile = TileFor(k, w.type)) {
-    const size_t nb = w.cols / kQuantBlock;
+    const bool quantized = w.type == TensorType::kQ8_0 || w.type == TensorType::kQ4_0;
+    const size_t nb = quantized ? w.cols / kQuantBlock : w.cols;
     for (size_t r0 = row_begin; r0 < row_end; r0 += kRowTile) {
       const size_t r1 = std::min(row_end, r0 + kRowTile);
       for (size_t t = 0; t < n_tok; t += 2) {
