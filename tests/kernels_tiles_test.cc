@@ -10,6 +10,7 @@
 #include "base/fp16.h"
 #include "kernels/attention.h"
 #include "kernels/dot.h"
+#include "kernels/ggml_compat.h"
 #include "kernels/matmul.h"
 #include "kernels/quant.h"
 #include "runtime/thread_pool.h"
@@ -88,6 +89,24 @@ TEST(TileKernels, ExpSumAndHalfConversionMatchScalar) {
           EXPECT_EQ(std::memcmp(&f1[i], &f2[i], sizeof(float)), 0) << "half " << h[i + 1];
         }
       }
+    }
+  }
+}
+
+TEST(TileKernels, ActivationQuantizerIsBitExact) {
+  for (const DotKernels* k : SimdTables()) {
+    for (size_t nb : {0u, 1u, 2u, 7u, 18u}) {
+      auto x = RandomFloats(nb * kQuantBlock + 1, 14, 3.0f);
+      for (size_t i = 1; i < x.size(); i += 11) x[i] = std::round(x[i] * 2) / 2;  // ties at the grid
+      if (nb > 1) std::fill(x.begin() + 1, x.begin() + 1 + kQuantBlock, 0.0f);  // an all-zero block
+      if (nb > 2) {  // max 127: scale 1, so k + 0.5 are exact ties (even wins)
+        for (size_t i = 0; i < kQuantBlock; ++i) x[1 + 2 * kQuantBlock + i] = static_cast<float>(i % 9) - 4.5f;
+        x[1 + 2 * kQuantBlock] = 127.0f;
+      }
+      std::vector<BlockQ8_0> a(nb), b(nb);
+      k->quantize_q8_0(x.data() + 1, a.data(), nb * kQuantBlock);
+      GgmlQuantizeRowQ8_0(x.data() + 1, b.data(), nb * kQuantBlock);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), nb * sizeof(BlockQ8_0))) << "blocks " << nb;
     }
   }
 }

@@ -1,5 +1,7 @@
 #include "kernels/dot.h"
 
+#include "kernels/ggml_compat.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -128,7 +130,7 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = Fp16ToFp32(x[i]);
 }
 
-const DotKernels kScalar = {"scalar",  DotF32,    DotF16,    DotBf16, DotQ8_0, DotQ4_0, ConvertRowF16, F16ToF32, AxpyF32,
+const DotKernels kScalar = {"scalar",  DotF32,    DotF16,    DotBf16, DotQ8_0, DotQ4_0, ConvertRowF16, GgmlQuantizeRowQ8_0, F16ToF32, AxpyF32,
                             AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum, AttendTile, nullptr, nullptr,
                             nullptr,   nullptr};
 

@@ -20,6 +20,10 @@ struct DotKernels {
   float (*q8_0)(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb);
   float (*q4_0)(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb);
   void (*to_f16)(const float* x, uint16_t* y, size_t n);
+  // Activation rows to Q8_0 as the reference engine quantizes them
+  // (GgmlQuantizeRowQ8_0: 127 / max|x|, ties to even); bit-exact in every
+  // table. n % 32 == 0.
+  void (*quantize_q8_0)(const float* x, BlockQ8_0* y, size_t n);
   void (*f16_to_f32)(const uint16_t* x, float* y, size_t n);
   // y[i] += a * x[i] (attention value accumulation) and y[i] *= s.
   void (*axpy_f32)(float a, const float* x, float* y, size_t n);

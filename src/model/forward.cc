@@ -100,7 +100,7 @@ void Model::LinearMany(std::span<const Projection> ps, const float* x, size_t n,
     } else if (at == TensorType::kQ8_0) {
       // Activations as the reference quantizes them (ties to even) in both
       // numerics: no reason to differ from it where precision is equal.
-      GgmlQuantizeRowQ8_0(x + t * cols, static_cast<BlockQ8_0*>(dst), cols);
+      s.kernels->quantize_q8_0(x + t * cols, static_cast<BlockQ8_0*>(dst), cols);
     } else {
       QuantizeRow(at, x + t * cols, dst, cols);
     }
