@@ -8,6 +8,7 @@
 #include "base/fp16.h"
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
+#include "kernels/ops.h"
 #include "kernels/quant.h"
 
 namespace pc {
@@ -123,6 +124,81 @@ void BM_Attend(benchmark::State& state, Isa isa) {
 }
 BENCHMARK_CAPTURE(BM_Attend, scalar, Isa::kScalar)->Args({4096, 1})->Args({4096, 16});
 BENCHMARK_CAPTURE(BM_Attend, avx2, Isa::kAvx2)->Args({512, 1})->Args({4096, 1})->Args({4096, 16});
+
+// Element-wise steps of a layer over n floats (one token row of bench-1b's
+// FFN is 5,632): GB/s counts bytes read and written.
+void SetRates(benchmark::State& state, double bytes, double flops) {
+  state.counters["GB/s"] = benchmark::Counter(bytes, benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GFLOP/s"] = benchmark::Counter(flops * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_RmsNorm(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const auto x = Random(n), w = Random(n);
+  std::vector<float> y(n);
+  for (auto _ : state) {
+    RmsNorm(x.data(), w.data(), y.data(), n, 1e-5f);
+    benchmark::DoNotOptimize(y.data());
+  }
+  SetRates(state, 3.0 * n * sizeof(float), 4.0 * n);
+}
+BENCHMARK(BM_RmsNorm)->Arg(576)->Arg(2048);
+
+void BM_Rope(benchmark::State& state) {
+  const size_t head_dim = 64, n_heads = static_cast<size_t>(state.range(0));
+  auto x = Random(n_heads * head_dim);
+  for (auto _ : state) {
+    Rope(x.data(), n_heads, head_dim, head_dim, 1234, 10000.0f, false);
+    benchmark::DoNotOptimize(x.data());
+  }
+  SetRates(state, 2.0 * x.size() * sizeof(float), 3.0 * x.size());
+}
+BENCHMARK(BM_Rope)->Arg(9)->Arg(32);
+
+void BM_SiluMul(benchmark::State& state) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  const auto g = Random(n), u = Random(n);
+  std::vector<float> y(n);
+  for (auto _ : state) {
+    SiluMul(g.data(), u.data(), y.data(), n);
+    benchmark::DoNotOptimize(y.data());
+  }
+  SetRates(state, 3.0 * n * sizeof(float), 5.0 * n);
+}
+BENCHMARK(BM_SiluMul)->Arg(1536)->Arg(5632);
+
+// The per-ISA element kernels: activation quantizer, F16 widening, softmax exp.
+void BM_Elementwise(benchmark::State& state, int which, Isa isa) {
+  if (isa > BestSupportedIsa()) {
+    state.SkipWithError("ISA not supported here");
+    return;
+  }
+  const DotKernels& k = DotKernelsFor(isa);
+  const size_t n = static_cast<size_t>(state.range(0));
+  auto x = Random(n);
+  std::vector<BlockQ8_0> q(n / kQuantBlock);
+  std::vector<uint16_t> h(n);
+  k.to_f16(x.data(), h.data(), n);
+  std::vector<float> y(n);
+  for (auto _ : state) {
+    if (which == 0) k.quantize_q8_0(x.data(), q.data(), n);
+    if (which == 1) k.f16_to_f32(h.data(), y.data(), n);
+    if (which == 2) {
+      y = x;
+      benchmark::DoNotOptimize(k.exp_sum(y.data(), n, 3.0f));
+    }
+    benchmark::DoNotOptimize(q.data());
+    benchmark::DoNotOptimize(y.data());
+  }
+  const double in = which == 1 ? 2.0 : 4.0, out = which == 0 ? 34.0 / 32 : 4.0;
+  SetRates(state, (in + out) * static_cast<double>(n), which == 2 ? 12.0 * n : 2.0 * n);
+}
+BENCHMARK_CAPTURE(BM_Elementwise, quantize_q8_0_scalar, 0, Isa::kScalar)->Arg(4096);
+BENCHMARK_CAPTURE(BM_Elementwise, quantize_q8_0_avx2, 0, Isa::kAvx2)->Arg(4096);
+BENCHMARK_CAPTURE(BM_Elementwise, f16_to_f32_scalar, 1, Isa::kScalar)->Arg(4096);
+BENCHMARK_CAPTURE(BM_Elementwise, f16_to_f32_avx2, 1, Isa::kAvx2)->Arg(4096);
+BENCHMARK_CAPTURE(BM_Elementwise, exp_sum_scalar, 2, Isa::kScalar)->Arg(4096);
+BENCHMARK_CAPTURE(BM_Elementwise, exp_sum_avx2, 2, Isa::kAvx2)->Arg(4096);
 
 }  // namespace
 }  // namespace pc

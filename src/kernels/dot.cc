@@ -1,6 +1,7 @@
 #include "kernels/dot.h"
 
 #include "kernels/ggml_compat.h"
+#include "kernels/ops.h"
 
 #include <algorithm>
 #include <cmath>
@@ -131,7 +132,7 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
 }
 
 const DotKernels kScalar = {"scalar",  DotF32,    DotF16,    DotBf16, DotQ8_0, DotQ4_0, ConvertRowF16, GgmlQuantizeRowQ8_0, F16ToF32, AxpyF32,
-                            AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum, AttendTile, nullptr, nullptr,
+                            AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum, SiluMul, AttendTile, nullptr, nullptr,
                             nullptr,   nullptr};
 
 }  // namespace

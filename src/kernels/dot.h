@@ -38,6 +38,8 @@ struct DotKernels {
   void (*tile_scores)(const float* q, const float* k, size_t head_dim, size_t n, float* s);
   void (*tile_accum)(const float* p, const float* v, size_t head_dim, size_t n, float* acc);
   float (*exp_sum)(float* x, size_t n, float m);
+  // out[i] = silu(gate[i]) * up[i] (the FFN's gate; out may alias either).
+  void (*silu_mul)(const float* gate, const float* up, float* out, size_t n);
   // One query against one tile, the online-softmax step: s = scores (scratch,
   // n floats); if max(s) > *m, *l and acc are rescaled by exp(*m - max) and
   // *m = max; then *l += sum exp(s - *m) and acc += those weights times V.

@@ -400,6 +400,27 @@ float ExpSum(float* x, size_t n, float m) {
   return sum;
 }
 
+// silu(g) * u = g / (1 + exp(-g)) * u, exp by the 8-lane polynomial (inputs
+// past its range saturate: silu(g) -> g or -0), scalar tail the same way.
+void SiluMul(const float* gate, const float* up, float* out, size_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 e = Exp8(_mm256_xor_ps(g, neg));
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+  }
+  if (i < n) {
+    float g[8] = {}, u[8] = {};
+    for (size_t j = i; j < n; ++j) {
+      g[j - i] = gate[j];
+      u[j - i] = up[j];
+    }
+    SiluMul(g, u, g, 8);
+    for (size_t j = i; j < n; ++j) out[j] = g[j - i];
+  }
+}
+
 void AttendTile(const float* q, const float* k, const float* v, size_t head_dim, size_t n, float* s, float* m,
                 float* l, float* acc) {
   TileScores(q, k, head_dim, n, s);
@@ -430,7 +451,7 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
 }
 
 const DotKernels kAvx2 = {"avx2",    DotF32,    DotF16,     DotBf16,   DotQ8_0, DotQ4_0,         ToF16,          QuantizeQ8_0, F16ToF32, AxpyF32,
-                          AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum,  AttendTile,      Tile<BlockQ8_0>, Tile<BlockQ4_0>,
+                          AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum,  SiluMul, AttendTile,      Tile<BlockQ8_0>, Tile<BlockQ4_0>,
                           FloatTile<float>, FloatTile<uint16_t>};
 
 }  // namespace

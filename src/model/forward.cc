@@ -309,7 +309,7 @@ void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {
   if (numerics_ == Numerics::kGgmlCompat) {
     GgmlSiluMul(s.hb.data(), s.hb2.data(), s.hb.data(), n, c.n_ff);
   } else {
-    SiluMul(s.hb.data(), s.hb2.data(), s.hb.data(), n * c.n_ff);
+    s.kernels->silu_mul(s.hb.data(), s.hb2.data(), s.hb.data(), n * c.n_ff);
   }
   Linear(w.w_down, s.hb.data(), n, s.out.data(), s);
   AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
