@@ -120,7 +120,7 @@ TEST(TileKernels, ActivationQuantizerIsBitExact) {
         for (size_t i = 0; i < kQuantBlock; ++i) x[1 + 2 * kQuantBlock + i] = static_cast<float>(i % 9) - 4.5f;
         x[1 + 2 * kQuantBlock] = 127.0f;
       }
-      std::vector<BlockQ8_0> a(nb), b(nb);
+      std::vector<BlockQ8_0> a(nb + 1), b(nb + 1);  // never empty: memcmp takes no null pointers
       k->quantize_q8_0(x.data() + 1, a.data(), nb * kQuantBlock);
       GgmlQuantizeRowQ8_0(x.data() + 1, b.data(), nb * kQuantBlock);
       EXPECT_EQ(0, std::memcmp(a.data(), b.data(), nb * sizeof(BlockQ8_0))) << "blocks " << nb;
@@ -140,16 +140,18 @@ TEST(TileKernels, QuantizedMatmulTilesEqualTheirDotsAndMatchScalar) {
         for (size_t n_tok : {1u, 2u, 3u, 5u}) {
           const size_t cols = quantized ? 96 : 85 + rows, wb = RowBytes(wt, cols), xb = RowBytes(at, cols);
           const auto wf = RandomFloats(rows * cols, 8), xf = RandomFloats(n_tok * cols, 9, 2.0f);
-          std::vector<uint8_t> w(rows * wb + 2), x(n_tok * xb + 2);  // +2: blocks off vector boundaries
-          for (size_t r = 0; r < rows; ++r) QuantizeRow(wt, wf.data() + r * cols, w.data() + 2 + r * wb, cols);
-          for (size_t t = 0; t < n_tok; ++t) QuantizeRow(at, xf.data() + t * cols, x.data() + 2 + t * xb, cols);
-          const WeightMatrix m{wt, w.data() + 2, rows, cols};
+          std::vector<uint8_t> w(rows * wb + 4), x(n_tok * xb + 4);
+          // Rows off vector boundaries, at the element's natural alignment.
+          const size_t off = wt == TensorType::kF32 ? 4 : 2;
+          for (size_t r = 0; r < rows; ++r) QuantizeRow(wt, wf.data() + r * cols, w.data() + off + r * wb, cols);
+          for (size_t t = 0; t < n_tok; ++t) QuantizeRow(at, xf.data() + t * cols, x.data() + off + t * xb, cols);
+          const WeightMatrix m{wt, w.data() + off, rows, cols};
           std::vector<float> y(n_tok * rows);
-          MatMulRows(*k, m, x.data() + 2, xb, n_tok, y.data(), rows, 0, rows);
+          MatMulRows(*k, m, x.data() + off, xb, n_tok, y.data(), rows, 0, rows);
           for (size_t t = 0; t < n_tok; ++t) {
             for (size_t r = 0; r < rows; ++r) {
-              const void* wr = w.data() + 2 + r * wb;
-              const void* xt = x.data() + 2 + t * xb;
+              const void* wr = w.data() + off + r * wb;
+              const void* xt = x.data() + off + t * xb;
               const float dot = DotRow(*k, wt, wr, xt, cols), scalar = DotRow(ScalarDotKernels(), wt, wr, xt, cols);
               EXPECT_EQ(y[t * rows + r], dot) << TensorTypeName(wt) << " rows=" << rows << " tokens=" << n_tok;
               EXPECT_NEAR(dot, scalar, 1e-4 * (1 + std::fabs(scalar)));
