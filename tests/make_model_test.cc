@@ -1,5 +1,6 @@
 // make-model output loads back and runs, in every weight type, with the
 // built-in vocabulary and with a copied one.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <cstring>
@@ -68,6 +69,53 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MakeModelTypes,
                          ::testing::Values(TensorType::kF32, TensorType::kF16, TensorType::kBF16,
                                            TensorType::kQ8_0, TensorType::kQ4_0),
                          [](const auto& info) { return std::string(TensorTypeName(info.param)); });
+
+// A long prompt runs in chunks of kPrefillChunkTokens; since every kernel is
+// batch-invariant, the cache and logits equal those of one forward pass over
+// the whole prompt, and of the prompt fed in uneven pieces (as the server's
+// token budget cuts it), bit for bit.
+TEST(MakeModel, ChunkedPrefillEqualsOneForwardPass) {
+  const std::string path = test::TempPath("tiny-chunks.gguf");
+  ASSERT_TRUE(MakeModel(TinyOptions(TensorType::kQ8_0), path).ok());
+  auto model = Model::Load(path, 2);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Model& m = **model;
+  const size_t n = kPrefillChunkTokens * 2 + 77;
+  std::vector<int32_t> prompt(n);
+  for (size_t i = 0; i < n; ++i) prompt[i] = static_cast<int32_t>(1 + (i * 7919) % 1000);
+  Session chunked(m, n, KvDtype::kF16), whole(m, n, KvDtype::kF16), pieces(m, n, KvDtype::kF16);
+  auto copy = [](std::span<const float> l) { return std::vector<float>(l.begin(), l.end()); };
+  const std::vector<float> a = copy(chunked.Prefill(prompt));
+  // One forward pass over everything, bypassing the chunking.
+  ASSERT_TRUE(whole.Reserve(n).ok());
+  std::vector<BatchToken> batch;
+  for (size_t i = 0; i < n; ++i) batch.push_back({prompt[i], static_cast<int32_t>(i), whole.block_table(), i + 1 == n});
+  std::vector<float> b;
+  m.Forward(batch, whole.store(), &b);
+  // Uneven pieces: 1, 53, 209, 677, ... tokens.
+  std::vector<float> c;
+  for (size_t at = 0, len = 1; at < n; at += len, len = len * 3 + 50) {
+    len = std::min(len, n - at);
+    c = copy(pieces.Prefill({prompt.data() + at, len}));
+  }
+  ASSERT_EQ(a.size(), b.size());
+  EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "chunked vs one pass";
+  ASSERT_EQ(a.size(), c.size());
+  EXPECT_EQ(0, std::memcmp(a.data(), c.data(), a.size() * sizeof(float))) << "chunked vs pieces";
+  const size_t layer_bytes = chunked.store().block_layer_bytes();
+  for (size_t blk = 0; blk * chunked.store().block_size() < n; ++blk) {
+    for (size_t l = 0; l < chunked.store().num_layers(); ++l) {
+      for (Session* other : {&whole, &pieces}) {
+        ASSERT_EQ(0, std::memcmp(chunked.store().BlockK(l, chunked.block_table()[blk]),
+                                 other->store().BlockK(l, other->block_table()[blk]), layer_bytes))
+            << "K block " << blk << " layer " << l;
+        ASSERT_EQ(0, std::memcmp(chunked.store().BlockV(l, chunked.block_table()[blk]),
+                                 other->store().BlockV(l, other->block_table()[blk]), layer_bytes))
+            << "V block " << blk << " layer " << l;
+      }
+    }
+  }
+}
 
 TEST(MakeModel, QuantizedWeightsAreTheStandardRoundToNearestBlocks) {
   // Same seed in F32 and Q8_0: each stored Q8_0 block equals our quantizer's

@@ -39,11 +39,18 @@ Result<std::span<const float>> RunBatch(Model& model, KvSequence& seq, std::span
   const size_t start = seq.num_computed();
   PC_RETURN_IF_ERROR(seq.Reserve(start + tokens.size()));
   const std::span<const int32_t> table = seq.block_table();
-  std::vector<BatchToken> batch(tokens.size());
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    batch[i] = {tokens[i], static_cast<int32_t>(start + i), table, i + 1 == tokens.size()};
+  // Long prompts run in chunks of kPrefillChunkTokens (as llama.cpp's
+  // micro-batches of 512): activation scratch stays bounded, and results do
+  // not change since every kernel is batch-invariant.
+  std::vector<BatchToken> batch;
+  for (size_t c0 = 0; c0 < tokens.size(); c0 += kPrefillChunkTokens) {
+    const size_t c1 = std::min(tokens.size(), c0 + kPrefillChunkTokens);
+    batch.clear();
+    for (size_t i = c0; i < c1; ++i) {
+      batch.push_back({tokens[i], static_cast<int32_t>(start + i), table, i + 1 == tokens.size()});
+    }
+    model.Forward(batch, seq.store(), logits);
   }
-  model.Forward(batch, seq.store(), logits);
   seq.Computed(tokens);
   return std::span<const float>(*logits);
 }

@@ -78,8 +78,12 @@ class Session : public KvSequence {
   std::vector<float> logits_;
 };
 
-// Runs `tokens` at positions seq.num_computed()... as one batch (after
-// Reserve), reports them Computed, and returns the last token's logits.
+// Prompt tokens per forward pass in RunBatch.
+constexpr size_t kPrefillChunkTokens = 512;
+
+// Runs `tokens` at positions seq.num_computed()... in batches of up to
+// kPrefillChunkTokens (after Reserve), reports them Computed, and returns the
+// last token's logits.
 Result<std::span<const float>> RunBatch(Model& model, KvSequence& seq, std::span<const int32_t> tokens,
                                         std::vector<float>* logits);
 
