@@ -19,13 +19,7 @@
 namespace pc {
 namespace {
 
-std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using test::RandomFloats;
 
 std::vector<const DotKernels*> SimdTables() {
   std::vector<const DotKernels*> out;

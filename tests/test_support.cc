@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include <random>
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -62,6 +64,14 @@ std::string RunCommand(const std::string& cmd, int* exit_code) {
   const int status = pclose(p);
   *exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return out;
+}
+
+std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, scale);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
 }
 
 }  // namespace pc::test

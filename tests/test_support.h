@@ -30,4 +30,7 @@ std::string TempPath(const std::string& name);
 // Runs a shell command; returns its stdout and sets *exit_code.
 std::string RunCommand(const std::string& cmd, int* exit_code);
 
+// n normally distributed floats (mean 0, sd scale) from a fixed seed.
+std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f);
+
 }  // namespace pc::test
