@@ -22,42 +22,61 @@ std::vector<float> Random(size_t n) {
   return v;
 }
 
+// A random weight matrix of type wt; Q8_0 optionally repacked in groups of 8
+// rows as the model loader does (BlockQ8_0x8).
+struct BenchMatrix {
+  std::vector<uint8_t> w;
+  std::vector<BlockQ8_0x8> packed;
+  WeightMatrix m;
+  BenchMatrix(TensorType wt, size_t rows, size_t cols, bool pack) : w(rows * RowBytes(wt, cols)) {
+    const auto wf = Random(rows * cols);
+    const size_t rb = RowBytes(wt, cols), nb = cols / kQuantBlock;
+    for (size_t r = 0; r < rows; ++r) QuantizeRow(wt, wf.data() + r * cols, w.data() + r * rb, cols);
+    m = WeightMatrix{wt, w.data(), rows, cols};
+    if (pack) {
+      packed.resize(rows / 8 * nb);
+      for (size_t g = 0; g < rows / 8; ++g) PackQ8_0x8(w.data() + g * 8 * rb, rb, nb, packed.data() + g * nb);
+      m.packed = packed.data();
+    }
+  }
+};
+
 // y[1][rows] = W[rows][cols] x: the decode GEMV, one weight type per run.
-void BM_Gemv(benchmark::State& state, TensorType wt, Isa isa) {
+void BM_Gemv(benchmark::State& state, TensorType wt, Isa isa, bool pack) {
   if (isa > BestSupportedIsa()) {
     state.SkipWithError("ISA not supported here");
     return;
   }
   const DotKernels& k = DotKernelsFor(isa);
   const size_t rows = static_cast<size_t>(state.range(1)), cols = static_cast<size_t>(state.range(0));
-  const auto wf = Random(rows * cols), xf = Random(cols);
-  std::vector<uint8_t> w(rows * RowBytes(wt, cols));
-  for (size_t r = 0; r < rows; ++r) QuantizeRow(wt, wf.data() + r * cols, w.data() + r * RowBytes(wt, cols), cols);
+  const BenchMatrix bm(wt, rows, cols, pack);
+  const auto xf = Random(cols);
   const TensorType at = ActivationTypeFor(wt);
   std::vector<uint8_t> x(RowBytes(at, cols));
   QuantizeRow(at, xf.data(), x.data(), cols);
   std::vector<float> y(rows);
-  const WeightMatrix m{wt, w.data(), rows, cols};
   for (auto _ : state) {
-    MatMulRows(k, m, x.data(), x.size(), 1, y.data(), rows, 0, rows);
+    MatMulRows(k, bm.m, x.data(), x.size(), 1, y.data(), rows, 0, rows);
     benchmark::DoNotOptimize(y.data());
   }
-  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(w.size()), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bm.w.size()), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * cols * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-#define PC_GEMV(type, isa) \
-  BENCHMARK_CAPTURE(BM_Gemv, type##_##isa, TensorType::k##type, Isa::k##isa)->Args({576, 1536})->Args({2048, 5632})->Args({576, 65536})
-PC_GEMV(F32, Scalar);
-PC_GEMV(F32, Avx2);
-PC_GEMV(F16, Avx2);
-PC_GEMV(BF16, Avx2);
-PC_GEMV(Q8_0, Scalar);
-PC_GEMV(Q8_0, Avx2);
-PC_GEMV(Q4_0, Avx2);
+#define PC_GEMV(type, isa, pack, tag) \
+  BENCHMARK_CAPTURE(BM_Gemv, type##tag##_##isa, TensorType::k##type, Isa::k##isa, pack)->Args({576, 1536})->Args({2048, 5632})->Args({576, 65536})
+PC_GEMV(F32, Scalar, false, );
+PC_GEMV(F32, Avx2, false, );
+PC_GEMV(F16, Avx2, false, );
+PC_GEMV(BF16, Avx2, false, );
+PC_GEMV(Q8_0, Scalar, false, );
+PC_GEMV(Q8_0, Avx2, false, );
+PC_GEMV(Q8_0, Scalar, true, x8);
+PC_GEMV(Q8_0, Avx2, true, x8);
+PC_GEMV(Q4_0, Avx2, false, );
 
 // Y[n][rows] = X[n][cols] W^T: the prefill GEMM over a chunk of n tokens.
-void BM_Gemm(benchmark::State& state, TensorType wt, Isa isa) {
+void BM_Gemm(benchmark::State& state, TensorType wt, Isa isa, bool pack) {
   if (isa > BestSupportedIsa()) {
     state.SkipWithError("ISA not supported here");
     return;
@@ -65,29 +84,28 @@ void BM_Gemm(benchmark::State& state, TensorType wt, Isa isa) {
   const DotKernels& k = DotKernelsFor(isa);
   const size_t cols = static_cast<size_t>(state.range(0)), rows = static_cast<size_t>(state.range(1));
   const size_t n = static_cast<size_t>(state.range(2));
-  const auto wf = Random(rows * cols), xf = Random(n * cols);
-  std::vector<uint8_t> w(rows * RowBytes(wt, cols));
-  for (size_t r = 0; r < rows; ++r) QuantizeRow(wt, wf.data() + r * cols, w.data() + r * RowBytes(wt, cols), cols);
+  const BenchMatrix bm(wt, rows, cols, pack);
+  const auto xf = Random(n * cols);
   const TensorType at = ActivationTypeFor(wt);
   const size_t xb = RowBytes(at, cols);
   std::vector<uint8_t> x(n * xb);
   for (size_t t = 0; t < n; ++t) QuantizeRow(at, xf.data() + t * cols, x.data() + t * xb, cols);
   std::vector<float> y(n * rows);
-  const WeightMatrix m{wt, w.data(), rows, cols};
   for (auto _ : state) {
-    MatMulRows(k, m, x.data(), xb, n, y.data(), rows, 0, rows);
+    MatMulRows(k, bm.m, x.data(), xb, n, y.data(), rows, 0, rows);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * cols * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-#define PC_GEMM(type, isa) \
-  BENCHMARK_CAPTURE(BM_Gemm, type##_##isa, TensorType::k##type, Isa::k##isa)->Args({576, 1536, 64})->Args({1536, 576, 64})
-PC_GEMM(F32, Avx2);
-PC_GEMM(F16, Avx2);
-PC_GEMM(Q8_0, Scalar);
-PC_GEMM(Q8_0, Avx2);
-PC_GEMM(Q4_0, Avx2);
+#define PC_GEMM(type, isa, pack, tag) \
+  BENCHMARK_CAPTURE(BM_Gemm, type##tag##_##isa, TensorType::k##type, Isa::k##isa, pack)->Args({576, 1536, 64})->Args({1536, 576, 64})
+PC_GEMM(F32, Avx2, false, );
+PC_GEMM(F16, Avx2, false, );
+PC_GEMM(Q8_0, Scalar, false, );
+PC_GEMM(Q8_0, Avx2, false, );
+PC_GEMM(Q8_0, Avx2, true, x8);
+PC_GEMM(Q4_0, Avx2, false, );
 
 // Attention of `rows` query rows at the end of a context of `depth`
 // positions (F16 K/V, bench-135m's heads: 9 query heads over 3 KV heads of

@@ -20,6 +20,10 @@ class MappedFile {
   ~MappedFile();
 
   std::span<const uint8_t> bytes() const { return {data_, size_}; }
+  // Drops the whole pages inside [p, p + n) from this process's resident set
+  // (the page cache keeps them; a later read maps them again). For data
+  // copied elsewhere, e.g. repacked weights. Safe from any thread.
+  void Release(const uint8_t* p, size_t n) const;
 
  private:
   const uint8_t* data_ = nullptr;

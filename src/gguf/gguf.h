@@ -43,6 +43,12 @@ class GgufFile {
   const std::vector<std::pair<std::string, GgufValue>>& metadata() const { return metadata_; }
   const std::vector<GgufTensorInfo>& tensors() const { return tensors_; }
 
+  // Drops mapped pages of [p, p + n) from the resident set (MappedFile::
+  // Release); a no-op for parsed bytes the caller owns.
+  void ReleasePages(const uint8_t* p, size_t n) const {
+    if (file_) file_->Release(p, n);
+  }
+
   const GgufValue* Find(const std::string& key) const;
   const GgufTensorInfo* FindTensor(const std::string& name) const;
 

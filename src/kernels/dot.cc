@@ -131,9 +131,32 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = Fp16ToFp32(x[i]);
 }
 
+void TileQ8_0x8(const BlockQ8_0x8* w, const uint8_t* x, size_t x_stride, int nt, size_t nb, float* y,
+                size_t y_stride) {
+  float acc[4][8] = {};  // DotQ8_0's operations per (token, row), blocks in order
+  for (size_t b = 0; b < nb; ++b) {
+    float dw[8];
+    for (int r = 0; r < 8; ++r) dw[r] = Fp16ToFp32(w[b].d[r]);
+    for (int t = 0; t < nt; ++t) {
+      const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x + t * x_stride)[b];
+      const float dx = Fp16ToFp32(xb.d);
+      for (int r = 0; r < 8; ++r) {
+        int32_t si = 0;
+        for (int g = 0; g < 8; ++g) {
+          for (int k = 0; k < 4; ++k) si += w[b].qs[32 * g + 4 * r + k] * xb.qs[4 * g + k];
+        }
+        acc[t][r] += static_cast<float>(si) * (dw[r] * dx);
+      }
+    }
+  }
+  for (int t = 0; t < nt; ++t) {
+    for (int r = 0; r < 8; ++r) y[t * y_stride + r] = acc[t][r];
+  }
+}
+
 const DotKernels kScalar = {"scalar",  DotF32,    DotF16,    DotBf16, DotQ8_0, DotQ4_0, ConvertRowF16, GgmlQuantizeRowQ8_0, F16ToF32, AxpyF32,
                             AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum, SiluMul, AttendTile, nullptr, nullptr,
-                            nullptr,   nullptr};
+                            nullptr,   nullptr, TileQ8_0x8};
 
 }  // namespace
 

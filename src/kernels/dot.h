@@ -61,6 +61,14 @@ struct DotKernels {
                    int nt, size_t nb, float* y, size_t y_stride);
   void (*tile_f16)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
                    int nt, size_t nb, float* y, size_t y_stride);
+  // Eight Q8_0 weight rows interleaved (w: nb BlockQ8_0x8) against Q8_0
+  // activation rows [0, nt) of x (nt <= 4, x_stride bytes apart); writes
+  // y[t * y_stride + r], r < 8. Every output is the scalar table's q8_0 dot,
+  // bit for bit, in every table: per block the exact integer sum, times
+  // (dw * dx), added in block order. The same code serves one token and a
+  // prompt, so results never depend on the batch. Never null.
+  void (*tile_q8_0x8)(const BlockQ8_0x8* w, const uint8_t* x, size_t x_stride, int nt, size_t nb, float* y,
+                      size_t y_stride);
 };
 
 const DotKernels& ScalarDotKernels();

@@ -18,6 +18,34 @@ TileFn TileFor(const DotKernels& k, TensorType t) {
   return nullptr;
 }
 
+// Rows [row_begin, row_end) of the packed part: whole groups of 8 straight
+// into y, up to 4 tokens per call; a group the range cuts (a pool chunk
+// boundary off the 8-row grid) is computed whole and the wanted rows kept.
+void MatMulPacked(const DotKernels& k, const WeightMatrix& w, const uint8_t* x, size_t x_stride_bytes,
+                  size_t n_tok, float* y, size_t y_stride, size_t row_begin, size_t row_end) {
+  constexpr int kTok = 4;
+  const size_t nb = w.cols / kQuantBlock;
+  for (size_t r = row_begin; r < row_end;) {
+    const size_t g0 = r / 8 * 8;
+    const size_t g1 = std::min(row_end, g0 + 8);
+    const BlockQ8_0x8* wg = w.packed + g0 / 8 * nb;
+    for (size_t t = 0; t < n_tok; t += kTok) {
+      const int nt = static_cast<int>(std::min<size_t>(kTok, n_tok - t));
+      const uint8_t* xt = x + t * x_stride_bytes;
+      if (r == g0 && g1 == g0 + 8) {
+        k.tile_q8_0x8(wg, xt, x_stride_bytes, nt, nb, y + t * y_stride + g0, y_stride);
+        continue;
+      }
+      float part[kTok * 8];
+      k.tile_q8_0x8(wg, xt, x_stride_bytes, nt, nb, part, 8);
+      for (int i = 0; i < nt; ++i) {
+        for (size_t j = r; j < g1; ++j) y[(t + i) * y_stride + j] = part[i * 8 + (j - g0)];
+      }
+    }
+    r = g1;
+  }
+}
+
 }  // namespace
 
 void MatMulRows(const DotKernels& k, const WeightMatrix& w, const uint8_t* x,
@@ -27,6 +55,11 @@ void MatMulRows(const DotKernels& k, const WeightMatrix& w, const uint8_t* x,
   // activation row passes over it.
   constexpr size_t kRowTile = 16;
   const size_t rb = w.row_bytes();
+  if (row_begin < w.packed_rows()) {
+    const size_t packed_end = std::min(row_end, w.packed_rows());
+    MatMulPacked(k, w, x, x_stride_bytes, n_tok, y, y_stride, row_begin, packed_end);
+    row_begin = packed_end;
+  }
   if (TileFn tile = TileFor(k, w.type)) {
     const bool quantized = w.type == TensorType::kQ8_0 || w.type == TensorType::kQ4_0;
     const size_t nb = quantized ? w.cols / kQuantBlock : w.cols;

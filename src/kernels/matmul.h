@@ -15,7 +15,12 @@ struct WeightMatrix {
   const uint8_t* data = nullptr;
   size_t rows = 0;  // output features
   size_t cols = 0;  // input features
+  // Q8_0 only, optional: rows [0, rows / 8 * 8) repacked in groups of eight
+  // (group g = cols / 32 blocks at packed + g * cols / 32). Where set, those
+  // rows are computed from it (tile_q8_0x8's numerics), the rest from data.
+  const BlockQ8_0x8* packed = nullptr;
   size_t row_bytes() const { return RowBytes(type, cols); }
+  size_t packed_rows() const { return packed != nullptr ? rows / 8 * 8 : 0; }
 };
 
 // Activation rows already converted to ActivationTypeFor(w.type):

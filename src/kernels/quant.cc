@@ -158,4 +158,21 @@ TensorType ActivationTypeFor(TensorType weight) {
   }
 }
 
+void PackQ8_0x8(const uint8_t* w, size_t row_bytes, size_t nb, BlockQ8_0x8* out) {
+  for (size_t b = 0; b < nb; ++b) {
+    for (int r = 0; r < 8; ++r) {
+      const BlockQ8_0& src = reinterpret_cast<const BlockQ8_0*>(w + r * row_bytes)[b];
+      out[b].d[r] = src.d;
+      for (int e = 0; e < 32; ++e) out[b].qs[32 * (e / 4) + 4 * r + e % 4] = src.qs[e];
+    }
+  }
+}
+
+BlockQ8_0 UnpackQ8_0x8(const BlockQ8_0x8& b, int r) {
+  BlockQ8_0 out;
+  out.d = b.d[r];
+  for (int e = 0; e < 32; ++e) out.qs[e] = b.qs[32 * (e / 4) + 4 * r + e % 4];
+  return out;
+}
+
 }  // namespace pc

@@ -33,6 +33,21 @@ struct BlockQ6_K {
 static_assert(sizeof(BlockQ6_K) == 210);
 
 constexpr size_t kQuantBlock = 32;
+
+// Block b of eight Q8_0 rows, interleaved for the 8-row matmul kernels:
+// qs[32 * g + 4 * r + k] is row r's element 4 * g + k (g < 8, k < 4), so one
+// 32-byte load holds 4 consecutive elements of each row, a lane per row.
+// Same bytes as the eight BlockQ8_0 (272 = 8 x 34), reordered once at load.
+struct BlockQ8_0x8 {
+  uint16_t d[8];  // fp16 scales, row order
+  int8_t qs[256];
+};
+static_assert(sizeof(BlockQ8_0x8) == 272);
+
+// Rows [0, 8) of w (row_bytes apart, nb blocks each) to nb interleaved blocks.
+void PackQ8_0x8(const uint8_t* w, size_t row_bytes, size_t nb, BlockQ8_0x8* out);
+// Row r (< 8) of block b back to a BlockQ8_0 (tests and scalar kernels).
+BlockQ8_0 UnpackQ8_0x8(const BlockQ8_0x8& b, int r);
 constexpr size_t kSuperBlock = 256;
 
 // One Q6_K block to 256 floats.

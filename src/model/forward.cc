@@ -3,7 +3,9 @@
 #include "model/forward.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "base/check.h"
 #include "kernels/attention.h"
@@ -64,6 +66,12 @@ Result<std::unique_ptr<Model>> Model::FromGguf(GgufFile gguf, int num_threads) {
   PC_ASSIGN_OR_RETURN(Isa isa, ActiveIsa());
   (void)isa;
   m->pool_ = std::make_unique<ThreadPool>(num_threads);
+  // PROMPTCACHE_REPACK=0 keeps Q8_0 weights in the file's layout (for
+  // comparisons; the numerics of those rows then follow the plain tiles).
+  const char* repack = std::getenv("PROMPTCACHE_REPACK");
+  if (repack == nullptr || std::string(repack) != "0") {
+    m->packed_ = PackQ8_0Weights(m->weights_, m->gguf_, *m->pool_);
+  }
   m->fingerprint_ = Fingerprint(m->gguf_);
   return m;
 }

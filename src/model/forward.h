@@ -46,6 +46,9 @@ class Model {
   const Hash128& fingerprint() const { return fingerprint_; }
   ThreadPool& pool() { return *pool_; }
   void set_numerics(Numerics n) { numerics_ = n; }
+  // What repacking at load cost (PackQ8_0Weights); zeros when nothing was
+  // repacked (no Q8_0 matrices, or PROMPTCACHE_REPACK=0).
+  const PackedWeights& packed() const { return packed_; }
   Numerics numerics() const { return numerics_; }
 
   // Runs the batch; K/V of every token is written to kv before attention.
@@ -86,6 +89,7 @@ class Model {
   GgufFile gguf_;
   ModelConfig config_;
   ModelWeights weights_;
+  PackedWeights packed_;
   std::unique_ptr<ThreadPool> pool_;
   Numerics numerics_ = Numerics::kPrecise;
   Hash128 fingerprint_;

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+
+#include "base/check.h"
 #include "kernels/quant.h"
 
 namespace pc {
@@ -58,6 +61,39 @@ Result<ModelWeights> BindWeights(const GgufFile& g, const ModelConfig& c) {
     w.layers.push_back(std::move(lw));
   }
   return w;
+}
+
+PackedWeights PackQ8_0Weights(ModelWeights& w, const GgufFile& gguf, ThreadPool& pool) {
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<WeightMatrix*> todo;
+  auto add = [&](WeightMatrix& m) {
+    if (m.type == TensorType::kQ8_0 && m.rows >= 8 && m.packed == nullptr) todo.push_back(&m);
+  };
+  for (LayerWeights& l : w.layers) {
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
+  }
+  add(w.tied_output ? w.token_embd : w.output);  // the embedding lookup itself reads rows of data
+  PackedWeights out;
+  for (WeightMatrix* m : todo) {
+    const size_t nb = m->cols / kQuantBlock, groups = m->rows / 8;
+    const size_t bytes = (groups * nb * sizeof(BlockQ8_0x8) + 63) / 64 * 64;
+    auto* dst = static_cast<BlockQ8_0x8*>(std::aligned_alloc(64, bytes));
+    PC_CHECK(dst != nullptr);
+    const size_t rb = m->row_bytes();
+    pool.ParallelFor(groups, 4, [&](size_t g0, size_t g1, int) {
+      for (size_t g = g0; g < g1; ++g) PackQ8_0x8(m->data + g * 8 * rb, rb, nb, dst + g * nb);
+      gguf.ReleasePages(m->data + g0 * 8 * rb, (g1 - g0) * 8 * rb);
+    });
+    m->packed = dst;
+    out.buffers.emplace_back(dst);
+    out.buffer_bytes.push_back(bytes);
+    out.originals.emplace_back(m->data, m->rows / 8 * 8 * rb);
+    out.bytes += bytes;
+    ++out.num_matrices;
+  }
+  if (w.tied_output) w.output.packed = w.token_embd.packed;
+  out.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return out;
 }
 
 }  // namespace pc

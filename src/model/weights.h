@@ -1,11 +1,15 @@
 // Views of a model's weights inside a mapped GGUF file, checked for shape.
 // Norm vectors are copied to float; matrices stay in place in their stored type.
 #pragma once
+#include <cstdlib>
+#include <memory>
+#include <span>
 #include <vector>
 
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "model/config.h"
+#include "runtime/thread_pool.h"
 
 namespace pc {
 
@@ -30,5 +34,26 @@ struct ModelWeights {
 };
 
 Result<ModelWeights> BindWeights(const GgufFile& gguf, const ModelConfig& config);
+
+// Q8_0 matrices repacked into 8-row groups (BlockQ8_0x8) for the decode and
+// prefill kernels: one sequential stream per 8 rows and a lane per row. Owns
+// the copies; the matrices' `packed` views point into them.
+struct PackedWeights {
+  struct Free {
+    void operator()(void* p) const { std::free(p); }
+  };
+  std::vector<std::unique_ptr<BlockQ8_0x8, Free>> buffers;
+  std::vector<size_t> buffer_bytes;                   // per buffer
+  std::vector<std::span<const uint8_t>> originals;  // mapped bytes the copies replace
+  size_t num_matrices = 0;
+  size_t bytes = 0;    // memory of the copies
+  double load_ms = 0;  // time spent repacking
+};
+
+// Repacks every Q8_0 matrix of w with at least 8 rows, split across pool,
+// and drops the originals' pages from the resident set (the embedding table
+// and the ggml-compat numerics read them again on demand), so resident
+// memory stays about one copy of the weights.
+PackedWeights PackQ8_0Weights(ModelWeights& w, const GgufFile& gguf, ThreadPool& pool);
 
 }  // namespace pc
