@@ -187,6 +187,12 @@ TEST(TileKernels, PackedQ8_0MatchesScalarDotBitForBit) {
         }
       }
       const WeightMatrix m{TensorType::kQ8_0, w.data(), rows, cols, packed.data()};
+      for (size_t r = 0; r < rows; ++r) {  // the embedding lookup reads the same values
+        std::vector<float> from_packed(cols), from_data(cols);
+        DequantizeMatrixRow(m, r, from_packed.data());
+        DequantizeRow(TensorType::kQ8_0, w.data() + r * rb, from_data.data(), cols);
+        ASSERT_EQ(from_packed, from_data) << "row " << r;
+      }
       for (size_t n_tok : {1u, 2u, 3u, 4u, 5u, 9u}) {
         const auto xf = RandomFloats(n_tok * cols, 12, 3.0f);
         std::vector<uint8_t> x(n_tok * rb);

@@ -48,6 +48,19 @@ void MatMulPacked(const DotKernels& k, const WeightMatrix& w, const uint8_t* x, 
 
 }  // namespace
 
+void DequantizeMatrixRow(const WeightMatrix& w, size_t row, float* out) {
+  if (row >= w.packed_rows()) {
+    DequantizeRow(w.type, w.data + row * w.row_bytes(), out, w.cols);
+    return;
+  }
+  const size_t nb = w.cols / kQuantBlock;
+  const BlockQ8_0x8* group = w.packed + row / 8 * nb;
+  for (size_t b = 0; b < nb; ++b) {
+    const BlockQ8_0 block = UnpackQ8_0x8(group[b], static_cast<int>(row % 8));
+    DequantizeRow(TensorType::kQ8_0, &block, out + b * kQuantBlock, kQuantBlock);
+  }
+}
+
 void MatMulRows(const DotKernels& k, const WeightMatrix& w, const uint8_t* x,
                 size_t x_stride_bytes, size_t n_tok, float* y, size_t y_stride, size_t row_begin,
                 size_t row_end) {

@@ -23,6 +23,10 @@ struct WeightMatrix {
   size_t packed_rows() const { return packed != nullptr ? rows / 8 * 8 : 0; }
 };
 
+// Row `row` of w as w.cols floats, from the packed copy where there is one
+// (the embedding lookup: the original pages then stay unread).
+void DequantizeMatrixRow(const WeightMatrix& w, size_t row, float* out);
+
 // Activation rows already converted to ActivationTypeFor(w.type):
 // x_rows[t] starts at x + t * x_stride_bytes, t in [0, n_tok).
 // Writes y[t * y_stride + r] for r in [row_begin, row_end).

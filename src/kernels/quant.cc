@@ -163,7 +163,7 @@ void PackQ8_0x8(const uint8_t* w, size_t row_bytes, size_t nb, BlockQ8_0x8* out)
     for (int r = 0; r < 8; ++r) {
       const BlockQ8_0& src = reinterpret_cast<const BlockQ8_0*>(w + r * row_bytes)[b];
       out[b].d[r] = src.d;
-      for (int e = 0; e < 32; ++e) out[b].qs[32 * (e / 4) + 4 * r + e % 4] = src.qs[e];
+      for (int g = 0; g < 8; ++g) std::memcpy(out[b].qs + 32 * g + 4 * r, src.qs + 4 * g, 4);
     }
   }
 }

@@ -196,8 +196,7 @@ void Model::Embed(std::span<const BatchToken> batch, float* x) {
   const WeightMatrix& e = weights_.token_embd;
   for (size_t t = 0; t < batch.size(); ++t) {
     PC_CHECK(batch[t].token >= 0 && batch[t].token < config_.n_vocab);
-    DequantizeRow(e.type, e.data + static_cast<size_t>(batch[t].token) * e.row_bytes(),
-                  x + t * config_.n_embd, config_.n_embd);
+    DequantizeMatrixRow(e, static_cast<size_t>(batch[t].token), x + t * config_.n_embd);
   }
 }
 

@@ -51,9 +51,9 @@ struct PackedWeights {
 };
 
 // Repacks every Q8_0 matrix of w with at least 8 rows, split across pool,
-// and drops the originals' pages from the resident set (the embedding table
-// and the ggml-compat numerics read them again on demand), so resident
-// memory stays about one copy of the weights.
+// and drops the originals' pages from the resident set (the embedding lookup
+// reads the copies; the ggml-compat numerics map the originals again on
+// demand), so resident memory stays about one copy of the weights.
 PackedWeights PackQ8_0Weights(ModelWeights& w, const GgufFile& gguf, ThreadPool& pool);
 
 }  // namespace pc
