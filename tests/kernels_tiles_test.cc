@@ -226,7 +226,7 @@ struct PagedKv {
   size_t n_head = 6, n_kv = 2, hd = 16, block = 16;
   std::vector<int32_t> table;
   std::vector<uint16_t> k, v;
-  explicit PagedKv(size_t n_pos) {
+  explicit PagedKv(size_t n_pos, size_t block_size = 16) : block(block_size) {
     const size_t blocks = (n_pos + block - 1) / block;
     for (size_t b = 0; b < blocks; ++b) table.push_back(static_cast<int32_t>((b * 7) % blocks));
     std::set<int32_t> distinct(table.begin(), table.end());
@@ -243,9 +243,14 @@ struct PagedKv {
   AttnHeads Heads() const { return {n_head, n_kv, hd}; }
 };
 
-TEST(AttentionSpans, MatchDirectComputationAcrossSpans) {
+// The block table at several block sizes: one tile per block (16), several
+// tiles per block (48), tiles that span blocks (5).
+class AttentionBlocks : public ::testing::TestWithParam<size_t> {};
+INSTANTIATE_TEST_SUITE_P(BlockSizes, AttentionBlocks, ::testing::Values(size_t{16}, size_t{48}, size_t{5}));
+
+TEST_P(AttentionBlocks, MatchDirectComputationAcrossSpans) {
   const size_t n_pos = 2 * kAttnSpan + 37;
-  const PagedKv kv(n_pos);
+  const PagedKv kv(n_pos, GetParam());
   const AttnHeads h = kv.Heads();
   const auto q = RandomFloats(h.n_head * h.head_dim, 12);
   const int32_t pos = static_cast<int32_t>(n_pos - 1);
