@@ -117,6 +117,36 @@ TEST(MakeModel, ChunkedPrefillEqualsOneForwardPass) {
   }
 }
 
+// Q8_0 weights are repacked at load; the ggml numerics frees the copies and
+// reads the file's layout; switching back repacks and reproduces the first
+// logits bit for bit.
+TEST(MakeModel, NumericsSwitchFreesAndRestoresTheRepackedWeights) {
+  const std::string path = test::TempPath("tiny-repack.gguf");
+  ASSERT_TRUE(MakeModel(TinyOptions(TensorType::kQ8_0), path).ok());
+  auto model = Model::Load(path, 2);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Model& m = **model;
+  const std::vector<int32_t> prompt = {5, 17, 99, 3, 250, 8};
+  auto logits = [&] {
+    Session s(m, prompt.size(), KvDtype::kF16);
+    const std::span<const float> l = s.Prefill(prompt);
+    return std::vector<float>(l.begin(), l.end());
+  };
+  ASSERT_GT(m.packed().num_matrices, 0u);
+  EXPECT_GT(m.packed().bytes, 0u);
+  const std::vector<float> first = logits();
+  m.set_numerics(Numerics::kGgmlCompat);
+  EXPECT_EQ(m.packed().num_matrices, 0u);
+  const std::vector<float> ggml = logits();
+  ASSERT_EQ(ggml.size(), first.size());
+  for (size_t i = 0; i < ggml.size(); ++i) ASSERT_NEAR(ggml[i], first[i], 0.05f * (1 + std::fabs(first[i]))) << i;
+  m.set_numerics(Numerics::kPrecise);
+  EXPECT_GT(m.packed().num_matrices, 0u);
+  const std::vector<float> again = logits();
+  ASSERT_EQ(again.size(), first.size());
+  EXPECT_EQ(0, std::memcmp(again.data(), first.data(), first.size() * sizeof(float)));
+}
+
 TEST(MakeModel, QuantizedWeightsAreTheStandardRoundToNearestBlocks) {
   // Same seed in F32 and Q8_0: each stored Q8_0 block equals our quantizer's
   // output for the corresponding F32 row.

@@ -66,14 +66,24 @@ Result<std::unique_ptr<Model>> Model::FromGguf(GgufFile gguf, int num_threads) {
   PC_ASSIGN_OR_RETURN(Isa isa, ActiveIsa());
   (void)isa;
   m->pool_ = std::make_unique<ThreadPool>(num_threads);
+  m->set_numerics(Numerics::kPrecise);  // repacks
+  m->fingerprint_ = Fingerprint(m->gguf_);
+  return m;
+}
+
+void Model::set_numerics(Numerics n) {
+  numerics_ = n;
+  if (n == Numerics::kGgmlCompat) {
+    ForgetPacked(weights_);
+    packed_ = PackedWeights{};
+    return;
+  }
   // PROMPTCACHE_REPACK=0 keeps Q8_0 weights in the file's layout (for
   // comparisons; the numerics of those rows then follow the plain tiles).
   const char* repack = std::getenv("PROMPTCACHE_REPACK");
-  if (repack == nullptr || std::string(repack) != "0") {
-    m->packed_ = PackQ8_0Weights(m->weights_, m->gguf_, *m->pool_);
+  if (packed_.num_matrices == 0 && (repack == nullptr || std::string(repack) != "0")) {
+    packed_ = PackQ8_0Weights(weights_, gguf_, *pool_);
   }
-  m->fingerprint_ = Fingerprint(m->gguf_);
-  return m;
 }
 
 void Model::Linear(const WeightMatrix& w, const float* x, size_t n, float* y, Scratch& s) {

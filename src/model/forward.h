@@ -45,7 +45,9 @@ class Model {
   // cached K/V are only valid for the model that computed them.
   const Hash128& fingerprint() const { return fingerprint_; }
   ThreadPool& pool() { return *pool_; }
-  void set_numerics(Numerics n) { numerics_ = n; }
+  // Switching to kGgmlCompat frees the repacked Q8_0 copies (that numerics
+  // reads the file's layout); switching back repacks. Not during Forward.
+  void set_numerics(Numerics n);
   // What repacking at load cost (PackQ8_0Weights); zeros when nothing was
   // repacked (no Q8_0 matrices, or PROMPTCACHE_REPACK=0).
   const PackedWeights& packed() const { return packed_; }

@@ -96,4 +96,12 @@ PackedWeights PackQ8_0Weights(ModelWeights& w, const GgufFile& gguf, ThreadPool&
   return out;
 }
 
+void ForgetPacked(ModelWeights& w) {
+  w.token_embd.packed = nullptr;
+  w.output.packed = nullptr;
+  for (LayerWeights& l : w.layers) {
+    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) m->packed = nullptr;
+  }
+}
+
 }  // namespace pc

@@ -55,5 +55,8 @@ struct PackedWeights {
 // reads the copies; the ggml-compat numerics map the originals again on
 // demand), so resident memory stays about one copy of the weights.
 PackedWeights PackQ8_0Weights(ModelWeights& w, const GgufFile& gguf, ThreadPool& pool);
+// Points every matrix back at the file's layout only (before the copies are
+// freed).
+void ForgetPacked(ModelWeights& w);
 
 }  // namespace pc
