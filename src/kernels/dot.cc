@@ -141,10 +141,10 @@ void TileQ8_0x8(const BlockQ8_0x8* w, const uint8_t* x, size_t x_stride, int nt,
       const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x + t * x_stride)[b];
       const float dx = Fp16ToFp32(xb.d);
       for (int r = 0; r < 8; ++r) {
+        int8_t row[32];  // row r's block, contiguous: the loop below vectorizes
+        for (int g = 0; g < 8; ++g) std::memcpy(row + 4 * g, w[b].qs + 32 * g + 4 * r, 4);
         int32_t si = 0;
-        for (int g = 0; g < 8; ++g) {
-          for (int k = 0; k < 4; ++k) si += w[b].qs[32 * g + 4 * r + k] * xb.qs[4 * g + k];
-        }
+        for (int e = 0; e < 32; ++e) si += row[e] * xb.qs[e];
         acc[t][r] += static_cast<float>(si) * (dw[r] * dx);
       }
     }

@@ -80,8 +80,12 @@ void Model::set_numerics(Numerics n) {
   }
   // PROMPTCACHE_REPACK=0 keeps Q8_0 weights in the file's layout (for
   // comparisons; the numerics of those rows then follow the plain tiles).
+  // The scalar level gains nothing from the copies (its plain dot computes
+  // the same bits faster), so it keeps the file's layout too.
   const char* repack = std::getenv("PROMPTCACHE_REPACK");
-  if (packed_.num_matrices == 0 && (repack == nullptr || std::string(repack) != "0")) {
+  Result<Isa> isa = ActiveIsa();
+  const bool simd = isa.ok() && *isa >= Isa::kAvx2;
+  if (packed_.num_matrices == 0 && simd && (repack == nullptr || std::string(repack) != "0")) {
     packed_ = PackQ8_0Weights(weights_, gguf_, *pool_);
   }
 }
