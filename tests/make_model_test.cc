@@ -118,8 +118,8 @@ TEST(MakeModel, ChunkedPrefillEqualsOneForwardPass) {
 }
 
 // Q8_0 weights are repacked at load; the ggml numerics frees the copies and
-// reads the file's layout; switching back repacks and reproduces the first
-// logits bit for bit.
+// reads the file's layout (a model loaded for it repacks nothing); switching
+// back repacks and reproduces the first logits bit for bit.
 TEST(MakeModel, NumericsSwitchFreesAndRestoresTheRepackedWeights) {
   const std::string path = test::TempPath("tiny-repack.gguf");
   ASSERT_TRUE(MakeModel(TinyOptions(TensorType::kQ8_0), path).ok());
@@ -127,11 +127,12 @@ TEST(MakeModel, NumericsSwitchFreesAndRestoresTheRepackedWeights) {
   ASSERT_TRUE(model.ok()) << model.status().message();
   Model& m = **model;
   const std::vector<int32_t> prompt = {5, 17, 99, 3, 250, 8};
-  auto logits = [&] {
-    Session s(m, prompt.size(), KvDtype::kF16);
+  auto logits_of = [&](Model& which) {
+    Session s(which, prompt.size(), KvDtype::kF16);
     const std::span<const float> l = s.Prefill(prompt);
     return std::vector<float>(l.begin(), l.end());
   };
+  auto logits = [&] { return logits_of(m); };
   // Repacked for SIMD levels only (the scalar level keeps the file's layout).
   const bool simd = BestSupportedIsa() >= Isa::kAvx2 && *ActiveIsa() >= Isa::kAvx2;
   EXPECT_EQ(m.packed().num_matrices > 0, simd);
@@ -142,6 +143,13 @@ TEST(MakeModel, NumericsSwitchFreesAndRestoresTheRepackedWeights) {
   const std::vector<float> ggml = logits();
   ASSERT_EQ(ggml.size(), first.size());
   for (size_t i = 0; i < ggml.size(); ++i) ASSERT_NEAR(ggml[i], first[i], 0.05f * (1 + std::fabs(first[i]))) << i;
+  // Loaded for the ggml numerics: nothing repacked, the same logits.
+  auto direct = Model::Load(path, 2, Numerics::kGgmlCompat);
+  ASSERT_TRUE(direct.ok()) << direct.status().message();
+  EXPECT_EQ((*direct)->packed().num_matrices, 0u);
+  const std::vector<float> direct_ggml = logits_of(**direct);
+  ASSERT_EQ(direct_ggml.size(), ggml.size());
+  EXPECT_EQ(0, std::memcmp(direct_ggml.data(), ggml.data(), ggml.size() * sizeof(float)));
   m.set_numerics(Numerics::kPrecise);
   EXPECT_EQ(m.packed().num_matrices > 0, simd);
   const std::vector<float> again = logits();

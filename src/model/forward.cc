@@ -24,9 +24,9 @@ struct Model::Scratch {
   const DotKernels* kernels = nullptr;
 };
 
-Result<std::unique_ptr<Model>> Model::Load(const std::string& path, int num_threads) {
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, int num_threads, Numerics numerics) {
   PC_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::Open(path));
-  Result<std::unique_ptr<Model>> m = FromGguf(std::move(gguf), num_threads);
+  Result<std::unique_ptr<Model>> m = FromGguf(std::move(gguf), num_threads, numerics);
   if (!m.ok()) return Errorf("{}: {}", path, m.status().message());
   return m;
 }
@@ -58,7 +58,7 @@ Hash128 Fingerprint(const GgufFile& g) {
 
 }  // namespace
 
-Result<std::unique_ptr<Model>> Model::FromGguf(GgufFile gguf, int num_threads) {
+Result<std::unique_ptr<Model>> Model::FromGguf(GgufFile gguf, int num_threads, Numerics numerics) {
   std::unique_ptr<Model> m(new Model());
   m->gguf_ = std::move(gguf);
   PC_ASSIGN_OR_RETURN(m->config_, ReadModelConfig(m->gguf_));
@@ -66,7 +66,7 @@ Result<std::unique_ptr<Model>> Model::FromGguf(GgufFile gguf, int num_threads) {
   PC_ASSIGN_OR_RETURN(Isa isa, ActiveIsa());
   (void)isa;
   m->pool_ = std::make_unique<ThreadPool>(num_threads);
-  m->set_numerics(Numerics::kPrecise);  // repacks
+  m->set_numerics(numerics);  // kPrecise repacks
   m->fingerprint_ = Fingerprint(m->gguf_);
   return m;
 }

@@ -36,8 +36,12 @@ struct BatchToken {
 
 class Model {
  public:
-  static Result<std::unique_ptr<Model>> Load(const std::string& path, int num_threads = 0);
-  static Result<std::unique_ptr<Model>> FromGguf(GgufFile gguf, int num_threads = 0);
+  // numerics as set_numerics below, chosen at load so that the ggml numerics
+  // never pays for repacking it would not use.
+  static Result<std::unique_ptr<Model>> Load(const std::string& path, int num_threads = 0,
+                                             Numerics numerics = Numerics::kPrecise);
+  static Result<std::unique_ptr<Model>> FromGguf(GgufFile gguf, int num_threads = 0,
+                                                 Numerics numerics = Numerics::kPrecise);
 
   const ModelConfig& config() const { return config_; }
   const GgufFile& gguf() const { return gguf_; }

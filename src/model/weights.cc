@@ -69,7 +69,7 @@ PackedWeights PackQ8_0Weights(ModelWeights& w, const GgufFile& gguf, ThreadPool&
     if (m.type == TensorType::kQ8_0 && m.rows >= 8 && m.packed == nullptr) todo.push_back(&m);
   };
   for (LayerWeights& l : w.layers) {
-    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) add(*m);
+    for (WeightMatrix* m : Matrices(l)) add(*m);
   }
   add(w.tied_output ? w.token_embd : w.output);  // the embedding lookup itself reads rows of data
   PackedWeights out;
@@ -99,7 +99,7 @@ void ForgetPacked(ModelWeights& w) {
   w.token_embd.packed = nullptr;
   w.output.packed = nullptr;
   for (LayerWeights& l : w.layers) {
-    for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) m->packed = nullptr;
+    for (WeightMatrix* m : Matrices(l)) m->packed = nullptr;
   }
 }
 

@@ -1,6 +1,7 @@
 // Views of a model's weights inside a mapped GGUF file, checked for shape.
 // Norm vectors are copied to float; matrices stay in place in their stored type.
 #pragma once
+#include <array>
 #include <cstdlib>
 #include <memory>
 #include <span>
@@ -24,6 +25,11 @@ struct LayerWeights {
   WeightMatrix w_up;             // [n_ff][n_embd]
   WeightMatrix w_down;           // [n_embd][n_ff]
 };
+
+// The seven projection matrices of a layer, for code that visits them all.
+inline std::array<WeightMatrix*, 7> Matrices(LayerWeights& l) {
+  return {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down};
+}
 
 struct ModelWeights {
   WeightMatrix token_embd;        // [n_vocab][n_embd]

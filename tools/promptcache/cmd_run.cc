@@ -66,9 +66,9 @@ void PrintToken(const RunFlags& f, const Tokenizer& t, const TokenEvent& ev) {
 }
 
 int Run(const RunFlags& f) {
-  Result<std::unique_ptr<Model>> model = Model::Load(f.model, f.threads);
+  const Numerics numerics = f.numerics == "ggml" ? Numerics::kGgmlCompat : Numerics::kPrecise;
+  Result<std::unique_ptr<Model>> model = Model::Load(f.model, f.threads, numerics);
   if (!model.ok()) return Fail(model.status().message());
-  (*model)->set_numerics(f.numerics == "ggml" ? Numerics::kGgmlCompat : Numerics::kPrecise);
   Result<Tokenizer> tok = Tokenizer::FromGguf((*model)->gguf());
   if (!tok.ok()) return Fail(tok.status().message());
   std::vector<int32_t> prompt;
