@@ -425,6 +425,27 @@ std::vector<std::string> HostileBodies(size_t n, size_t n_ctx) {
   return out;
 }
 
+TEST_F(ServerTest, DeepNestingUnderAFieldIsA400AndTheServerServesOn) {
+  auto h = Start();
+  httplib::Client c = h->Client();
+  // 100,000 nested arrays (200 KB) under each route's main field.
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  const std::pair<const char*, const char*> cases[] = {{"/v1/completions", "prompt"},
+                                                       {"/v1/chat/completions", "messages"},
+                                                       {"/tokenize", "content"},
+                                                       {"/detokenize", "tokens"}};
+  for (const auto& [path, field] : cases) {
+    auto res = c.Post(path, std::string("{\"") + field + "\":" + deep + "}", "application/json");
+    ASSERT_TRUE(res) << path << ": no response (the server died?)";
+    EXPECT_EQ(res->status, 400) << path;
+    json j = json::parse(res->body, nullptr, false);
+    ASSERT_TRUE(j.contains("error")) << res->body;
+    EXPECT_NE(j["error"]["message"].get<std::string>().find("levels deep"), std::string::npos) << res->body;
+  }
+  json ok = Post(c, "/v1/completions", {{"prompt", kStory}, {"max_tokens", 4}});
+  EXPECT_EQ(ok["usage"]["completion_tokens"], 4);
+}
+
 TEST_F(ServerTest, FiveThousandHostileBodiesGet4xxJson) {
   auto h = Start();
   httplib::Client c = h->Client();

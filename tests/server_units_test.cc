@@ -5,6 +5,7 @@
 #include "engine/metrics.h"
 #include "engine/stop_matcher.h"
 #include "server/chat_template.h"
+#include "server/json_body.h"
 #include "server/openai_api.h"
 #include "test_support.h"
 
@@ -156,6 +157,37 @@ TEST_F(ApiParse, RejectsBadFieldsNamingThem) {
   for (const std::string body : {"", "{", "[1,2]", "null", "\"str\""}) {
     EXPECT_FALSE(Parse(ApiKind::kCompletion, body));
     EXPECT_NE(err_.message.find("JSON"), std::string::npos) << body;
+  }
+}
+
+TEST(JsonBody, DepthCountsBracketsOutsideStrings) {
+  EXPECT_EQ(JsonNestingDepth("1", 64), 0u);
+  EXPECT_EQ(JsonNestingDepth(R"({"a":[1,{"b":[]}]})", 64), 4u);
+  EXPECT_EQ(JsonNestingDepth(R"({"a":"[[[[\"{{{"})", 64), 1u);
+  // Stops counting once past the limit.
+  EXPECT_EQ(JsonNestingDepth(std::string(1000, '['), 10), 11u);
+  std::string err;
+  EXPECT_FALSE(ParseJsonBounded(std::string(65, '[') + std::string(65, ']'), &err));
+  EXPECT_NE(err.find("64 levels"), std::string::npos) << err;
+  auto ok = ParseJsonBounded(std::string(64, '[') + std::string(64, ']'), &err);
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(ok->is_array());
+  EXPECT_FALSE(ParseJsonBounded("{", &err));
+  EXPECT_NE(err.find("not valid JSON"), std::string::npos);
+}
+
+TEST_F(ApiParse, DeeplyNestedPromptIsRefusedNotACrash) {
+  // The attack: a 200 KB body nesting 100,000 arrays under "prompt" used to
+  // overflow the stack while the prompt was copied.
+  for (const char* field : {"prompt", "messages", "stop", "unknown"}) {
+    const std::string body = std::string("{\"") + field + "\":" + std::string(100000, '[') +
+                             std::string(100000, ']') + "}";
+    for (ApiKind k : {ApiKind::kCompletion, ApiKind::kChat}) {
+      err_ = ApiError();
+      EXPECT_FALSE(Parse(k, body)) << field;
+      EXPECT_EQ(err_.status, 400);
+      EXPECT_NE(err_.message.find("levels deep"), std::string::npos) << err_.message;
+    }
   }
 }
 

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "server/json_body.h"
+
 namespace pc {
 
 using nlohmann::json;
@@ -97,8 +99,9 @@ void ParseTokenArray(Fields& f, const json& a, const Tokenizer& tok, std::vector
 // prompt: a string, an array of token ids, or a one-element array of either.
 void ParsePrompt(Fields& f, const Tokenizer& tok, ApiRequest* r, std::string* prompt_text) {
   if (!f.Has("prompt")) return f.Fail("prompt", "'prompt' is required");
-  json p = f["prompt"];
-  if (p.is_array() && p.size() == 1 && (p[0].is_string() || p[0].is_array())) p = p[0];
+  const json* pp = &f["prompt"];
+  if (pp->is_array() && pp->size() == 1 && ((*pp)[0].is_string() || (*pp)[0].is_array())) pp = &(*pp)[0];
+  const json& p = *pp;
   if (p.is_string()) {
     *prompt_text = p.get<std::string>();
     r->engine.prompt = tok.Encode(*prompt_text);
@@ -177,11 +180,9 @@ void ParseSampling(Fields& f, ApiRequest* r, const ParseContext& ctx) {
 }  // namespace
 
 std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body, const ParseContext& ctx, ApiError* err) {
-  json obj = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (obj.is_discarded()) {
-    err->message = "the request body is not valid JSON";
-    return std::nullopt;
-  }
+  std::optional<json> parsed = ParseJsonBounded(body, &err->message);
+  if (!parsed) return std::nullopt;
+  const json& obj = *parsed;
   if (!obj.is_object()) {
     err->message = "the request body must be a JSON object";
     return std::nullopt;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "server/json_body.h"
 #include "server/openai_api.h"
 
 namespace pc {
@@ -34,9 +35,11 @@ ApiError MakeError(int status, std::string type, std::string message) {
 
 // The JSON object body of a tokenizer route, or an error sent.
 std::optional<json> ObjectBody(const httplib::Request& req, httplib::Response& res) {
-  json j = json::parse(req.body, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
-    SendError(res, MakeError(400, "invalid_request_error", "the request body must be a JSON object"));
+  std::string err;
+  std::optional<json> j = ParseJsonBounded(req.body, &err);
+  if (j && !j->is_object()) err = "the request body must be a JSON object";
+  if (!j || !j->is_object()) {
+    SendError(res, MakeError(400, "invalid_request_error", err));
     return std::nullopt;
   }
   return j;
