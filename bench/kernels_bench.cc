@@ -9,6 +9,7 @@
 #include "kernels/attention.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/qpack.h"
 #include "kernels/quant.h"
 
 namespace pc {
@@ -22,20 +23,21 @@ std::vector<float> Random(size_t n) {
   return v;
 }
 
-// A random weight matrix of type wt; Q8_0 optionally repacked in groups of 8
-// rows as the model loader does (BlockQ8_0x8).
+// A random weight matrix of type wt; quantized types optionally repacked in
+// groups of 16 rows as the model loader does (qpack.h).
 struct BenchMatrix {
   std::vector<uint8_t> w;
-  std::vector<BlockQ8_0x8> packed;
+  std::vector<uint8_t> packed;
   WeightMatrix m;
   BenchMatrix(TensorType wt, size_t rows, size_t cols, bool pack) : w(rows * RowBytes(wt, cols)) {
     const auto wf = Random(rows * cols);
-    const size_t rb = RowBytes(wt, cols), nb = cols / kQuantBlock;
+    const size_t rb = RowBytes(wt, cols), nb = cols / BlockElems(wt);
     for (size_t r = 0; r < rows; ++r) QuantizeRow(wt, wf.data() + r * cols, w.data() + r * rb, cols);
     m = WeightMatrix{wt, w.data(), rows, cols};
     if (pack) {
-      packed.resize(rows / 8 * nb);
-      for (size_t g = 0; g < rows / 8; ++g) PackQ8_0x8(w.data() + g * 8 * rb, rb, nb, packed.data() + g * nb);
+      const size_t gb = nb * X16LayoutOf(wt).bytes;
+      packed.resize(rows / 16 * gb);
+      for (size_t g = 0; g < rows / 16; ++g) RepackX16(wt, w.data() + g * 16 * rb, rb, nb, packed.data() + g * gb);
       m.packed = packed.data();
     }
   }
@@ -53,27 +55,36 @@ void BM_Gemv(benchmark::State& state, TensorType wt, Isa isa, bool pack) {
   const auto xf = Random(cols);
   const TensorType at = ActivationTypeFor(wt);
   std::vector<uint8_t> x(RowBytes(at, cols));
-  QuantizeRow(at, xf.data(), x.data(), cols);
+  QuantizeActivationRow(at, xf.data(), x.data(), cols);
   std::vector<float> y(rows);
   for (auto _ : state) {
-    MatMulRows(k, bm.m, x.data(), x.size(), 1, y.data(), rows, 0, rows);
+    MatMulRows(k, X16KernelsFor(isa), bm.m, x.data(), x.size(), 1, y.data(), rows, 0, rows);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["GB/s"] = benchmark::Counter(static_cast<double>(bm.w.size()), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * cols * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// Shapes: bench-135m's FFN and a 1B model's (inner sizes multiples of 256
+// for the K-quants).
 #define PC_GEMV(type, isa, pack, tag) \
-  BENCHMARK_CAPTURE(BM_Gemv, type##tag##_##isa, TensorType::k##type, Isa::k##isa, pack)->Args({576, 1536})->Args({2048, 5632})->Args({576, 65536})
+  BENCHMARK_CAPTURE(BM_Gemv, type##tag##_##isa, TensorType::k##type, Isa::k##isa, pack)->Args({1536, 576})->Args({2048, 5632})
 PC_GEMV(F32, Scalar, false, );
 PC_GEMV(F32, Avx2, false, );
 PC_GEMV(F16, Avx2, false, );
 PC_GEMV(BF16, Avx2, false, );
 PC_GEMV(Q8_0, Scalar, false, );
-PC_GEMV(Q8_0, Avx2, false, );
-PC_GEMV(Q8_0, Scalar, true, x8);
-PC_GEMV(Q8_0, Avx2, true, x8);
-PC_GEMV(Q4_0, Avx2, false, );
+#define PC_GEMV_X16(type) \
+  PC_GEMV(type, Avx2, true, x16);       \
+  PC_GEMV(type, Avx512, true, x16)
+PC_GEMV_X16(Q8_0);
+PC_GEMV_X16(Q4_0);
+PC_GEMV_X16(Q5_0);
+PC_GEMV_X16(IQ4_NL);
+PC_GEMV_X16(Q4_K);
+PC_GEMV_X16(Q5_K);
+PC_GEMV_X16(Q6_K);
+PC_GEMV_X16(Q3_K);
 
 // Y[n][rows] = X[n][cols] W^T: the prefill GEMM over a chunk of n tokens.
 void BM_Gemm(benchmark::State& state, TensorType wt, Isa isa, bool pack) {
@@ -89,23 +100,28 @@ void BM_Gemm(benchmark::State& state, TensorType wt, Isa isa, bool pack) {
   const TensorType at = ActivationTypeFor(wt);
   const size_t xb = RowBytes(at, cols);
   std::vector<uint8_t> x(n * xb);
-  for (size_t t = 0; t < n; ++t) QuantizeRow(at, xf.data() + t * cols, x.data() + t * xb, cols);
+  for (size_t t = 0; t < n; ++t) QuantizeActivationRow(at, xf.data() + t * cols, x.data() + t * xb, cols);
   std::vector<float> y(n * rows);
   for (auto _ : state) {
-    MatMulRows(k, bm.m, x.data(), xb, n, y.data(), rows, 0, rows);
+    MatMulRows(k, X16KernelsFor(isa), bm.m, x.data(), xb, n, y.data(), rows, 0, rows);
     benchmark::DoNotOptimize(y.data());
   }
   state.counters["GFLOP/s"] = benchmark::Counter(2.0 * rows * cols * n * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 #define PC_GEMM(type, isa, pack, tag) \
-  BENCHMARK_CAPTURE(BM_Gemm, type##tag##_##isa, TensorType::k##type, Isa::k##isa, pack)->Args({576, 1536, 64})->Args({1536, 576, 64})
+  BENCHMARK_CAPTURE(BM_Gemm, type##tag##_##isa, TensorType::k##type, Isa::k##isa, pack)->Args({1536, 576, 64})
 PC_GEMM(F32, Avx2, false, );
 PC_GEMM(F16, Avx2, false, );
 PC_GEMM(Q8_0, Scalar, false, );
-PC_GEMM(Q8_0, Avx2, false, );
-PC_GEMM(Q8_0, Avx2, true, x8);
-PC_GEMM(Q4_0, Avx2, false, );
+#define PC_GEMM_X16(type) \
+  PC_GEMM(type, Avx2, true, x16);       \
+  PC_GEMM(type, Avx512, true, x16)
+PC_GEMM_X16(Q8_0);
+PC_GEMM_X16(Q4_0);
+PC_GEMM_X16(Q5_0);
+PC_GEMM_X16(Q4_K);
+PC_GEMM_X16(Q6_K);
 
 // Attention of `rows` query rows at the end of a context of `depth`
 // positions (F16 K/V, bench-135m's heads: 9 query heads over 3 KV heads of
@@ -166,7 +182,9 @@ void BM_Rope(benchmark::State& state) {
   const size_t head_dim = 64, n_heads = static_cast<size_t>(state.range(0));
   auto x = Random(n_heads * head_dim);
   for (auto _ : state) {
-    Rope(x.data(), n_heads, head_dim, head_dim, 1234, 10000.0f, false);
+    RopeParams p;
+    p.head_dim = p.rope_dim = head_dim;
+    Rope(x.data(), n_heads, 1234, p);
     benchmark::DoNotOptimize(x.data());
   }
   SetRates(state, 2.0 * x.size() * sizeof(float), 3.0 * x.size());

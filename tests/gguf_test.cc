@@ -142,9 +142,12 @@ TEST(Gguf, RejectsCorruptionWithAClearMessage) {
   ExpectError(bad, "overlap");
   // Unsupported tensor type names the tensor.
   bad = good;
-  uint32_t type = 12;  // Q4_K
+  uint32_t type = 16;  // IQ2_XXS
   std::memcpy(&bad[b_offset - 4], &type, 4);
-  ExpectError(bad, "tensor 'b' has unsupported type 12");
+  ExpectError(bad, "tensor 'b' has unsupported type iq2_xxs (type 16)");
+  type = 77;
+  std::memcpy(&bad[b_offset - 4], &type, 4);
+  ExpectError(bad, "tensor 'b' has unsupported type 77");
   // Shape whose byte size runs past the end of the data.
   bad = good;
   uint64_t dim = 1000;

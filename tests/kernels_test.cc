@@ -68,28 +68,6 @@ TEST(Kernels, FloatDotsMatchScalarAtEverySizeAndOffset) {
   }
 }
 
-TEST(Kernels, QuantizedDotsMatchScalarAtEveryBlockCountAndOffset) {
-  const DotKernels& ref = ScalarDotKernels();
-  for (const DotKernels* k : SimdTables()) {
-    for (size_t nb : {0u, 1u, 2u, 3u, 7u, 8u, 9u, 33u, 130u}) {
-      const size_t n = nb * kQuantBlock;
-      auto w = RandomFloats(n, 5), x = RandomFloats(n, 6, 3.0f);
-      // Two spare bytes in front: block arrays start off any vector boundary
-      // (block structs keep their own 2-byte alignment).
-      std::vector<uint8_t> w8((nb + 1) * sizeof(BlockQ8_0) + 2), w4((nb + 1) * sizeof(BlockQ4_0) + 2),
-          x8((nb + 1) * sizeof(BlockQ8_0) + 2);
-      auto* w8p = reinterpret_cast<BlockQ8_0*>(w8.data() + 2);
-      auto* w4p = reinterpret_cast<BlockQ4_0*>(w4.data() + 2);
-      auto* x8p = reinterpret_cast<BlockQ8_0*>(x8.data() + 2);
-      QuantizeRowQ8_0(w.data(), w8p, n);
-      QuantizeRowQ4_0(w.data(), w4p, n);
-      QuantizeRowQ8_0(x.data(), x8p, n);
-      ExpectClose(k->q8_0(w8p, x8p, nb), ref.q8_0(w8p, x8p, nb), n, "q8_0", n);
-      ExpectClose(k->q4_0(w4p, x8p, nb), ref.q4_0(w4p, x8p, nb), n, "q4_0", n);
-    }
-  }
-}
-
 TEST(Quant, RoundTripErrorIsWithinHalfAStep) {
   for (size_t n : {32u, 64u, 320u}) {
     auto x = RandomFloats(n, 7);
@@ -153,17 +131,35 @@ TEST(Ops, RmsNormRopeAndSoftmaxBehave) {
   for (int i = 0; i < 4; ++i) EXPECT_NEAR(out[i], x[i] / rms, 1e-6);
   // RoPE at position 0 is the identity; rotations preserve pair norms.
   std::vector<float> v = RandomFloats(16, 9), v0 = v;
-  Rope(v.data(), 2, 8, 8, 0, 10000.0f, false);
+  RopeParams rp;
+  rp.head_dim = rp.rope_dim = 8;
+  Rope(v.data(), 2, 0, rp);
   EXPECT_EQ(v, v0);
   for (bool neox : {false, true}) {
     v = v0;
-    Rope(v.data(), 2, 8, 8, 17, 10000.0f, neox);
+    rp.neox = neox;
+    Rope(v.data(), 2, 17, rp);
     for (int h = 0; h < 2; ++h) {
       for (int i = 0; i < 4; ++i) {
         const int a = h * 8 + (neox ? i : 2 * i), b = h * 8 + (neox ? i + 4 : 2 * i + 1);
         EXPECT_NEAR(v[a] * v[a] + v[b] * v[b], v0[a] * v0[a] + v0[b] * v0[b], 1e-4);
       }
     }
+  }
+  // Linear scaling by 4 at position 68 is position 17; frequency divisors
+  // of 2 at position 34 are position 17 too.
+  rp.neox = false;
+  std::vector<float> at17 = v0, scaled = v0, divided = v0;
+  Rope(at17.data(), 2, 17, rp);
+  rp.freq_scale = 0.25f;
+  Rope(scaled.data(), 2, 68, rp);
+  const float twos[4] = {2, 2, 2, 2};
+  rp.freq_scale = 1;
+  rp.freq_factors = twos;
+  Rope(divided.data(), 2, 34, rp);
+  for (size_t i = 0; i < v0.size(); ++i) {
+    EXPECT_NEAR(scaled[i], at17[i], 1e-5) << i;
+    EXPECT_NEAR(divided[i], at17[i], 1e-5) << i;
   }
   std::vector<float> logits = {1, 2, 3}, lp(3);
   LogSoftmax(logits.data(), lp.data(), 3);

@@ -122,26 +122,24 @@ TEST(TileKernels, ActivationQuantizerIsBitExact) {
   }
 }
 
-// The register-tiled matmul gives, for every output, exactly the
-// bits of that table's single dot (so a batch's tiling never changes a
-// token's result), and agrees with the scalar table.
-TEST(TileKernels, QuantizedMatmulTilesEqualTheirDotsAndMatchScalar) {
+// The register-tiled float matmul gives, for every output, exactly the bits
+// of that table's single dot (so a batch's tiling never changes a token's
+// result), and agrees with the scalar table.
+TEST(TileKernels, FloatMatmulTilesEqualTheirDotsAndMatchScalar) {
   for (const DotKernels* k : SimdTables()) {
-    for (TensorType wt : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kF32, TensorType::kF16}) {
-      const TensorType at = ActivationTypeFor(wt);
-      const bool quantized = wt == TensorType::kQ8_0 || wt == TensorType::kQ4_0;
+    for (TensorType wt : {TensorType::kF32, TensorType::kF16}) {
       for (size_t rows : {1u, 3u, 4u, 5u, 17u}) {
         for (size_t n_tok : {1u, 2u, 3u, 5u}) {
-          const size_t cols = quantized ? 96 : 85 + rows, wb = RowBytes(wt, cols), xb = RowBytes(at, cols);
+          const size_t cols = 85 + rows, wb = RowBytes(wt, cols), xb = RowBytes(wt, cols);
           const auto wf = RandomFloats(rows * cols, 8), xf = RandomFloats(n_tok * cols, 9, 2.0f);
           std::vector<uint8_t> w(rows * wb + 4), x(n_tok * xb + 4);
           // Rows off vector boundaries, at the element's natural alignment.
           const size_t off = wt == TensorType::kF32 ? 4 : 2;
           for (size_t r = 0; r < rows; ++r) QuantizeRow(wt, wf.data() + r * cols, w.data() + off + r * wb, cols);
-          for (size_t t = 0; t < n_tok; ++t) QuantizeRow(at, xf.data() + t * cols, x.data() + off + t * xb, cols);
+          for (size_t t = 0; t < n_tok; ++t) QuantizeRow(wt, xf.data() + t * cols, x.data() + off + t * xb, cols);
           const WeightMatrix m{wt, w.data() + off, rows, cols};
           std::vector<float> y(n_tok * rows);
-          MatMulRows(*k, m, x.data() + off, xb, n_tok, y.data(), rows, 0, rows);
+          MatMulRows(*k, nullptr, m, x.data() + off, xb, n_tok, y.data(), rows, 0, rows);
           for (size_t t = 0; t < n_tok; ++t) {
             for (size_t r = 0; r < rows; ++r) {
               const void* wr = w.data() + off + r * wb;
@@ -149,70 +147,6 @@ TEST(TileKernels, QuantizedMatmulTilesEqualTheirDotsAndMatchScalar) {
               const float dot = DotRow(*k, wt, wr, xt, cols), scalar = DotRow(ScalarDotKernels(), wt, wr, xt, cols);
               EXPECT_EQ(y[t * rows + r], dot) << TensorTypeName(wt) << " rows=" << rows << " tokens=" << n_tok;
               EXPECT_NEAR(dot, scalar, 1e-4 * (1 + std::fabs(scalar)));
-            }
-          }
-        }
-      }
-    }
-  }
-}
-
-// Q8_0 rows repacked in groups of 8: every table's output equals the scalar
-// q8_0 dot of the unpacked row bit for bit, whatever the token count, the
-// row range (ranges that cut a group included) and the block count; weights
-// at the extremes (-128, 127) included.
-TEST(TileKernels, PackedQ8_0MatchesScalarDotBitForBit) {
-  std::vector<const DotKernels*> tables = SimdTables();
-  tables.push_back(&ScalarDotKernels());
-  std::mt19937 rng(5);
-  for (size_t nb : {1u, 2u, 3u, 18u}) {
-    for (size_t rows : {8u, 9u, 16u, 23u, 40u}) {
-      const size_t cols = nb * kQuantBlock, rb = RowBytes(TensorType::kQ8_0, cols);
-      std::vector<uint8_t> w(rows * rb);
-      for (size_t r = 0; r < rows; ++r) {
-        auto* blocks = reinterpret_cast<BlockQ8_0*>(w.data() + r * rb);
-        for (size_t b = 0; b < nb; ++b) {
-          blocks[b].d = Fp32ToFp16(0.01f + 0.001f * static_cast<float>(rng() % 100));
-          for (int8_t& q : blocks[b].qs) q = static_cast<int8_t>(static_cast<int>(rng() % 256) - 128);
-        }
-      }
-      std::vector<BlockQ8_0x8> packed(rows / 8 * nb);
-      for (size_t g = 0; g < rows / 8; ++g) PackQ8_0x8(w.data() + g * 8 * rb, rb, nb, packed.data() + g * nb);
-      for (size_t g = 0; g < rows / 8; ++g) {  // the layout round-trips
-        for (int r = 0; r < 8; ++r) {
-          for (size_t b = 0; b < nb; ++b) {
-            const BlockQ8_0 back = UnpackQ8_0x8(packed[g * nb + b], r);
-            ASSERT_EQ(0, std::memcmp(&back, w.data() + (g * 8 + r) * rb + b * sizeof(BlockQ8_0), sizeof back));
-          }
-        }
-      }
-      const WeightMatrix m{TensorType::kQ8_0, w.data(), rows, cols, packed.data()};
-      for (size_t r = 0; r < rows; ++r) {  // the embedding lookup reads the same values
-        std::vector<float> from_packed(cols), from_data(cols);
-        DequantizeMatrixRow(m, r, from_packed.data());
-        DequantizeRow(TensorType::kQ8_0, w.data() + r * rb, from_data.data(), cols);
-        ASSERT_EQ(from_packed, from_data) << "row " << r;
-      }
-      for (size_t n_tok : {1u, 2u, 3u, 4u, 5u, 9u}) {
-        const auto xf = RandomFloats(n_tok * cols, 12, 3.0f);
-        std::vector<uint8_t> x(n_tok * rb);
-        for (size_t t = 0; t < n_tok; ++t) QuantizeRow(TensorType::kQ8_0, xf.data() + t * cols, x.data() + t * rb, cols);
-        for (const DotKernels* k : tables) {
-          // Two ranges split at an arbitrary row, as pool chunks would be.
-          const size_t cut = 1 + rng() % (rows - 1);
-          std::vector<float> y(n_tok * rows, -1.0f);
-          MatMulRows(*k, m, x.data(), rb, n_tok, y.data(), rows, 0, cut);
-          MatMulRows(*k, m, x.data(), rb, n_tok, y.data(), rows, cut, rows);
-          for (size_t t = 0; t < n_tok; ++t) {
-            for (size_t r = 0; r < rows; ++r) {
-              const void* wr = w.data() + r * rb;
-              const void* xt = x.data() + t * rb;
-              // Packed rows: the scalar dot's bits; the rows past the last
-              // group: the table's own (unpacked) tile, i.e. its dot.
-              const DotKernels& expect_k = r < rows / 8 * 8 ? ScalarDotKernels() : *k;
-              EXPECT_EQ(y[t * rows + r], DotRow(expect_k, TensorType::kQ8_0, wr, xt, cols))
-                  << k->name << " nb=" << nb << " rows=" << rows << " row=" << r << " tokens=" << n_tok
-                  << " cut=" << cut;
             }
           }
         }

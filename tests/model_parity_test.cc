@@ -151,6 +151,48 @@ TEST_P(ParityTest, TinyGqaF16Precise) { CheckTeacherForced("tiny-gqa-f16", {2e-3
 TEST_P(ParityTest, TinyGqaQ8_0Precise) { CheckTeacherForced("tiny-gqa-q8_0", {5e-2f, 9e-2f}, Numerics::kPrecise); }
 TEST_P(ParityTest, TinyGqaQ4_0Precise) { CheckTeacherForced("tiny-gqa-q4_0", {1e-1f, 1.5e-1f}, Numerics::kPrecise); }
 
+// The layouts of files users download (../shared/models README): K-quant
+// mixes, qwen2 biases, qwen3 q/k norms with a wide head, phi3 fused
+// matrices, llama3 rope_freqs. Their references came from a CPU without FP16
+// arithmetic, hence the README's wider bounds (3e-2 F16, 1e-1 quantized).
+// The ggml numerics (run's default) meet them as given: quantized files at
+// every level (their K-quant and Q5/Q4_1 matmuls are our x16 kernels, whose
+// bits are the same at every level), F16 files once (that numerics' F16 dot
+// is one scalar loop at every level, and slow).
+TEST_P(ParityTest, TinyGqaQ4_K_M) { CheckTeacherForced("tiny-gqa-q4_k_m", {1e-1f, 1e-1f}); }
+TEST_P(ParityTest, TinyGqaQ5_K_M) { CheckTeacherForced("tiny-gqa-q5_k_m", {1e-1f, 1e-1f}); }
+TEST_P(ParityTest, TinyGqaQ6_K) { CheckTeacherForced("tiny-gqa-q6_k", {1e-1f, 1e-1f}); }
+TEST_P(ParityTest, TinyQwen2Q4_K_M) { CheckTeacherForced("tiny-qwen2-q4_k_m", {1e-1f, 1e-1f}); }
+TEST_P(ParityTest, TinyQwen3Q8_0) { CheckTeacherForced("tiny-qwen3-q8_0", {1e-1f, 1e-1f}); }
+TEST_P(ParityTest, TinyPhi3Q4_K_M) { CheckTeacherForced("tiny-phi3-q4_k_m", {1e-1f, 1e-1f}); }
+TEST_P(ParityTest, TinyLlama3Q4_K_M) { CheckTeacherForced("tiny-llama3-q4_k_m", {1e-1f, 1e-1f}); }
+TEST(ParityF16, NewArchitecturesInGgmlNumerics) {
+  for (const char* name : {"tiny-qwen2-f16", "tiny-qwen3-f16", "tiny-phi3-f16", "tiny-llama3-f16"}) {
+    CheckTeacherForced(name, {3e-2f, 3e-2f});
+  }
+}
+
+// Precise numerics (serve's) on the same files. They hold the README's
+// bounds everywhere but on the three tiny-gqa K-quant files, where they land
+// at 0.096-0.133: the reference accumulates attention outputs in F16 during
+// decode, and on these random-weight models that rounding alone moves
+// logprobs by about 0.1 (measured: the ggml numerics with only the attention
+// swapped for ours go from 0.070 to 0.100-0.104 on those files). Asserted
+// there: 1.5x the README's bound, as for Q4_0 above.
+TEST_P(ParityTest, TinyGqaKQuantsPrecise) {
+  for (const char* name : {"tiny-gqa-q4_k_m", "tiny-gqa-q5_k_m", "tiny-gqa-q6_k"}) {
+    CheckTeacherForced(name, {1e-1f, 1.5e-1f}, Numerics::kPrecise);
+  }
+}
+TEST_P(ParityTest, NewArchitecturesPrecise) {
+  for (const char* name : {"tiny-qwen2-q4_k_m", "tiny-qwen3-q8_0", "tiny-phi3-q4_k_m", "tiny-llama3-q4_k_m"}) {
+    CheckTeacherForced(name, {1e-1f, 1e-1f}, Numerics::kPrecise);
+  }
+  for (const char* name : {"tiny-qwen2-f16", "tiny-qwen3-f16", "tiny-phi3-f16", "tiny-llama3-f16"}) {
+    CheckTeacherForced(name, {3e-2f, 3e-2f}, Numerics::kPrecise);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsas, ParityTest, ::testing::ValuesIn(SupportedIsas()),
                          [](const auto& info) { return std::string(IsaName(info.param)); });
 

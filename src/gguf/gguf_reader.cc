@@ -190,8 +190,9 @@ Status GgufParser::ReadTensorInfos(Cursor& c, uint64_t n, GgufFile* f) {
     uint32_t type = 0;
     PC_RETURN_IF_ERROR(c.Read(&type, "tensor type"));
     if (!IsSupportedTensorType(type)) {
-      return Errorf("tensor '{}' has unsupported type {} (supported: f32, f16, bf16, q8_0, q4_0; q6_k read-only)",
-                    t.name, type);
+      std::string names;
+      for (TensorType w : WeightTensorTypes()) names += (names.empty() ? "" : ", ") + std::string(TensorTypeName(w));
+      return Errorf("tensor '{}' has unsupported type {} (supported: {})", t.name, RawTensorTypeName(type), names);
     }
     t.type = static_cast<TensorType>(type);
     if (t.dims[0] % BlockElems(t.type) != 0) {

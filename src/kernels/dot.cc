@@ -52,29 +52,6 @@ float DotBf16(const uint16_t* a, const uint16_t* b, size_t n) {
   return static_cast<float>(s);
 }
 
-float DotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) {
-  float s = 0;
-  for (size_t b = 0; b < nb; ++b) {
-    int32_t si = 0;
-    for (size_t i = 0; i < kQuantBlock; ++i) si += w[b].qs[i] * x[b].qs[i];
-    s += static_cast<float>(si) * (Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d));
-  }
-  return s;
-}
-
-float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
-  float s = 0;
-  for (size_t b = 0; b < nb; ++b) {
-    int32_t si = 0;
-    for (size_t j = 0; j < 16; ++j) {
-      si += ((w[b].qs[j] & 15) - 8) * x[b].qs[j];
-      si += ((w[b].qs[j] >> 4) - 8) * x[b].qs[j + 16];
-    }
-    s += static_cast<float>(si) * (Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d));
-  }
-  return s;
-}
-
 void AxpyF32(float a, const float* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] += a * x[i];
 }
@@ -131,32 +108,9 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = Fp16ToFp32(x[i]);
 }
 
-void TileQ8_0x8(const BlockQ8_0x8* w, const uint8_t* x, size_t x_stride, int nt, size_t nb, float* y,
-                size_t y_stride) {
-  float acc[4][8] = {};  // DotQ8_0's operations per (token, row), blocks in order
-  for (size_t b = 0; b < nb; ++b) {
-    float dw[8];
-    for (int r = 0; r < 8; ++r) dw[r] = Fp16ToFp32(w[b].d[r]);
-    for (int t = 0; t < nt; ++t) {
-      const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x + t * x_stride)[b];
-      const float dx = Fp16ToFp32(xb.d);
-      for (int r = 0; r < 8; ++r) {
-        int8_t row[32];  // row r's block, contiguous: the loop below vectorizes
-        for (int g = 0; g < 8; ++g) std::memcpy(row + 4 * g, w[b].qs + 32 * g + 4 * r, 4);
-        int32_t si = 0;
-        for (int e = 0; e < 32; ++e) si += row[e] * xb.qs[e];
-        acc[t][r] += static_cast<float>(si) * (dw[r] * dx);
-      }
-    }
-  }
-  for (int t = 0; t < nt; ++t) {
-    for (int r = 0; r < 8; ++r) y[t * y_stride + r] = acc[t][r];
-  }
-}
-
-const DotKernels kScalar = {"scalar",  DotF32,    DotF16,    DotBf16, DotQ8_0, DotQ4_0, ConvertRowF16, GgmlQuantizeRowQ8_0, F16ToF32, AxpyF32,
-                            AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum, SiluMul, AttendTile, nullptr, nullptr,
-                            nullptr,   nullptr, TileQ8_0x8};
+const DotKernels kScalar = {"scalar",  DotF32,     DotF16,    DotBf16, ConvertRowF16, GgmlQuantizeRowQ8_0,
+                            F16ToF32,  AxpyF32,    AxpyF16,   DotF32F16, TileScores, TileAccum,
+                            ExpSum,    SiluMul,    AttendTile, nullptr, nullptr};
 
 }  // namespace
 
@@ -181,25 +135,8 @@ float DotRow(const DotKernels& k, TensorType wt, const void* w, const void* x, s
       return k.f16(static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(x), n);
     case TensorType::kBF16:
       return k.bf16(static_cast<const uint16_t*>(w), static_cast<const uint16_t*>(x), n);
-    case TensorType::kQ8_0:
-      return k.q8_0(static_cast<const BlockQ8_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQuantBlock);
-    case TensorType::kQ4_0:
-      return k.q4_0(static_cast<const BlockQ4_0*>(w), static_cast<const BlockQ8_0*>(x), n / kQuantBlock);
-    case TensorType::kQ6_K: {
-      // Dequantize one super-block at a time into a stack buffer.
-      const auto* wb = static_cast<const BlockQ6_K*>(w);
-      const auto* xf = static_cast<const float*>(x);
-      float tmp[kSuperBlock];
-      float s = 0;
-      for (size_t b = 0; b < n / kSuperBlock; ++b) {
-        DequantizeBlockQ6_K(wb[b], tmp);
-        s += k.f32(tmp, xf + b * kSuperBlock, kSuperBlock);
-      }
-      return s;
-    }
+    default: return QuantDot(wt, w, x, n);
   }
-  PC_CHECK(false);
-  return 0;
 }
 
 }  // namespace pc

@@ -16,9 +16,6 @@ struct DotKernels {
   // a, b: fp16 / bf16 rows of n elements; accumulate in f32.
   float (*f16)(const uint16_t* a, const uint16_t* b, size_t n);
   float (*bf16)(const uint16_t* a, const uint16_t* b, size_t n);
-  // nb blocks of 32: weight row w against an activation row x quantized to Q8_0.
-  float (*q8_0)(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb);
-  float (*q4_0)(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb);
   void (*to_f16)(const float* x, uint16_t* y, size_t n);
   // Activation rows to Q8_0 as the reference engine quantizes them
   // (GgmlQuantizeRowQ8_0: 127 / max|x|, ties to even); bit-exact in every
@@ -46,29 +43,16 @@ struct DotKernels {
   // What tile_scores, exp_sum and tile_accum do in turn, in one call.
   void (*attend_tile)(const float* q, const float* k, const float* v, size_t head_dim, size_t n, float* s, float* m,
                       float* l, float* acc);
-  // Register-tiled quantized matmul: rows [0, nr) of w (nr <= 4) against
-  // activation rows [0, nt) of x (nt <= 2), nb blocks each; writes
-  // y[t * y_stride + r]. Row strides in bytes. Each output is computed with
-  // exactly the operations of the q8_0/q4_0 dot above, so results do not
-  // depend on how a batch is tiled. Null when the table has no tiled form.
-  void (*tile_q8_0)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
-                    int nt, size_t nb, float* y, size_t y_stride);
-  void (*tile_q4_0)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
-                    int nt, size_t nb, float* y, size_t y_stride);
-  // The same for F32 weights over F32 activations and F16 over F16; nb counts
-  // elements here. Each output equals the f32/f16 dot above, bit for bit.
+  // Register-tiled float matmul: rows [0, nr) of w (nr <= 4) against
+  // activation rows [0, nt) of x (nt <= 2), F32 weights over F32 activations
+  // and F16 over F16, nb elements each; writes y[t * y_stride + r]. Row
+  // strides in bytes. Each output equals the f32/f16 dot above, bit for bit,
+  // so results do not depend on how a batch is tiled. Null when the table
+  // has no tiled form. (Quantized weights: qpack.h.)
   void (*tile_f32)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
                    int nt, size_t nb, float* y, size_t y_stride);
   void (*tile_f16)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
                    int nt, size_t nb, float* y, size_t y_stride);
-  // Eight Q8_0 weight rows interleaved (w: nb BlockQ8_0x8) against Q8_0
-  // activation rows [0, nt) of x (nt <= 4, x_stride bytes apart); writes
-  // y[t * y_stride + r], r < 8. Every output is the scalar table's q8_0 dot,
-  // bit for bit, in every table: per block the exact integer sum, times
-  // (dw * dx), added in block order. The same code serves one token and a
-  // prompt, so results never depend on the batch. Never null.
-  void (*tile_q8_0x8)(const BlockQ8_0x8* w, const uint8_t* x, size_t x_stride, int nt, size_t nb, float* y,
-                      size_t y_stride);
 };
 
 const DotKernels& ScalarDotKernels();
@@ -82,7 +66,7 @@ const DotKernels& DotKernelsFor(Isa isa);
 const DotKernels& ActiveDotKernels();
 
 // Dot of a weight row (type wt, n elements) with an activation row already
-// converted to ActivationTypeFor(wt).
+// converted to ActivationTypeFor(wt); quantized types by QuantDot.
 float DotRow(const DotKernels& k, TensorType wt, const void* w, const void* x, size_t n);
 
 }  // namespace pc

@@ -110,146 +110,6 @@ float DotBf16(const uint16_t* a, const uint16_t* b, size_t n) {
   return s;
 }
 
-// Signed int8 x int8 products summed to 8 int32 lanes, as floats.
-inline __m256 MulSumI8(__m256i x, __m256i y) {
-  const __m256i ax = _mm256_sign_epi8(x, x);
-  const __m256i sy = _mm256_sign_epi8(y, x);
-  const __m256i dot16 = _mm256_maddubs_epi16(ax, sy);
-  return _mm256_cvtepi32_ps(_mm256_madd_epi16(dot16, _mm256_set1_epi16(1)));
-}
-
-float DotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) {
-  __m256 acc = _mm256_setzero_ps();
-  for (size_t b = 0; b < nb; ++b) {
-    const __m256 d = _mm256_set1_ps(H2F(w[b].d) * H2F(x[b].d));
-    const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs));
-    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    acc = _mm256_fmadd_ps(d, MulSumI8(qw, qx), acc);
-  }
-  return HorizontalSum(acc);
-}
-
-float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
-  __m256 acc = _mm256_setzero_ps();
-  const __m256i low_mask = _mm256_set1_epi8(0xF);
-  const __m256i eight = _mm256_set1_epi8(8);
-  for (size_t b = 0; b < nb; ++b) {
-    const __m256 d = _mm256_set1_ps(H2F(w[b].d) * H2F(x[b].d));
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
-    // Low nibbles are elements 0..15, high nibbles 16..31.
-    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-    const __m256i qw = _mm256_sub_epi8(_mm256_and_si256(both, low_mask), eight);
-    const __m256i qx = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
-    acc = _mm256_fmadd_ps(d, MulSumI8(qw, qx), acc);
-  }
-  return HorizontalSum(acc);
-}
-
-// Loads the 32 signed weights of one block (Q8_0 as is, Q4_0 unpacked to -8..7).
-inline __m256i LoadWeights(const BlockQ8_0& b) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b.qs));
-}
-inline __m256i LoadWeights(const BlockQ4_0& b) {
-  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
-  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-  return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0xF)), _mm256_set1_epi8(8));
-}
-
-// NR weight rows x NT activation rows; per output the same fma sequence and
-// final horizontal sum as DotQ8_0/DotQ4_0 (bit-identical results).
-template <typename WB, int NR, int NT>
-void TileImpl(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride, size_t nb,
-              float* y, size_t y_stride) {
-  __m256 acc[NR][NT];
-  for (int r = 0; r < NR; ++r) {
-    for (int t = 0; t < NT; ++t) acc[r][t] = _mm256_setzero_ps();
-  }
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (size_t b = 0; b < nb; ++b) {
-    __m256i qx[NT];
-    __m256 dx[NT];
-    for (int t = 0; t < NT; ++t) {
-      const BlockQ8_0& xb = reinterpret_cast<const BlockQ8_0*>(x + t * x_stride)[b];
-      qx[t] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(xb.qs));
-      dx[t] = _mm256_set1_ps(H2F(xb.d));
-    }
-    for (int r = 0; r < NR; ++r) {
-      // Weights stream from DRAM once: prefetch well ahead of use.
-      _mm_prefetch(reinterpret_cast<const char*>(w + r * w_stride) + b * sizeof(WB) + 4096, _MM_HINT_T0);
-      const WB& wb = reinterpret_cast<const WB*>(w + r * w_stride)[b];
-      const __m256i qw = LoadWeights(wb);
-      const __m256i aw = _mm256_sign_epi8(qw, qw);  // |w|, shared by the tokens
-      const __m256 dw = _mm256_set1_ps(H2F(wb.d));
-      for (int t = 0; t < NT; ++t) {
-        // MulSumI8 with |w| hoisted; the scale dw * dx as one rounded product.
-        const __m256i dot16 = _mm256_maddubs_epi16(aw, _mm256_sign_epi8(qx[t], qw));
-        const __m256 dot = _mm256_cvtepi32_ps(_mm256_madd_epi16(dot16, ones));
-        acc[r][t] = _mm256_fmadd_ps(_mm256_mul_ps(dw, dx[t]), dot, acc[r][t]);
-      }
-    }
-  }
-  for (int r = 0; r < NR; ++r) {
-    for (int t = 0; t < NT; ++t) y[t * y_stride + r] = HorizontalSum(acc[r][t]);
-  }
-}
-
-template <typename WB>
-void Tile(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt,
-          size_t nb, float* y, size_t y_stride) {
-  if (nr == 4 && nt == 2) return TileImpl<WB, 4, 2>(w, w_stride, x, x_stride, nb, y, y_stride);
-  if (nr == 4 && nt == 1) return TileImpl<WB, 4, 1>(w, w_stride, x, x_stride, nb, y, y_stride);
-  for (int r = 0; r < nr; ++r) {  // edges: one row at a time
-    if (nt == 2) TileImpl<WB, 1, 2>(w + r * w_stride, w_stride, x, x_stride, nb, y + r, y_stride);
-    else TileImpl<WB, 1, 1>(w + r * w_stride, w_stride, x, x_stride, nb, y + r, y_stride);
-  }
-}
-
-// Eight interleaved rows, a 32-bit lane per row: per group of 4 elements one
-// load serves all rows, the activation's 4 bytes broadcast to every lane.
-// Per block the lanes hold exact integer sums; then (dw * dx) * sum is added
-// to each row's total as DotQ8_0 (scalar) does, so every table agrees.
-template <int NT>
-void TileQ8_0x8Impl(const BlockQ8_0x8* w, const uint8_t* x, size_t x_stride, size_t nb, float* y,
-                    size_t y_stride) {
-  __m256 acc[NT];
-  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
-  const __m256i ones = _mm256_set1_epi16(1);
-  for (size_t b = 0; b < nb; ++b) {
-    // Weights stream from DRAM once: prefetch 8 blocks (2 KiB) ahead.
-    const char* ahead = reinterpret_cast<const char*>(w + b) + 2048;
-    for (int c = 0; c < 5; ++c) _mm_prefetch(ahead + 64 * c, _MM_HINT_T0);
-    __m256i isum[NT];
-    for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
-    for (int g = 0; g < 8; ++g) {
-      const __m256i qw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[b].qs + 32 * g));
-      const __m256i aw = _mm256_sign_epi8(qw, qw);  // |w|: maddubs wants one unsigned side
-      for (int t = 0; t < NT; ++t) {
-        const int8_t* xq = reinterpret_cast<const BlockQ8_0*>(x + t * x_stride)[b].qs + 4 * g;
-        int32_t x4;
-        std::memcpy(&x4, xq, 4);
-        const __m256i sx = _mm256_sign_epi8(_mm256_set1_epi32(x4), qw);
-        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, sx), ones));
-      }
-    }
-    const __m256 dw = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].d)));
-    for (int t = 0; t < NT; ++t) {
-      const __m256 dx = _mm256_set1_ps(H2F(reinterpret_cast<const BlockQ8_0*>(x + t * x_stride)[b].d));
-      acc[t] = _mm256_add_ps(acc[t], _mm256_mul_ps(_mm256_cvtepi32_ps(isum[t]), _mm256_mul_ps(dw, dx)));
-    }
-  }
-  for (int t = 0; t < NT; ++t) _mm256_storeu_ps(y + t * y_stride, acc[t]);
-}
-
-void TileQ8_0x8(const BlockQ8_0x8* w, const uint8_t* x, size_t x_stride, int nt, size_t nb, float* y,
-                size_t y_stride) {
-  switch (nt) {
-    case 1: return TileQ8_0x8Impl<1>(w, x, x_stride, nb, y, y_stride);
-    case 2: return TileQ8_0x8Impl<2>(w, x, x_stride, nb, y, y_stride);
-    case 3: return TileQ8_0x8Impl<3>(w, x, x_stride, nb, y, y_stride);
-    default: return TileQ8_0x8Impl<4>(w, x, x_stride, nb, y, y_stride);
-  }
-}
-
 void ToF16(const float* x, uint16_t* y, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -496,9 +356,9 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
   for (; i < n; ++i) y[i] = H2F(x[i]);
 }
 
-const DotKernels kAvx2 = {"avx2",    DotF32,    DotF16,     DotBf16,   DotQ8_0, DotQ4_0,         ToF16,          QuantizeQ8_0, F16ToF32, AxpyF32,
-                          AxpyF16,   DotF32F16, TileScores, TileAccum, ExpSum,  SiluMul, AttendTile,      Tile<BlockQ8_0>, Tile<BlockQ4_0>,
-                          FloatTile<float>, FloatTile<uint16_t>, TileQ8_0x8};
+const DotKernels kAvx2 = {"avx2",    DotF32,     DotF16,    DotBf16,   ToF16,      QuantizeQ8_0,
+                          F16ToF32,  AxpyF32,    AxpyF16,   DotF32F16, TileScores, TileAccum,
+                          ExpSum,    SiluMul,    AttendTile, FloatTile<float>, FloatTile<uint16_t>};
 
 }  // namespace
 

@@ -90,22 +90,7 @@ float GgmlDotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t num_blocks) {
   return ActiveGgmlCompatKernels().q4_0(w, x, num_blocks);
 }
 
-void GgmlQuantizeRowQ8_K(const float* x, BlockQ8_K* y, size_t n) {
-  PC_CHECK(n % kSuperBlock == 0);
-  for (size_t b = 0; b < n / kSuperBlock; ++b) {
-    const float* xb = x + b * kSuperBlock;
-    const float max = SignedExtreme(xb, kSuperBlock);
-    if (max == 0.0f) {
-      y[b] = BlockQ8_K{};
-      continue;
-    }
-    const float iscale = -127.0f / max;
-    for (size_t i = 0; i < kSuperBlock; ++i) {
-      y[b].qs[i] = static_cast<int8_t>(std::min(127.0f, std::nearbyint(iscale * xb[i])));
-    }
-    y[b].d = 1.0f / iscale;
-  }
-}
+void GgmlQuantizeRowQ8_K(const float* x, BlockQ8_K* y, size_t n) { QuantizeRowQ8_K(x, y, n); }
 
 float GgmlDotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks) {
   return ActiveGgmlCompatKernels().q6_k(w, x, num_blocks);

@@ -62,10 +62,7 @@ float GgmlDotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t num_blocks);
 // Q6_K weights take activations in 8-bit blocks of 256 with a float scale:
 // d = -max/127 where max is the signed value of largest magnitude, values
 // x * (-127/max) rounded to nearest (ties to even), capped at 127.
-struct BlockQ8_K {
-  float d;
-  int8_t qs[kSuperBlock];
-};
+// (QuantizeRowQ8_K, which also fills the sums of each 16.)
 void GgmlQuantizeRowQ8_K(const float* x, BlockQ8_K* y, size_t n);
 
 // Q6_K times Q8_K in the reference's AVX2 order: per super-block, exact

@@ -13,13 +13,16 @@ void RmsNorm(const float* x, const float* w, float* out, size_t n, float eps) {
   for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
-void Rope(float* x, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t pos,
-          float freq_base, bool neox) {
-  const float theta_scale = std::pow(freq_base, -2.0f / static_cast<float>(rope_dim));
+void Rope(float* x, size_t n_heads, int32_t pos, const RopeParams& p) {
+  const size_t rope_dim = p.rope_dim;
+  const bool neox = p.neox;
+  const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(rope_dim));
   for (size_t h = 0; h < n_heads; ++h) {
-    float* v = x + h * head_dim;
-    float theta = static_cast<float>(pos);
+    float* v = x + h * p.head_dim;
+    float theta_base = static_cast<float>(pos);
     for (size_t i = 0; i < rope_dim / 2; ++i) {
+      float theta = p.freq_factors != nullptr ? theta_base / p.freq_factors[i] : theta_base;
+      if (p.freq_scale != 1.0f) theta *= p.freq_scale;
       const float c = std::cos(theta), s = std::sin(theta);
       const size_t a = neox ? i : 2 * i;
       const size_t b = neox ? i + rope_dim / 2 : 2 * i + 1;
@@ -29,7 +32,7 @@ void Rope(float* x, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t po
       // here show up downstream once K and Q are rounded to F16.
       v[a] = std::fma(x0, c, -(x1 * s));
       v[b] = std::fma(x0, s, x1 * c);
-      theta *= theta_scale;
+      theta_base *= theta_scale;
     }
   }
 }

@@ -9,11 +9,20 @@ namespace pc {
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * w[i]; out may alias x.
 void RmsNorm(const float* x, const float* w, float* out, size_t n, float eps);
 
-// Rotary position embedding on x = [n_heads][head_dim] in place, rotating the
-// first rope_dim dims of each head. Normal style rotates pairs (2i, 2i+1);
-// NeoX style rotates (i, i + rope_dim/2). theta_i = pos * base^(-2i/rope_dim).
-void Rope(float* x, size_t n_heads, size_t head_dim, size_t rope_dim, int32_t pos,
-          float freq_base, bool neox);
+// Rotary position embedding. Normal style rotates pairs (2i, 2i+1); NeoX
+// style rotates (i, i + rope_dim/2). The angle of pair i at position pos is
+//   theta_i = freq_scale * (pos * base^(-2i/rope_dim) / freq_factors[i])
+// (the power by repeated multiplication; freq_scale < 1 is linear position
+// scaling, freq_factors the per-dimension divisors of Llama 3.1+ files).
+struct RopeParams {
+  size_t head_dim = 0, rope_dim = 0;
+  float freq_base = 10000.0f;
+  bool neox = false;
+  float freq_scale = 1.0f;
+  const float* freq_factors = nullptr;  // rope_dim / 2 divisors, or null
+};
+// Rotates the first rope_dim dims of each head of x = [n_heads][head_dim] in place.
+void Rope(float* x, size_t n_heads, int32_t pos, const RopeParams& p);
 
 // out[i] = silu(gate[i]) * up[i]; out may alias gate.
 void SiluMul(const float* gate, const float* up, float* out, size_t n);

@@ -18,7 +18,18 @@ namespace pc {
 // Activations for one batch of n tokens (floats unless noted).
 struct Model::Scratch {
   std::vector<float> x, xb, q, k, v, att, hb, hb2, out;
-  std::vector<uint8_t> xq;  // activation rows converted for a matmul
+  std::vector<uint8_t> xq;  // activation rows converted for a matmul (ggml numerics)
+  // Activation rows converted for the precise kernels, one buffer per
+  // activation type a matmul needs (weights of several types can share an
+  // input: Q4_K_M files mix Q4_K and Q6_K).
+  struct Converted {
+    TensorType type;
+    size_t row_bytes;
+    std::vector<uint8_t> data;
+  };
+  std::vector<Converted> acts;
+  std::vector<BlockQ8_0> q8_row;  // one row, on its way to Q8A
+  const X16Kernels* x16 = nullptr;
   std::vector<float> attn_scratch;  // per-thread attention tiles
   std::vector<float> attn_parts;    // split-KV: one softmax state per span
   const DotKernels* kernels = nullptr;
@@ -66,27 +77,35 @@ Result<std::unique_ptr<Model>> Model::FromGguf(GgufFile gguf, int num_threads, N
   PC_ASSIGN_OR_RETURN(Isa isa, ActiveIsa());
   (void)isa;
   m->pool_ = std::make_unique<ThreadPool>(num_threads);
-  m->set_numerics(numerics);  // kPrecise repacks
+  m->set_numerics(numerics);  // repacks what the numerics' kernels read
   m->fingerprint_ = Fingerprint(m->gguf_);
   return m;
 }
 
+namespace {
+
+// The weight types whose order the ggml numerics reproduce (it reads them
+// in the file's layout); every other quantized type runs our kernels there too.
+bool HasGgmlOrder(TensorType t) {
+  return t == TensorType::kF32 || t == TensorType::kF16 || t == TensorType::kQ8_0 || t == TensorType::kQ4_0 ||
+         t == TensorType::kQ6_K;
+}
+bool AnyType(TensorType) { return true; }
+bool NoGgmlOrder(TensorType t) { return !HasGgmlOrder(t); }
+
+}  // namespace
+
 void Model::set_numerics(Numerics n) {
   numerics_ = n;
-  if (n == Numerics::kGgmlCompat) {
-    ForgetPacked(weights_);
-    packed_ = PackedWeights{};
-    return;
-  }
-  // PROMPTCACHE_REPACK=0 keeps Q8_0 weights in the file's layout (for
-  // comparisons; the numerics of those rows then follow the plain tiles).
-  // The scalar level gains nothing from the copies (its plain dot computes
-  // the same bits faster), so it keeps the file's layout too.
+  if (n == Numerics::kGgmlCompat) UnpackWeights(weights_, HasGgmlOrder, &packed_);
+  // PROMPTCACHE_REPACK=0 keeps quantized weights in the file's layout (for
+  // comparisons: they then run the scalar reference dot). The scalar level
+  // has no x16 kernels and reads the file's layout too.
   const char* repack = std::getenv("PROMPTCACHE_REPACK");
   Result<Isa> isa = ActiveIsa();
   const bool simd = isa.ok() && *isa >= Isa::kAvx2;
-  if (packed_.num_matrices == 0 && simd && (repack == nullptr || std::string(repack) != "0")) {
-    packed_ = PackQ8_0Weights(weights_, gguf_, *pool_);
+  if (simd && (repack == nullptr || std::string(repack) != "0")) {
+    PackWeights(weights_, gguf_, *pool_, n == Numerics::kGgmlCompat ? NoGgmlOrder : AnyType, &packed_);
   }
 }
 
@@ -96,46 +115,65 @@ void Model::Linear(const WeightMatrix& w, const float* x, size_t n, float* y, Sc
 }
 
 void Model::LinearMany(std::span<const Projection> ps, const float* x, size_t n, Scratch& s) {
-  // Convert the input once per activation type (all share it today).
-  const TensorType at = ActivationTypeFor(ps[0].w->type);
   const size_t cols = ps[0].w->cols;
-  for (const Projection& p : ps) {
-    PC_CHECK(p.w->cols == cols);
-    if (p.w->type != ps[0].w->type) {  // mixed weight types: one job each
-      for (const Projection& q : ps) LinearMany({&q, 1}, x, n, s);
-      return;
+  for (const Projection& p : ps) PC_CHECK(p.w->cols == cols);
+  if (numerics_ == Numerics::kGgmlCompat) {
+    // The reference's order for the types it has one; ours for the rest.
+    std::vector<Projection> ours;
+    for (const Projection& p : ps) {
+      if (HasGgmlOrder(p.w->type)) LinearGgmlCompat({&p, 1}, x, n, s);
+      else ours.push_back(p);
     }
-  }
-  const TensorType wt = ps[0].w->type;
-  if (numerics_ == Numerics::kGgmlCompat && (wt == TensorType::kF32 || wt == TensorType::kF16 ||
-                                             wt == TensorType::kQ8_0 || wt == TensorType::kQ4_0 ||
-                                             wt == TensorType::kQ6_K)) {
-    LinearGgmlCompat(ps, x, n, s);
+    if (!ours.empty()) LinearPrecise(ours, x, n, s);
     return;
   }
-  const size_t row_bytes = RowBytes(at, cols);
-  s.xq.resize(n * row_bytes);
+  LinearPrecise(ps, x, n, s);
+}
+
+std::pair<const uint8_t*, size_t> Model::ConvertActivations(TensorType at, const float* x, size_t n, size_t cols,
+                                                            Scratch& s) {
+  if (at == TensorType::kF32) return {reinterpret_cast<const uint8_t*>(x), cols * sizeof(float)};
+  for (const Scratch::Converted& c : s.acts) {
+    if (c.type == at) return {c.data.data(), c.row_bytes};
+  }
+  Scratch::Converted c{at, RowBytes(at, cols), {}};
+  c.data.resize(n * c.row_bytes);
   for (size_t t = 0; t < n; ++t) {
-    void* dst = s.xq.data() + t * row_bytes;
-    if (at == TensorType::kF16) {
-      s.kernels->to_f16(x + t * cols, static_cast<uint16_t*>(dst), cols);
-    } else if (at == TensorType::kQ8_0) {
-      // Activations as the reference quantizes them (ties to even) in both
-      // numerics: no reason to differ from it where precision is equal.
-      s.kernels->quantize_q8_0(x + t * cols, static_cast<BlockQ8_0*>(dst), cols);
-    } else {
-      QuantizeRow(at, x + t * cols, dst, cols);
+    uint8_t* dst = c.data.data() + t * c.row_bytes;
+    const float* xt = x + t * cols;
+    switch (at) {
+      case TensorType::kF16: s.kernels->to_f16(xt, reinterpret_cast<uint16_t*>(dst), cols); break;
+      case TensorType::kQ8A:
+        // Activations as the reference quantizes them (ties to even) in both
+        // numerics: no reason to differ from it where precision is equal.
+        s.q8_row.resize(cols / kQuantBlock);
+        s.kernels->quantize_q8_0(xt, s.q8_row.data(), cols);
+        Q8_0ToQ8A(s.q8_row.data(), reinterpret_cast<BlockQ8A*>(dst), cols / kQuantBlock);
+        break;
+      case TensorType::kQ8_K: QuantizeRowQ8_K(xt, reinterpret_cast<BlockQ8_K*>(dst), cols); break;
+      default: QuantizeRow(at, xt, dst, cols); break;
     }
   }
+  s.acts.push_back(std::move(c));
+  return {s.acts.back().data.data(), s.acts.back().row_bytes};
+}
+
+void Model::LinearPrecise(std::span<const Projection> ps, const float* x, size_t n, Scratch& s) {
+  const size_t cols = ps[0].w->cols;
+  // Convert the input once per activation type (F32 is used in place).
+  s.acts.clear();
+  std::vector<std::pair<const uint8_t*, size_t>> xs;  // per projection: rows, stride
+  for (const Projection& p : ps) xs.push_back(ConvertActivations(ActivationTypeFor(p.w->type), x, n, cols, s));
   // One row space over all matrices, split across the pool.
   size_t total = 0;
   for (const Projection& p : ps) total += p.w->rows;
   const DotKernels& k = *s.kernels;
   pool_->ParallelFor(total, 16, [&](size_t r0, size_t r1, int) {
     size_t base = 0;
-    for (const Projection& p : ps) {
+    for (size_t i = 0; i < ps.size(); ++i) {
+      const Projection& p = ps[i];
       const size_t lo = std::max(r0, base), hi = std::min(r1, base + p.w->rows);
-      if (lo < hi) MatMulRows(k, *p.w, s.xq.data(), row_bytes, n, p.y, p.w->rows, lo - base, hi - base);
+      if (lo < hi) MatMulRows(k, s.x16, *p.w, xs[i].first, xs[i].second, n, p.y, p.w->rows, lo - base, hi - base);
       base += p.w->rows;
     }
   });
@@ -223,10 +261,28 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
   }
   const Projection qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
   LinearMany(qkv, s.xb.data(), n, s);
+  RopeParams rope;
+  rope.head_dim = static_cast<size_t>(c.head_dim);
+  rope.rope_dim = static_cast<size_t>(c.rope_dim);
+  rope.freq_base = c.rope_base;
+  rope.neox = c.rope_neox;
+  rope.freq_scale = c.rope_freq_scale;
+  rope.freq_factors = weights_.rope_freqs.empty() ? nullptr : weights_.rope_freqs.data();
   for (size_t t = 0; t < n; ++t) {
-    Rope(&s.q[t * c.q_dim()], c.n_head, c.head_dim, c.rope_dim, batch[t].pos, c.rope_base, c.rope_neox);
-    Rope(&s.k[t * c.kv_dim()], c.n_kv_head, c.head_dim, c.rope_dim, batch[t].pos, c.rope_base, c.rope_neox);
-    kv.Write(layer, batch[t].block_table, batch[t].pos, &s.k[t * c.kv_dim()], &s.v[t * c.kv_dim()]);
+    float* q = &s.q[t * c.q_dim()];
+    float* k = &s.k[t * c.kv_dim()];
+    float* v = &s.v[t * c.kv_dim()];
+    // Optional steps of the recipe: biases (qwen2), per-head norms (qwen3).
+    if (!w.bq.empty()) AddInPlace(q, w.bq.data(), w.bq.size());
+    if (!w.bk.empty()) AddInPlace(k, w.bk.data(), w.bk.size());
+    if (!w.bv.empty()) AddInPlace(v, w.bv.data(), w.bv.size());
+    if (!w.q_norm.empty()) {
+      for (int h = 0; h < c.n_head; ++h) RmsNorm(q + h * c.head_dim, w.q_norm.data(), q + h * c.head_dim, c.head_dim, c.rms_eps);
+      for (int h = 0; h < c.n_kv_head; ++h) RmsNorm(k + h * c.head_dim, w.k_norm.data(), k + h * c.head_dim, c.head_dim, c.rms_eps);
+    }
+    Rope(q, static_cast<size_t>(c.n_head), batch[t].pos, rope);
+    Rope(k, static_cast<size_t>(c.n_kv_head), batch[t].pos, rope);
+    kv.Write(layer, batch[t].block_table, batch[t].pos, k, v);
   }
   if (numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16) {
     AttendGgmlCompat(layer, batch, kv, s);
@@ -234,6 +290,7 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
     AttendTiled(layer, batch, kv, s);
   }
   Linear(w.wo, s.att.data(), n, s.out.data(), s);
+  for (size_t t = 0; t < n && !w.bo.empty(); ++t) AddInPlace(&s.out[t * c.n_embd], w.bo.data(), w.bo.size());
   AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
 }
 
@@ -361,6 +418,10 @@ void Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
   const size_t n = batch.size();
   Scratch s;
   s.kernels = &ActiveDotKernels();
+  {
+    Result<Isa> isa = ActiveIsa();
+    s.x16 = X16KernelsFor(isa.ok() ? *isa : Isa::kScalar);
+  }
   s.x.resize(n * c.n_embd);
   s.xb.resize(n * c.n_embd);
   s.q.resize(n * c.q_dim());

@@ -49,11 +49,12 @@ class Model {
   // cached K/V are only valid for the model that computed them.
   const Hash128& fingerprint() const { return fingerprint_; }
   ThreadPool& pool() { return *pool_; }
-  // Switching to kGgmlCompat frees the repacked Q8_0 copies (that numerics
-  // reads the file's layout); switching back repacks. Not during Forward.
+  // Switching to kGgmlCompat frees the repacked copies of the types whose
+  // reference order it reproduces (it reads the file's layout); switching
+  // back repacks. Not during Forward.
   void set_numerics(Numerics n);
-  // What repacking at load cost (PackQ8_0Weights); zeros when nothing was
-  // repacked (no Q8_0 matrices, or PROMPTCACHE_REPACK=0).
+  // What repacking at load cost (PackWeights); zeros when nothing was
+  // repacked (no quantized matrices, the scalar level, or PROMPTCACHE_REPACK=0).
   const PackedWeights& packed() const { return packed_; }
   Numerics numerics() const { return numerics_; }
 
@@ -84,6 +85,12 @@ class Model {
     float* y;  // [n][w->rows]
   };
   void LinearMany(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
+  // Our kernels (x16 for packed rows), inputs converted per weight type.
+  void LinearPrecise(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
+  // x [n][cols] converted to activation type at, once per matmul call
+  // (kept in s.acts): the rows and their stride in bytes.
+  static std::pair<const uint8_t*, size_t> ConvertActivations(TensorType at, const float* x, size_t n, size_t cols,
+                                                              Scratch& s);
   // The reference engine's matmul (kernels/ggml_compat.h), activations
   // converted as it converts them; all ps share one weight type.
   void LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);

@@ -3,104 +3,187 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <set>
 
+#include "kernels/qpack.h"
 #include "kernels/quant.h"
 
 namespace pc {
 namespace {
 
-Result<const GgufTensorInfo*> Find(const GgufFile& g, const std::string& name,
-                                   std::vector<uint64_t> want) {
-  const GgufTensorInfo* t = g.FindTensor(name);
-  if (t == nullptr) return Errorf("tensor '{}' is missing", name);
-  if (t->dims != want) {
-    return Errorf("tensor '{}' has shape [{}], expected [{}]", name, fmt::join(t->dims, ", "),
-                  fmt::join(want, ", "));
+// Looks tensors up by name and shape, remembering which it handed out.
+class Binder {
+ public:
+  explicit Binder(const GgufFile& g) : g_(g) {}
+
+  bool Has(const std::string& name) const { return g_.FindTensor(name) != nullptr; }
+
+  Result<WeightMatrix> Matrix(const std::string& name, int cols, int rows) {
+    PC_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Find(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}));
+    return WeightMatrix{t->type, t->data, static_cast<size_t>(rows), static_cast<size_t>(cols)};
   }
-  return t;
+
+  Result<std::vector<float>> Vector(const std::string& name, int n) {
+    PC_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Find(name, {static_cast<uint64_t>(n)}));
+    std::vector<float> out(static_cast<size_t>(n));
+    DequantizeRow(t->type, t->data, out.data(), out.size());
+    return out;
+  }
+
+  // An optional vector: empty when the file has none.
+  Result<std::vector<float>> MaybeVector(const std::string& name, int n) {
+    if (!Has(name)) return std::vector<float>{};
+    return Vector(name, n);
+  }
+
+  // Every tensor of the file must have been bound.
+  Status CheckAllUsed(const std::string& arch) const {
+    for (const GgufTensorInfo& t : g_.tensors()) {
+      if (used_.count(t.name) == 0) {
+        return Errorf("tensor '{}' is not used by the {} recipe: promptcache does not know what it means, so it "
+                      "refuses the file rather than compute without it",
+                      t.name, arch);
+      }
+    }
+    return OkStatus();
+  }
+
+ private:
+  Result<const GgufTensorInfo*> Find(const std::string& name, const std::vector<uint64_t>& want) {
+    const GgufTensorInfo* t = g_.FindTensor(name);
+    if (t == nullptr) return Errorf("tensor '{}' is missing", name);
+    if (t->dims != want) {
+      return Errorf("tensor '{}' has shape [{}], expected [{}]", name, fmt::join(t->dims, ", "), fmt::join(want, ", "));
+    }
+    used_.insert(name);
+    return t;
+  }
+
+  const GgufFile& g_;
+  std::set<std::string> used_;
+};
+
+Status BindAttention(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& lw) {
+  if (b.Has(p + "attn_qkv.weight")) {  // phi3: q rows, then k, then v
+    PC_ASSIGN_OR_RETURN(WeightMatrix qkv, b.Matrix(p + "attn_qkv.weight", c.n_embd, c.q_dim() + 2 * c.kv_dim()));
+    lw.wq = qkv.Rows(0, static_cast<size_t>(c.q_dim()));
+    lw.wk = qkv.Rows(static_cast<size_t>(c.q_dim()), static_cast<size_t>(c.kv_dim()));
+    lw.wv = qkv.Rows(static_cast<size_t>(c.q_dim() + c.kv_dim()), static_cast<size_t>(c.kv_dim()));
+  } else {
+    PC_ASSIGN_OR_RETURN(lw.wq, b.Matrix(p + "attn_q.weight", c.n_embd, c.q_dim()));
+    PC_ASSIGN_OR_RETURN(lw.wk, b.Matrix(p + "attn_k.weight", c.n_embd, c.kv_dim()));
+    PC_ASSIGN_OR_RETURN(lw.wv, b.Matrix(p + "attn_v.weight", c.n_embd, c.kv_dim()));
+  }
+  PC_ASSIGN_OR_RETURN(lw.wo, b.Matrix(p + "attn_output.weight", c.q_dim(), c.n_embd));
+  PC_ASSIGN_OR_RETURN(lw.bq, b.MaybeVector(p + "attn_q.bias", c.q_dim()));
+  PC_ASSIGN_OR_RETURN(lw.bk, b.MaybeVector(p + "attn_k.bias", c.kv_dim()));
+  PC_ASSIGN_OR_RETURN(lw.bv, b.MaybeVector(p + "attn_v.bias", c.kv_dim()));
+  PC_ASSIGN_OR_RETURN(lw.bo, b.MaybeVector(p + "attn_output.bias", c.n_embd));
+  PC_ASSIGN_OR_RETURN(lw.q_norm, b.MaybeVector(p + "attn_q_norm.weight", c.head_dim));
+  PC_ASSIGN_OR_RETURN(lw.k_norm, b.MaybeVector(p + "attn_k_norm.weight", c.head_dim));
+  if (lw.q_norm.empty() != lw.k_norm.empty()) return Errorf("{}: attn_q_norm and attn_k_norm come in pairs", p);
+  if (c.arch == "qwen3" && lw.q_norm.empty()) return Errorf("tensor '{}attn_q_norm.weight' is missing", p);
+  return OkStatus();
 }
 
-Result<WeightMatrix> Matrix(const GgufFile& g, const std::string& name, int cols, int rows) {
-  PC_ASSIGN_OR_RETURN(const GgufTensorInfo* t,
-                      Find(g, name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}));
-  return WeightMatrix{t->type, t->data, static_cast<size_t>(rows), static_cast<size_t>(cols)};
-}
-
-Result<std::vector<float>> Vector(const GgufFile& g, const std::string& name, int n) {
-  PC_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Find(g, name, {static_cast<uint64_t>(n)}));
-  std::vector<float> out(static_cast<size_t>(n));
-  DequantizeRow(t->type, t->data, out.data(), out.size());
-  return out;
+Status BindFeedForward(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& lw) {
+  if (c.fused_gate_up) {  // phi3: the gate's rows, then the up projection's
+    PC_ASSIGN_OR_RETURN(WeightMatrix up, b.Matrix(p + "ffn_up.weight", c.n_embd, 2 * c.n_ff));
+    lw.w_gate = up.Rows(0, static_cast<size_t>(c.n_ff));
+    lw.w_up = up.Rows(static_cast<size_t>(c.n_ff), static_cast<size_t>(c.n_ff));
+  } else {
+    PC_ASSIGN_OR_RETURN(lw.w_gate, b.Matrix(p + "ffn_gate.weight", c.n_embd, c.n_ff));
+    PC_ASSIGN_OR_RETURN(lw.w_up, b.Matrix(p + "ffn_up.weight", c.n_embd, c.n_ff));
+  }
+  PC_ASSIGN_OR_RETURN(lw.w_down, b.Matrix(p + "ffn_down.weight", c.n_ff, c.n_embd));
+  return OkStatus();
 }
 
 }  // namespace
 
 Result<ModelWeights> BindWeights(const GgufFile& g, const ModelConfig& c) {
+  Binder b(g);
   ModelWeights w;
-  PC_ASSIGN_OR_RETURN(w.token_embd, Matrix(g, "token_embd.weight", c.n_embd, c.n_vocab));
-  PC_ASSIGN_OR_RETURN(w.output_norm, Vector(g, "output_norm.weight", c.n_embd));
-  if (g.FindTensor("output.weight") != nullptr) {
-    PC_ASSIGN_OR_RETURN(w.output, Matrix(g, "output.weight", c.n_embd, c.n_vocab));
+  PC_ASSIGN_OR_RETURN(w.token_embd, b.Matrix("token_embd.weight", c.n_embd, c.n_vocab));
+  PC_ASSIGN_OR_RETURN(w.output_norm, b.Vector("output_norm.weight", c.n_embd));
+  if (b.Has("output.weight")) {
+    PC_ASSIGN_OR_RETURN(w.output, b.Matrix("output.weight", c.n_embd, c.n_vocab));
   } else {
     w.output = w.token_embd;
     w.tied_output = true;
   }
+  PC_ASSIGN_OR_RETURN(w.rope_freqs, b.MaybeVector("rope_freqs.weight", c.rope_dim / 2));
+  for (float f : w.rope_freqs) {
+    if (!(f > 0.0f && f < 1e6f)) return Errorf("tensor 'rope_freqs.weight' holds {}, not a frequency divisor", f);
+  }
   for (int l = 0; l < c.n_layer; ++l) {
     const std::string p = fmt::format("blk.{}.", l);
     LayerWeights lw;
-    PC_ASSIGN_OR_RETURN(lw.attn_norm, Vector(g, p + "attn_norm.weight", c.n_embd));
-    PC_ASSIGN_OR_RETURN(lw.wq, Matrix(g, p + "attn_q.weight", c.n_embd, c.q_dim()));
-    PC_ASSIGN_OR_RETURN(lw.wk, Matrix(g, p + "attn_k.weight", c.n_embd, c.kv_dim()));
-    PC_ASSIGN_OR_RETURN(lw.wv, Matrix(g, p + "attn_v.weight", c.n_embd, c.kv_dim()));
-    PC_ASSIGN_OR_RETURN(lw.wo, Matrix(g, p + "attn_output.weight", c.q_dim(), c.n_embd));
-    PC_ASSIGN_OR_RETURN(lw.ffn_norm, Vector(g, p + "ffn_norm.weight", c.n_embd));
-    PC_ASSIGN_OR_RETURN(lw.w_gate, Matrix(g, p + "ffn_gate.weight", c.n_embd, c.n_ff));
-    PC_ASSIGN_OR_RETURN(lw.w_up, Matrix(g, p + "ffn_up.weight", c.n_embd, c.n_ff));
-    PC_ASSIGN_OR_RETURN(lw.w_down, Matrix(g, p + "ffn_down.weight", c.n_ff, c.n_embd));
+    PC_ASSIGN_OR_RETURN(lw.attn_norm, b.Vector(p + "attn_norm.weight", c.n_embd));
+    PC_RETURN_IF_ERROR(BindAttention(b, c, p, lw));
+    PC_ASSIGN_OR_RETURN(lw.ffn_norm, b.Vector(p + "ffn_norm.weight", c.n_embd));
+    PC_RETURN_IF_ERROR(BindFeedForward(b, c, p, lw));
     w.layers.push_back(std::move(lw));
   }
+  PC_RETURN_IF_ERROR(b.CheckAllUsed(c.arch));
   return w;
 }
 
-PackedWeights PackQ8_0Weights(ModelWeights& w, const GgufFile& gguf, ThreadPool& pool) {
+void PackWeights(ModelWeights& w, const GgufFile& gguf, ThreadPool& pool, bool (*want)(TensorType),
+                 PackedWeights* out) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<WeightMatrix*> todo;
   auto add = [&](WeightMatrix& m) {
-    if (m.type == TensorType::kQ8_0 && m.rows >= 8 && m.packed == nullptr) todo.push_back(&m);
+    if (X16LayoutOf(m.type).n > 0 && want(m.type) && m.rows >= kX16Rows && m.packed == nullptr) todo.push_back(&m);
   };
   for (LayerWeights& l : w.layers) {
     for (WeightMatrix* m : Matrices(l)) add(*m);
   }
   add(w.tied_output ? w.token_embd : w.output);  // the embedding lookup itself reads rows of data
-  PackedWeights out;
+  if (!w.tied_output) add(w.token_embd);
   for (WeightMatrix* m : todo) {
-    const size_t nb = m->cols / kQuantBlock, groups = m->rows / 8;
-    const size_t bytes = (groups * nb * sizeof(BlockQ8_0x8) + 63) / 64 * 64;
-    auto* dst = static_cast<BlockQ8_0x8*>(std::aligned_alloc(64, bytes));
+    const size_t groups = m->rows / kX16Rows, gb = m->group_bytes();
+    const size_t bytes = (groups * gb + 63) / 64 * 64;
+    auto* dst = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
     if (dst == nullptr) continue;  // out of memory: this matrix keeps the file's layout
-    const size_t rb = m->row_bytes();
+    const size_t rb = m->row_bytes(), nb = m->cols / BlockElems(m->type);
     pool.ParallelFor(groups, 4, [&](size_t g0, size_t g1, int) {
-      for (size_t g = g0; g < g1; ++g) PackQ8_0x8(m->data + g * 8 * rb, rb, nb, dst + g * nb);
-      gguf.ReleasePages(m->data + g0 * 8 * rb, (g1 - g0) * 8 * rb);
+      for (size_t g = g0; g < g1; ++g) RepackX16(m->type, m->data + g * kX16Rows * rb, rb, nb, dst + g * gb);
+      gguf.ReleasePages(m->data + g0 * kX16Rows * rb, (g1 - g0) * kX16Rows * rb);
     });
     m->packed = dst;
-    out.buffers.emplace_back(dst);
-    out.buffer_bytes.push_back(bytes);
-    out.originals.emplace_back(m->data, m->rows / 8 * 8 * rb);
-    out.bytes += bytes;
-    ++out.num_matrices;
+    PackedWeights::Entry e;
+    e.buffer.reset(dst);
+    e.bytes = bytes;
+    e.original = {m->data, groups * kX16Rows * rb};
+    e.type = m->type;
+    out->entries.push_back(std::move(e));
+    out->bytes += bytes;
+    ++out->num_matrices;
   }
   if (w.tied_output) w.output.packed = w.token_embd.packed;
-  out.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-  return out;
+  out->load_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-void ForgetPacked(ModelWeights& w) {
-  w.token_embd.packed = nullptr;
-  w.output.packed = nullptr;
+void UnpackWeights(ModelWeights& w, bool (*which)(TensorType), PackedWeights* packed) {
+  auto forget = [&](WeightMatrix& m) {
+    if (m.packed != nullptr && which(m.type)) m.packed = nullptr;
+  };
+  forget(w.token_embd);
+  forget(w.output);
   for (LayerWeights& l : w.layers) {
-    for (WeightMatrix* m : Matrices(l)) m->packed = nullptr;
+    for (WeightMatrix* m : Matrices(l)) forget(*m);
   }
+  std::vector<PackedWeights::Entry> keep;
+  for (PackedWeights::Entry& e : packed->entries) {
+    if (which(e.type)) {
+      packed->bytes -= e.bytes;
+      --packed->num_matrices;
+    } else {
+      keep.push_back(std::move(e));
+    }
+  }
+  packed->entries = std::move(keep);
 }
 
 }  // namespace pc

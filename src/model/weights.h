@@ -1,5 +1,8 @@
 // Views of a model's weights inside a mapped GGUF file, checked for shape.
-// Norm vectors are copied to float; matrices stay in place in their stored type.
+// Norm vectors and biases are copied to float; matrices stay in place in
+// their stored type (fused tensors are split into row ranges). Binding
+// accounts for every tensor of the file: one the recipe does not use is an
+// error naming it, so no file runs with a part of it silently ignored.
 #pragma once
 #include <array>
 #include <cstdlib>
@@ -20,6 +23,10 @@ struct LayerWeights {
   WeightMatrix wk;               // [kv_dim][n_embd]
   WeightMatrix wv;               // [kv_dim][n_embd]
   WeightMatrix wo;               // [n_embd][q_dim]
+  // Optional (empty when the file has none): biases added after the
+  // projections, and per-head RMSNorm weights of q and k (before rotation).
+  std::vector<float> bq, bk, bv, bo;  // [q_dim], [kv_dim] x2, [n_embd]
+  std::vector<float> q_norm, k_norm;  // [head_dim]
   std::vector<float> ffn_norm;   // [n_embd]
   WeightMatrix w_gate;           // [n_ff][n_embd]
   WeightMatrix w_up;             // [n_ff][n_embd]
@@ -37,32 +44,37 @@ struct ModelWeights {
   std::vector<float> output_norm;  // [n_embd]
   WeightMatrix output;            // [n_vocab][n_embd]; token_embd when tied
   bool tied_output = false;
+  std::vector<float> rope_freqs;  // [rope_dim / 2] frequency divisors, or empty
 };
 
 Result<ModelWeights> BindWeights(const GgufFile& gguf, const ModelConfig& config);
 
-// Q8_0 matrices repacked into 8-row groups (BlockQ8_0x8) for the decode and
-// prefill kernels: one sequential stream per 8 rows and a lane per row. Owns
-// the copies; the matrices' `packed` views point into them.
+// Quantized matrices repacked into 16-row groups (qpack.h) for the x16
+// kernels. Owns the copies; the matrices' `packed` views point into them.
 struct PackedWeights {
   struct Free {
     void operator()(void* p) const { std::free(p); }
   };
-  std::vector<std::unique_ptr<BlockQ8_0x8, Free>> buffers;
-  std::vector<size_t> buffer_bytes;                   // per buffer
-  std::vector<std::span<const uint8_t>> originals;  // mapped bytes the copies replace
+  struct Entry {
+    std::unique_ptr<uint8_t, Free> buffer;
+    size_t bytes = 0;
+    std::span<const uint8_t> original;  // the mapped bytes it replaces
+    TensorType type = TensorType::kF32;
+  };
+  std::vector<Entry> entries;
   size_t num_matrices = 0;
   size_t bytes = 0;    // memory of the copies
   double load_ms = 0;  // time spent repacking
 };
 
-// Repacks every Q8_0 matrix of w with at least 8 rows, split across pool,
-// and drops the originals' pages from the resident set (the embedding lookup
-// reads the copies; the ggml-compat numerics map the originals again on
-// demand), so resident memory stays about one copy of the weights.
-PackedWeights PackQ8_0Weights(ModelWeights& w, const GgufFile& gguf, ThreadPool& pool);
-// Points every matrix back at the file's layout only (before the copies are
-// freed).
-void ForgetPacked(ModelWeights& w);
+// Repacks every quantized matrix of w with at least 16 rows whose type
+// `want` accepts, split across pool, and drops the originals' pages from the
+// resident set (the embedding lookup reads the copies), so resident memory
+// stays about one copy of the weights. Matrices already packed are skipped.
+void PackWeights(ModelWeights& w, const GgufFile& gguf, ThreadPool& pool, bool (*want)(TensorType),
+                 PackedWeights* out);
+// Points the matrices of the given types back at the file's layout and frees
+// their copies.
+void UnpackWeights(ModelWeights& w, bool (*which)(TensorType), PackedWeights* packed);
 
 }  // namespace pc

@@ -70,7 +70,9 @@ const CpuFeatures& DetectCpuFeatures() {
 Isa BestSupportedIsa() {
   const CpuFeatures& f = DetectCpuFeatures();
   const bool avx2 = f.avx2 && f.fma && f.f16c;
-  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl;
+  // The AVX-512 kernels multiply bytes with VNNI (Cascade Lake and later,
+  // Zen 4): a CPU with AVX-512 but no VNNI runs the AVX2 level.
+  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
   if (avx512 && f.amx_tile && f.amx_bf16 && f.amx_int8) return Isa::kAmx;
   if (avx512) return Isa::kAvx512;
   if (avx2) return Isa::kAvx2;

@@ -51,12 +51,12 @@ std::vector<std::span<const float>> StreamedWeights(const Model& m) {
     if (bytes >= (size_t{64} << 10)) out.emplace_back(static_cast<const float*>(p), bytes / sizeof(float));
   };
   const PackedWeights& pw = m.packed();
-  for (size_t i = 0; i < pw.buffers.size(); ++i) add(pw.buffers[i].get(), pw.buffer_bytes[i]);
+  for (const PackedWeights::Entry& e : pw.entries) add(e.buffer.get(), e.bytes);
   const bool tied = m.gguf().FindTensor("output.weight") == nullptr;
   for (const GgufTensorInfo& t : m.gguf().tensors()) {
     if (t.name == "token_embd.weight" && !tied) continue;
-    const bool replaced = std::any_of(pw.originals.begin(), pw.originals.end(),
-                                      [&](std::span<const uint8_t> o) { return o.data() == t.data; });
+    const bool replaced = std::any_of(pw.entries.begin(), pw.entries.end(),
+                                      [&](const PackedWeights::Entry& e) { return e.original.data() == t.data; });
     if (!replaced) add(t.data, static_cast<size_t>(t.size_bytes));
   }
   return out;

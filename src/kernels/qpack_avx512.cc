@@ -1,0 +1,70 @@
+// The x16 kernels with AVX-512 (F, BW, VL) and VNNI: 16 rows in the 16
+// lanes of a zmm register, vpdpbusd for the products. This file alone is
+// compiled with those flags; it runs only after ActiveIsa() confirmed them.
+#include <immintrin.h>
+
+#include "kernels/qpack_kernels.h"
+#include "kernels/qpack_simd.h"
+
+namespace pc {
+namespace {
+
+struct Avx512 {
+  using V = __m512i;
+  using F = __m512;
+  static constexpr int kLanes = 16;
+  static constexpr bool kVnni = true;
+  static V Load(const uint8_t* p) { return _mm512_loadu_si512(p); }
+  static V LanesU8(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static V LanesI8(const uint8_t* p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+  static F LanesF16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static V DotU(V acc, V w, int32_t x4) { return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x4)); }
+  static V DotS(V acc, V w, int32_t x4) { return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x4)); }  // unused
+  static V And(V a, V b) { return _mm512_and_si512(a, b); }
+  static V Or(V a, V b) { return _mm512_or_si512(a, b); }
+  static V Xor8(V a, int v) { return _mm512_xor_si512(a, _mm512_set1_epi8(static_cast<char>(v))); }
+  static V Sub8(V a, char v) { return _mm512_sub_epi8(a, _mm512_set1_epi8(v)); }
+  template <int N> static V Srl16(V a) { return _mm512_srli_epi16(a, N); }
+  template <int N> static V Sll16(V a) { return _mm512_slli_epi16(a, N); }
+  template <int N> static V Srl32(V a) { return _mm512_srli_epi32(a, N); }
+  template <int N> static V Sll32(V a) { return _mm512_slli_epi32(a, N); }
+  static V Set1x8(char v) { return _mm512_set1_epi8(v); }
+  static V Set1x32(int32_t v) { return _mm512_set1_epi32(v); }
+  static V Zero() { return _mm512_setzero_si512(); }
+  static V Add(V a, V b) { return _mm512_add_epi32(a, b); }
+  static V Sub(V a, V b) { return _mm512_sub_epi32(a, b); }
+  static V MulLo(V a, V b) { return _mm512_mullo_epi32(a, b); }
+  static V Lut(V idx, bool is_signed) {
+    const void* grid = is_signed ? static_cast<const void*>(kIq4Values) : static_cast<const void*>(kIq4ValuesPlus128);
+    return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(grid))), idx);
+  }
+  static F ZeroF() { return _mm512_setzero_ps(); }
+  static F Cvt(V a) { return _mm512_cvtepi32_ps(a); }
+  static F Mul(F a, F b) { return _mm512_mul_ps(a, b); }
+  static F AddF(F a, F b) { return _mm512_add_ps(a, b); }
+  static F Set1(float v) { return _mm512_set1_ps(v); }
+  static F Neg(F a) { return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(a), _mm512_set1_epi32(INT32_MIN))); }
+  static void Store(float* y, F v) { _mm512_storeu_ps(y, v); }
+  static void Prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
+};
+
+struct Runner {
+  template <TensorType T>
+  static void Run(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, int nt, float* y,
+                  size_t y_stride) {
+    switch (nt) {
+      case 1: return x16::Kernel<Avx512, T, 1>(group, nb, x, x_stride, y, y_stride);
+      case 2: return x16::Kernel<Avx512, T, 2>(group, nb, x, x_stride, y, y_stride);
+      case 3: return x16::Kernel<Avx512, T, 3>(group, nb, x, x_stride, y, y_stride);
+      default: return x16::Kernel<Avx512, T, 4>(group, nb, x, x_stride, y, y_stride);
+    }
+  }
+};
+
+const X16Kernels kAvx512 = MakeX16Kernels<Runner>("avx512");
+
+}  // namespace
+
+const X16Kernels* Avx512X16Kernels() { return &kAvx512; }
+
+}  // namespace pc

@@ -1,0 +1,163 @@
+// The x16 matmul kernel of every quantized type, written once over a SIMD
+// traits class S (qpack_avx2.cc, qpack_avx512.cc define one each and
+// include this file; it must never be included elsewhere, since its code is
+// compiled for the including file's instruction set).
+//
+// S has S::kLanes 32-bit lanes (16, or 8 for one half of the rows) and:
+//   V Load(p)          its lanes' part of a 64-byte [16 rows][4 bytes] vector
+//   V LanesU8(p), LanesI8(p)   16 bytes (one per row) -> int32 lanes
+//   F LanesF16(p)      16 fp16 (one per row) -> float lanes
+//   V DotU(acc, w, x4) acc += per lane sum of 4 (w unsigned byte * x signed byte)
+//   V DotS(acc, w, x4) the same with signed w (|w| <= 128)
+//   bool kVnni         DotU is exact for any unsigned byte (else w < 128 only)
+//   integer ops And, Or, Xor8, Srl16/Sll16/Srl32/Sll32<N>, Add, Sub, MulLo,
+//   Set1x8, Set1x32, Lut (a 16-entry byte table per 128 bits), float ops
+//   Cvt, Mul, Add, Set1, Neg, Store(float* y16, F): its lanes of 16 floats.
+#pragma once
+#include <cstring>
+#include <type_traits>
+#include <utility>
+
+#include "kernels/qpack.h"
+
+namespace pc {
+// Internal linkage: the two including files compile this code for different
+// instruction sets, and the linker must never swap one copy for the other.
+namespace {
+namespace x16 {
+
+template <int... I, class F>
+inline void StaticFor(std::integer_sequence<int, I...>, F&& f) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, class F>
+inline void StaticFor(F&& f) {
+  StaticFor(std::make_integer_sequence<int, N>{}, f);
+}
+
+inline int32_t Load4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Vector vl (0..7) of 32-element chunk c: elements 32c + 4vl .. +3 of every
+// lane's row, as unsigned bytes (q, or the grid value + 128), or as signed
+// values (q - offset) when Signed.
+template <class S, X16Layout L, bool Signed, int VL>
+inline typename S::V Unpack(const uint8_t* blk, size_t c) {
+  using V = typename S::V;
+  const uint8_t* low = blk + L.low;
+  V q;
+  if constexpr (L.bits == 8) {
+    q = S::Load(low + (c * 8 + VL) * 64);
+    return Signed ? S::Xor8(q, 0x80) : q;  // stored q + 128
+  } else if constexpr (L.bits >= 4) {
+    const V raw = S::Load(low + (c * 4 + VL / 2) * 64);
+    q = S::And(VL % 2 == 0 ? raw : S::template Srl16<4>(raw), S::Set1x8(0x0F));
+  } else {
+    const V raw = S::Load(low + (c * 2 + VL / 4) * 64);
+    q = S::And(S::template Srl16<2 * (VL % 4)>(raw), S::Set1x8(0x03));
+  }
+  if constexpr (L.bits == 5 || L.bits == 3) {
+    // Bit VL of each byte of the plane moves to bit 4 (Q5) or 2 (Q3_K); the
+    // mask drops what the 32-bit shift brought in from neighbouring bytes.
+    constexpr int kTo = L.bits == 5 ? 4 : 2;
+    const V plane = S::Load(blk + L.high + c * 64);
+    V bit;
+    if constexpr (VL >= kTo) bit = S::template Srl32<VL - kTo>(plane);
+    else bit = S::template Sll32<kTo - VL>(plane);
+    q = S::Or(q, S::And(bit, S::Set1x8(static_cast<char>(1 << kTo))));
+  } else if constexpr (L.bits == 6) {
+    const V raw = S::Load(blk + L.high + (c * 2 + VL / 4) * 64);
+    constexpr int kShift = 4 - 2 * (VL % 4);  // bits 2k..2k+1 to 4..5
+    V hi;
+    if constexpr (kShift > 0) hi = S::template Sll16<kShift>(raw);
+    else if constexpr (kShift < 0) hi = S::template Srl16<-kShift>(raw);
+    else hi = raw;
+    q = S::Or(q, S::And(hi, S::Set1x8(0x30)));
+  }
+  if constexpr (L.table) return S::Lut(q, Signed);
+  if constexpr (Signed) return S::Sub8(q, static_cast<char>(L.offset));
+  return q;
+}
+
+template <bool K>
+using ActBlock = std::conditional_t<K, BlockQ8_K, BlockQ8A>;
+
+// Sum of the activation values of sub-block j.
+template <X16Layout L>
+inline int32_t XSum(const ActBlock<L.n == 256>& x, int j) {
+  if constexpr (L.n == 32) return x.sum;
+  else if constexpr (L.sub == 16) return x.bsums[j];
+  else return x.bsums[2 * j] + x.bsums[2 * j + 1];
+}
+
+template <class S, TensorType T, int NT>
+void Kernel(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, float* y, size_t y_stride) {
+  using V = typename S::V;
+  using F = typename S::F;
+  constexpr X16Layout L = X16LayoutFor(T);
+  // Without VNNI, maddubs would saturate on bytes past 127: those formats
+  // (Q8_0, the grid ones) take signed products instead, offsets applied.
+  constexpr bool kSigned = !S::kVnni && (L.bits == 8 || L.table);
+  constexpr int kSubsPerChunk = 32 / L.sub, kVecPerSub = L.sub / 4;
+  using XB = ActBlock<L.n == 256>;
+  F acc[NT];
+  for (int t = 0; t < NT; ++t) acc[t] = S::ZeroF();
+  for (size_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = group + b * L.bytes;
+    S::Prefetch(blk + 4 * L.bytes);
+    const XB* xb[NT];
+    for (int t = 0; t < NT; ++t) xb[t] = reinterpret_cast<const XB*>(x + t * x_stride) + b;
+    V a[NT], m[NT];
+    for (int t = 0; t < NT; ++t) a[t] = m[t] = S::Zero();
+    for (size_t c = 0; c < static_cast<size_t>(L.n / 32); ++c) {
+      StaticFor<kSubsPerChunk>([&](auto js) {
+        const int j = static_cast<int>(c) * kSubsPerChunk + js;
+        V isum[NT];
+        for (int t = 0; t < NT; ++t) isum[t] = S::Zero();
+        StaticFor<kVecPerSub>([&](auto vv) {
+          constexpr int kVl = decltype(js)::value * kVecPerSub + decltype(vv)::value;
+          const V w = Unpack<S, L, kSigned, kVl>(blk, c);
+          for (int t = 0; t < NT; ++t) {
+            const int32_t x4 = Load4(xb[t]->qs + c * 32 + kVl * 4);
+            isum[t] = kSigned ? S::DotS(isum[t], w, x4) : S::DotU(isum[t], w, x4);
+          }
+        });
+        for (int t = 0; t < NT; ++t) {
+          const int32_t xs = XSum<L>(*xb[t], j);
+          V s = isum[t];
+          if constexpr (!kSigned && L.offset != 0) s = S::Sub(s, S::Set1x32(L.offset * xs));
+          if constexpr (L.sub_scales) {
+            a[t] = S::Add(a[t], S::MulLo(S::LanesI8(blk + L.sc + static_cast<size_t>(j) * 16), s));
+          } else {
+            a[t] = s;
+          }
+          if constexpr (L.sub_mins) {
+            m[t] = S::Add(m[t], S::MulLo(S::LanesU8(blk + L.mn + static_cast<size_t>(j) * 16), S::Set1x32(xs)));
+          } else if constexpr (L.has_min) {
+            m[t] = S::Set1x32(xs);
+          }
+        }
+      });
+    }
+    const F d = S::LanesF16(reinterpret_cast<const uint16_t*>(blk));
+    F mm = S::ZeroF();
+    if constexpr (L.has_min) {
+      mm = S::LanesF16(reinterpret_cast<const uint16_t*>(blk + L.mh));
+      if constexpr (L.n == 256) mm = S::Neg(mm);  // K-quants subtract their minimum
+    }
+    for (int t = 0; t < NT; ++t) {
+      const F dx = S::Set1(xb[t]->d);
+      F tt = S::Mul(S::Cvt(a[t]), S::Mul(d, dx));
+      if constexpr (L.has_min) tt = S::AddF(tt, S::Mul(S::Cvt(m[t]), S::Mul(mm, dx)));
+      acc[t] = S::AddF(acc[t], tt);
+    }
+  }
+  for (int t = 0; t < NT; ++t) S::Store(y + t * y_stride, acc[t]);
+}
+
+}  // namespace x16
+}  // namespace
+}  // namespace pc
