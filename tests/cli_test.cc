@@ -2,6 +2,7 @@
 // tokenize --jsonl against the tokenizer vectors, inspect, errors.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -44,6 +45,47 @@ TEST(Cli, RunJsonMatchesTheReferenceGreedyTokens) {
     ++cases;
   }
   EXPECT_EQ(cases, 8);
+}
+
+// `run --logprobs --json` (ggml numerics, run's default) on the files users
+// download: K-quant mixes, qwen2, qwen3, phi3, llama3. Greedy generation is
+// checked against the reference by its README's rule (tolerances 3e-2 F16,
+// 1e-1 quantized), restarting from the reference's tokens where a near-tie
+// makes the two choose differently. Three prompts per file.
+TEST(Cli, RunLogprobsMatchTheReferencesOfTheNewLayouts) {
+  const std::pair<const char*, float> files[] = {
+      {"tiny-gqa-q4_k_m", 1e-1f}, {"tiny-gqa-q5_k_m", 1e-1f},  {"tiny-gqa-q6_k", 1e-1f},
+      {"tiny-qwen2-f16", 3e-2f},  {"tiny-qwen2-q4_k_m", 1e-1f}, {"tiny-qwen3-f16", 3e-2f},
+      {"tiny-qwen3-q8_0", 1e-1f}, {"tiny-phi3-f16", 3e-2f},     {"tiny-phi3-q4_k_m", 1e-1f},
+      {"tiny-llama3-f16", 3e-2f}, {"tiny-llama3-q4_k_m", 1e-1f},
+  };
+  for (const auto& [name, tol] : files) {
+    PC_SHARED_OR_SKIP(model, std::string("models/") + name + ".gguf");
+    PC_SHARED_OR_SKIP(ref, std::string("reference/") + name + ".jsonl");
+    const std::vector<test::RefCase> cases = test::LoadReference(ref);
+    ASSERT_GE(cases.size(), 3u);
+    auto gen = [&, model = model](const std::vector<int32_t>& prefix, int n) {
+      std::string ids;
+      for (int32_t id : prefix) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+      int rc = 0;
+      const std::string out = test::RunCommand(Bin() + " run -m " + model + " --prompt-tokens " + ids + " -n " +
+                                                   std::to_string(n) + " --temp 0 --ignore-eos --logprobs 10 --json",
+                                               &rc);
+      EXPECT_EQ(rc, 0) << out;
+      std::vector<test::GenStep> steps;
+      std::istringstream got(out);
+      for (std::string line; std::getline(got, line);) {
+        const auto j = nlohmann::json::parse(line);
+        test::GenStep s{j["id"].get<int32_t>(), {}};
+        for (const auto& t : j["top"]) s.top.emplace_back(t[0].get<int32_t>(), t[1].get<float>());
+        steps.push_back(std::move(s));
+      }
+      return steps;
+    };
+    float worst = 0;
+    for (size_t i = 0; i < 3; ++i) worst = std::max(worst, test::CheckGreedyAgainstReference(cases[i], tol, gen, name));
+    std::printf("%s via run: max |logprob diff| %.5f (bound %.3f)\n", name, worst, tol);
+  }
 }
 
 TEST(Cli, TokenizeJsonlMatchesTheVectors) {

@@ -48,6 +48,7 @@ TEST_P(MakeModelTypes, LoadsBackAndGenerates) {
   EXPECT_EQ((*model)->gguf().FindTensor("output.weight"), nullptr) << "tiny is tied";
   auto tok = Tokenizer::FromGguf((*model)->gguf());
   ASSERT_TRUE(tok.ok()) << tok.status().message();
+  EXPECT_EQ(tok->n_vocab(), c.n_vocab) << "one embedding row per token";
   // The built-in vocabulary spells words whole.
   const auto ids = tok->Encode("hello world", {.add_special = false});
   EXPECT_EQ(ids.size(), 2u);

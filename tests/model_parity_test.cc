@@ -12,34 +12,8 @@
 namespace pc {
 namespace {
 
-struct RefStep {
-  int32_t id;
-  std::vector<std::pair<int32_t, float>> top;
-};
-struct RefCase {
-  std::vector<int32_t> prompt, greedy;
-  std::vector<RefStep> steps;
-};
-
-std::vector<RefCase> LoadReference(const std::string& path) {
-  std::vector<RefCase> cases;
-  std::istringstream in(test::ReadText(path));
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty()) continue;
-    auto j = nlohmann::json::parse(line);
-    RefCase c;
-    c.prompt = j["prompt_tokens"].get<std::vector<int32_t>>();
-    c.greedy = j["greedy_tokens"].get<std::vector<int32_t>>();
-    for (const auto& s : j["steps"]) {
-      RefStep st{s["id"].get<int32_t>(), {}};
-      for (const auto& t : s["top"]) st.top.emplace_back(t[0].get<int32_t>(), t[1].get<float>());
-      c.steps.push_back(std::move(st));
-    }
-    cases.push_back(std::move(c));
-  }
-  return cases;
-}
+using test::LoadReference;
+using test::RefCase;
 
 std::vector<Isa> SupportedIsas() {
   std::vector<Isa> out;

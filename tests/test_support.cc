@@ -1,10 +1,12 @@
 #include "test_support.h"
 
-#include <random>
-
+#include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <random>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +74,78 @@ std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale) {
   std::vector<float> v(n);
   for (auto& x : v) x = d(rng);
   return v;
+}
+
+std::vector<RefCase> LoadReference(const std::string& path) {
+  std::vector<RefCase> cases;
+  std::istringstream in(ReadText(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    auto j = nlohmann::json::parse(line);
+    RefCase c;
+    c.prompt = j["prompt_tokens"].get<std::vector<int32_t>>();
+    c.greedy = j["greedy_tokens"].get<std::vector<int32_t>>();
+    for (const auto& s : j["steps"]) {
+      RefStep st{s["id"].get<int32_t>(), {}};
+      for (const auto& t : s["top"]) st.top.emplace_back(t[0].get<int32_t>(), t[1].get<float>());
+      c.steps.push_back(std::move(st));
+    }
+    cases.push_back(std::move(c));
+  }
+  return cases;
+}
+
+float CheckGreedyAgainstReference(const RefCase& c, float tol, const GenerateFn& gen, const std::string& what,
+                                  int32_t eos) {
+  float worst = 0;
+  size_t i = 0;
+  while (i < c.steps.size()) {
+    std::vector<int32_t> prefix = c.prompt;
+    prefix.insert(prefix.end(), c.greedy.begin(), c.greedy.begin() + static_cast<std::ptrdiff_t>(i));
+    const std::vector<GenStep> got = gen(prefix, static_cast<int>(c.steps.size() - i));
+    if (got.empty()) {
+      ADD_FAILURE() << what << ": no tokens generated at step " << i;
+      return worst;
+    }
+    for (const GenStep& g : got) {
+      const RefStep& ref = c.steps[i];
+      for (const auto& [id, ref_lp] : ref.top) {
+        auto it = std::find_if(g.top.begin(), g.top.end(), [id = id](const auto& p) { return p.first == id; });
+        if (it == g.top.end()) {
+          // Outside what the engine reported: it ranks the id lower than its
+          // last alternative, so that one bounds its logprob from above.
+          if (ref_lp - g.top.back().second > tol) {
+            ADD_FAILURE() << what << " step " << i << ": reference id " << id << " (" << ref_lp
+                          << ") is missing from our top " << g.top.size();
+          }
+          continue;
+        }
+        worst = std::max(worst, std::fabs(it->second - ref_lp));
+        EXPECT_NEAR(it->second, ref_lp, tol) << what << " step " << i << " id " << id;
+      }
+      ++i;
+      if (g.id != ref.id) {
+        int32_t ours = g.id;
+        if (ours == eos) {
+          for (const auto& [id, lp] : g.top) {
+            if (id != eos) {
+              ours = id;
+              break;
+            }
+          }
+        }
+        const float gap = ref.top[0].second - ref.top[1].second;
+        if (ours != ref.id) {
+          EXPECT_LE(gap, tol) << what << " step " << i - 1 << ": chose " << ours << ", the reference " << ref.id
+                              << " with a margin of " << gap;
+        }
+        break;  // relaunch from the reference's tokens
+      }
+      if (i >= c.steps.size()) break;
+    }
+  }
+  return worst;
 }
 
 }  // namespace pc::test

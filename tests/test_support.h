@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,37 @@ void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes);
 std::string TempPath(const std::string& name);
 // Runs a shell command; returns its stdout and sets *exit_code.
 std::string RunCommand(const std::string& cmd, int* exit_code);
+
+// One line of a ../shared/reference file: the prompt's ids, the reference
+// engine's greedy ids and, per step, its top-10 [id, logprob].
+struct RefStep {
+  int32_t id;
+  std::vector<std::pair<int32_t, float>> top;
+};
+struct RefCase {
+  std::vector<int32_t> prompt, greedy;
+  std::vector<RefStep> steps;
+};
+std::vector<RefCase> LoadReference(const std::string& path);
+
+// One generated step as an engine reports it: the chosen id and its top
+// alternatives (id, logprob), best first.
+struct GenStep {
+  int32_t id;
+  std::vector<std::pair<int32_t, float>> top;
+};
+// Generates greedily after `prefix` for up to n steps.
+using GenerateFn = std::function<std::vector<GenStep>(const std::vector<int32_t>& prefix, int n)>;
+// Free-running greedy generation checked against a reference case by the
+// README's rule: while our choice matches the reference's, every reference
+// top-10 logprob must agree within tol; a different choice is allowed only
+// where the reference's top-1/top-2 gap is within tol, and generation then
+// restarts from the reference's tokens (teacher forcing by relaunch). The
+// reference engine ignored end-of-sequence by never choosing it: where we
+// choose `eos`, our best other id is compared with its choice.
+// Returns the largest difference seen; records failures with gtest.
+float CheckGreedyAgainstReference(const RefCase& c, float tol, const GenerateFn& gen, const std::string& what,
+                                  int32_t eos = 2);
 
 // n normally distributed floats (mean 0, sd scale) from a fixed seed.
 std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f);

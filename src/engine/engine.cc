@@ -62,7 +62,10 @@ struct Engine::Active {
 };
 
 namespace {
-CacheOptions WithDefaultMemory(const ModelConfig& c, CacheOptions o) {
+// The default pool holds a few contexts of the length served, not of the
+// model's trained length (which may be 128k tokens).
+CacheOptions WithDefaultMemory(ModelConfig c, size_t ctx_tokens, CacheOptions o) {
+  if (ctx_tokens > 0) c.n_ctx = static_cast<int>(ctx_tokens);
   if (o.mem_bytes == 0) o.mem_bytes = DefaultKvCacheBytes(c, o);
   return o;
 }
@@ -72,7 +75,7 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
     : model_(model),
       tok_(tok),
       opt_(opt),
-      cache_(model.config(), model.fingerprint(), WithDefaultMemory(model.config(), opt.cache)),
+      cache_(model.config(), model.fingerprint(), WithDefaultMemory(model.config(), opt.ctx_tokens, opt.cache)),
       scheduler_(SchedulerOptions{opt.max_batch_tokens, opt.max_running, opt.max_waiting,
                                   static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size()}) {
   if (opt_.tiers) cache_.set_listener(opt_.tiers);
@@ -107,7 +110,10 @@ Engine::~Engine() {
   active_.clear();
 }
 
-size_t Engine::context_length() const { return static_cast<size_t>(model_.config().n_ctx); }
+size_t Engine::context_length() const {
+  const size_t want = opt_.ctx_tokens > 0 ? opt_.ctx_tokens : static_cast<size_t>(model_.config().n_ctx);
+  return std::min(want, static_cast<size_t>(cache_.pool().num_blocks()) * cache_.block_size());
+}
 
 SubmitOutcome Engine::Submit(EngineRequest req) {
   SubmitOutcome out;

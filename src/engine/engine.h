@@ -32,7 +32,10 @@
 namespace pc {
 
 struct EngineOptions {
-  CacheOptions cache;               // KV pool (mem_bytes 0: DefaultKvCacheBytes)
+  CacheOptions cache;               // KV pool (mem_bytes 0: DefaultKvCacheBytes for the context below)
+  // Tokens one sequence may hold (prompt + generated); 0: the model's
+  // trained length. Either way capped by the KV pool's capacity.
+  size_t ctx_tokens = 0;
   size_t max_batch_tokens = 256;    // tokens per step
   size_t max_running = 32;
   size_t max_waiting = 256;

@@ -147,6 +147,11 @@ Result<ModelConfig> ReadModelConfig(const GgufFile& g) {
   if (embd->dims.size() != 2) return Status::Error("tensor 'token_embd.weight' is not 2-D");
   if (embd->dims[1] > (1u << 24)) return Status::Error("token_embd.weight: vocabulary is absurdly large");
   c.n_vocab = static_cast<int>(embd->dims[1]);
+  // Token ids past the embedding's rows would index outside it.
+  if (const GgufValue* tokens = g.Find("tokenizer.ggml.tokens");
+      tokens != nullptr && tokens->array.size() > static_cast<size_t>(c.n_vocab)) {
+    return Errorf("the vocabulary has {} tokens but token_embd.weight only {} rows", tokens->array.size(), c.n_vocab);
+  }
   return c;
 }
 

@@ -22,13 +22,75 @@ std::vector<std::string> BuiltinShapeNames() { return {"bench-135m", "bench-1b",
 
 namespace {
 
+// general.file_type values (llama_ftype) of the types make-model writes.
+const ModelFileType kFileTypes[] = {
+    {"f32", TensorType::kF32, false, 0},      {"f16", TensorType::kF16, false, 1},
+    {"bf16", TensorType::kBF16, false, 32},   {"q8_0", TensorType::kQ8_0, false, 7},
+    {"q4_0", TensorType::kQ4_0, false, 2},    {"q4_1", TensorType::kQ4_1, false, 3},
+    {"q5_0", TensorType::kQ5_0, false, 8},    {"q5_1", TensorType::kQ5_1, false, 9},
+    {"iq4_nl", TensorType::kIQ4_NL, false, 25}, {"q2_k", TensorType::kQ2_K, false, 10},
+    {"q3_k", TensorType::kQ3_K, false, 11},   {"q4_k", TensorType::kQ4_K, false, 14},
+    {"q4_k_m", TensorType::kQ4_K, true, 15},  {"q5_k", TensorType::kQ5_K, false, 16},
+    {"q5_k_m", TensorType::kQ5_K, true, 17},  {"q6_k", TensorType::kQ6_K, false, 18},
+    {"iq4_xs", TensorType::kIQ4_XS, false, 30},
+};
+
+// The layers whose attn_v and ffn_down get more bits in an _M mix.
+bool MoreBits(int layer, int n_layer) {
+  return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
+}
+
+TensorType Fallback(TensorType t) {
+  switch (t) {
+    case TensorType::kQ4_K: return TensorType::kQ5_0;
+    case TensorType::kQ5_K: return TensorType::kQ5_1;
+    case TensorType::kQ6_K: return TensorType::kQ8_0;
+    default: return TensorType::kIQ4_NL;  // Q2_K, Q3_K, IQ4_XS
+  }
+}
+
+}  // namespace
+
+Result<ModelFileType> ParseModelFileType(const std::string& name) {
+  for (const ModelFileType& f : kFileTypes) {
+    if (f.name == name) return f;
+  }
+  return Errorf("unknown model type '{}' (expected one of {})", name, fmt::join(ModelFileTypeNames(), ", "));
+}
+
+ModelFileType ModelFileTypeFor(TensorType type, bool k_mix) {
+  for (const ModelFileType& f : kFileTypes) {
+    if (f.type == type && f.k_mix == k_mix) return f;
+  }
+  return ModelFileType{TensorTypeName(type), type, k_mix, 0};
+}
+
+std::vector<std::string> ModelFileTypeNames() {
+  std::vector<std::string> v;
+  for (const ModelFileType& f : kFileTypes) v.push_back(f.name);
+  return v;
+}
+
+TensorType MatrixTypeFor(const ModelFileType& ft, const std::string& tensor, int layer, int n_layer, size_t cols) {
+  TensorType t = ft.type;
+  if (ft.k_mix) {
+    const bool v_or_down = tensor.find("attn_v.") != std::string::npos || tensor.find("ffn_down.") != std::string::npos;
+    if (tensor == "output.weight" || (v_or_down && MoreBits(layer, n_layer))) t = TensorType::kQ6_K;
+  }
+  if (cols % BlockElems(t) != 0) t = Fallback(t);
+  return t;
+}
+
+namespace {
+
 // SentencePiece-style vocabulary: control tokens, 256 byte-fallback tokens,
 // single characters, then whole words ("▁word") from a word list.
 Status AddBuiltinVocab(GgufWriter& w, const MakeModelOptions& opt) {
   std::vector<GgufScalar> tokens, scores, types;
   std::set<std::string> seen;
   auto add = [&](const std::string& t, float score, int type) {
-    if (!seen.insert(t).second) return;
+    // Exactly vocab_size tokens: the embedding has that many rows.
+    if (static_cast<int>(tokens.size()) >= opt.vocab_size || !seen.insert(t).second) return;
     tokens.emplace_back(t);
     scores.emplace_back(score);
     types.emplace_back(static_cast<int32_t>(type));
@@ -106,7 +168,9 @@ Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
   GgufWriter w;
   w.Set("general.architecture", GgufValue::Of(std::string("llama")));
   w.Set("general.name", GgufValue::Of(s.name.empty() ? std::string("custom") : s.name));
-  w.Set("general.file_type", GgufValue::Of(static_cast<uint32_t>(opt.type)));
+  const ModelFileType ft = ModelFileTypeFor(opt.type, opt.k_mix);
+  w.Set("general.file_type", GgufValue::Of(ft.ftype));
+  w.Set("general.quantization_version", GgufValue::Of(uint32_t{2}));
   w.Set("llama.context_length", GgufValue::Of(static_cast<uint32_t>(s.n_ctx)));
   w.Set("llama.embedding_length", GgufValue::Of(static_cast<uint32_t>(s.n_embd)));
   w.Set("llama.block_count", GgufValue::Of(static_cast<uint32_t>(s.n_layer)));
@@ -126,9 +190,11 @@ Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
   Sampler rng(SamplingParams{1.0f, 0, 1.0f, opt.seed});
   const auto e = static_cast<size_t>(s.n_embd), ff = static_cast<size_t>(s.n_ff);
   const size_t kv = e / s.n_head * s.n_kv_head;
+  int layer = -1;  // of the matrices being written
   auto matrix = [&](const std::string& name, size_t rows, size_t cols) {
-    auto data = RandomMatrix(rng, opt.type, rows, cols, opt.weight_std);
-    return w.AddTensor(name, opt.type, {cols, rows}, data);
+    const TensorType t = MatrixTypeFor(ft, name, layer, s.n_layer, cols);
+    auto data = RandomMatrix(rng, t, rows, cols, opt.weight_std);
+    return w.AddTensor(name, t, {cols, rows}, data);
   };
   std::vector<float> ones(e, 1.0f);
   auto norm = [&](const std::string& name) {
@@ -137,6 +203,7 @@ Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
   };
   PC_RETURN_IF_ERROR(matrix("token_embd.weight", static_cast<size_t>(n_vocab), e));
   for (int l = 0; l < s.n_layer; ++l) {
+    layer = l;
     const std::string p = fmt::format("blk.{}.", l);
     PC_RETURN_IF_ERROR(norm(p + "attn_norm.weight"));
     PC_RETURN_IF_ERROR(matrix(p + "attn_q.weight", e, e));

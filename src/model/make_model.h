@@ -21,9 +21,28 @@ struct ModelShape {
 Result<ModelShape> BuiltinShape(const std::string& name);
 std::vector<std::string> BuiltinShapeNames();
 
+// What `make-model --type` writes: one weight type for every matrix, or a
+// K-quant mix as the reference tools make them (_m: Q6_K for the output
+// matrix and for attn_v and ffn_down in about half of the layers). Matrices
+// whose rows are not a whole number of the type's blocks take the type the
+// reference tools fall back to (Q4_K -> Q5_0, Q5_K -> Q5_1, Q6_K -> Q8_0,
+// Q2_K, Q3_K and IQ4_XS -> IQ4_NL), as they would for the same shape.
+struct ModelFileType {
+  std::string name;     // "q4_k_m"
+  TensorType type;      // the base weight type
+  bool k_mix = false;   // the _M rule above
+  uint32_t ftype = 0;   // general.file_type as the GGUF ecosystem numbers it (llama_ftype)
+};
+Result<ModelFileType> ParseModelFileType(const std::string& name);
+ModelFileType ModelFileTypeFor(TensorType type, bool k_mix);
+std::vector<std::string> ModelFileTypeNames();
+// The type make-model writes for one matrix of a model of n_layer layers.
+TensorType MatrixTypeFor(const ModelFileType& ft, const std::string& tensor, int layer, int n_layer, size_t cols);
+
 struct MakeModelOptions {
   ModelShape shape;
   TensorType type = TensorType::kQ8_0;
+  bool k_mix = false;  // ModelFileType::k_mix
   std::string vocab_path;  // a GGUF whose tokenizer.* metadata is copied; empty: built-in
   int vocab_size = 32000;  // built-in vocabulary only
   std::string words_path = "/usr/share/dict/words";

@@ -216,6 +216,7 @@ std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body,
   ParseStop(f, &r.engine.stop);
   f.Bool("ignore_eos", &r.engine.ignore_eos);
   f.Bool("return_tokens", &r.return_tokens);
+  f.Bool("return_tokens_as_token_ids", &r.tokens_as_ids);
   f.Bool("stream", &r.stream);
   f.Str("cache_salt", &r.engine.salt);
   f.Bool("cache_prompt", &r.engine.use_cache);
@@ -276,17 +277,21 @@ json Bytes(const std::string& s) {
 }
 }  // namespace
 
+std::string ResponseBuilder::TokenName(int32_t id) const {
+  return req_.tokens_as_ids ? "token_id:" + std::to_string(id) : tok_.Piece(id);
+}
+
 // One token's logprobs in the shape of the request kind.
 json ResponseBuilder::LogprobEntry(const StreamEvent& ev) const {
-  const std::string piece = tok_.Piece(ev.token);
+  const std::string piece = TokenName(ev.token);
   if (req_.kind == ApiKind::kCompletion) {
     json top = json::object();
-    for (const auto& [id, lp] : ev.top) top[tok_.Piece(id)] = lp;
+    for (const auto& [id, lp] : ev.top) top[TokenName(id)] = lp;
     return {{"tokens", {piece}}, {"token_logprobs", {ev.logprob}}, {"top_logprobs", {top}}, {"text_offset", {text_offset_}}};
   }
   json top = json::array();
   for (const auto& [id, lp] : ev.top) {
-    const std::string p = tok_.Piece(id);
+    const std::string p = TokenName(id);
     top.push_back({{"token", p}, {"logprob", lp}, {"bytes", Bytes(p)}});
   }
   return {{"token", piece}, {"logprob", ev.logprob}, {"bytes", Bytes(piece)}, {"top_logprobs", top}};

@@ -33,6 +33,7 @@ struct ApiRequest {
   bool include_usage = false;
   bool echo = false;
   bool return_tokens = false;  // llama.cpp's field: add the generated token ids
+  bool tokens_as_ids = false;  // vLLM's return_tokens_as_token_ids: logprob tokens as "token_id:N"
   std::string echo_text;  // completions with echo: the prompt, prepended to the text
 };
 
@@ -65,6 +66,7 @@ class ResponseBuilder {
   nlohmann::json Usage(const StreamEvent& done) const;
   nlohmann::json Timings(const StreamEvent& done) const;
   nlohmann::json LogprobEntry(const StreamEvent& ev) const;
+  std::string TokenName(int32_t id) const;  // the piece, or "token_id:N"
   nlohmann::json Envelope() const;
   nlohmann::json Choice(const std::string& text, const nlohmann::json& logprobs, const nlohmann::json& finish) const;
 

@@ -28,17 +28,18 @@ int Make(const MakeFlags& f) {
     opt.shape = {"custom", f.n_embd, f.n_layer, f.n_head, f.n_kv_head > 0 ? f.n_kv_head : f.n_head,
                  f.n_ff, !f.untied, f.n_ctx};
   }
-  Result<TensorType> type = ParseTensorType(f.type);
+  Result<ModelFileType> type = ParseModelFileType(f.type);
   if (!type.ok()) return Fail(type.status().message());
-  opt.type = *type;
+  opt.type = type->type;
+  opt.k_mix = type->k_mix;
   opt.vocab_path = f.vocab;
   opt.vocab_size = f.vocab_size;
   opt.seed = f.seed;
   const int64_t t0 = NowNs();
   Status s = MakeModel(opt, f.out);
   if (!s.ok()) return Fail(s.message());
-  std::fprintf(stderr, "wrote %s (%s, %s) in %.1f s\n", f.out.c_str(), opt.shape.name.c_str(),
-               TensorTypeName(opt.type), NsToMs(NowNs() - t0) / 1e3);
+  std::fprintf(stderr, "wrote %s (%s, %s) in %.1f s\n", f.out.c_str(), opt.shape.name.c_str(), type->name.c_str(),
+               NsToMs(NowNs() - t0) / 1e3);
   return 0;
 }
 
@@ -55,7 +56,10 @@ void RegisterMakeModel(CLI::App& app, int* exit_code) {
   c->add_option("--n-ff", f->n_ff, "Feed-forward width");
   c->add_option("--n-ctx", f->n_ctx, "Context length");
   c->add_flag("--untied", f->untied, "Separate output matrix");
-  c->add_option("--type", f->type, "Weight type: f32, f16, bf16, q8_0, q4_0");
+  c->add_option("--type", f->type,
+                "Weight type: " + fmt::format("{}", fmt::join(ModelFileTypeNames(), ", ")) +
+                    " (_m: K-quant mixes; matrices whose rows do not fit 256-element blocks take the reference "
+                    "tools' fallback type)");
   c->add_option("--vocab", f->vocab, "Copy the tokenizer from this GGUF (default: built-in word vocabulary)");
   c->add_option("--vocab-size", f->vocab_size, "Built-in vocabulary size")->check(CLI::Range(512, 1 << 20));
   c->add_option("--seed", f->seed, "Random seed");

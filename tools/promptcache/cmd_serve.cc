@@ -15,9 +15,10 @@ namespace pc::cli {
 namespace {
 
 struct ServeFlags {
+  std::string numerics = "precise";
   std::string model, host = "127.0.0.1", api_key, api_key_file, chat_template, alias, kv_type = "f16";
   int port = 8080, threads = 0;
-  size_t kv_mem = 0, block_size = 16, batch_tokens = 256, max_running = 32, max_queue = 256;
+  size_t kv_mem = 0, ctx_size = 0, block_size = 16, batch_tokens = 256, max_running = 32, max_queue = 256;
   double drain_timeout_s = 30;
   size_t host_cache_mem = 0, disk_cache_size = size_t{8} << 30;
   std::string disk_cache, redis, redis_ns = "promptcache";
@@ -85,7 +86,8 @@ int Serve(const ServeFlags& f) {
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts: all inherit the mask
 
-  Result<std::unique_ptr<Model>> model = Model::Load(f.model, f.threads);
+  const Numerics numerics = f.numerics == "ggml" ? Numerics::kGgmlCompat : Numerics::kPrecise;
+  Result<std::unique_ptr<Model>> model = Model::Load(f.model, f.threads, numerics);
   if (!model.ok()) return Fail(model.status().message());
   Result<Tokenizer> tok = Tokenizer::FromGguf((*model)->gguf());
   if (!tok.ok()) return Fail(tok.status().message());
@@ -113,6 +115,11 @@ int Serve(const ServeFlags& f) {
   eo.cache.block_size = f.block_size;
   eo.cache.dtype = f.kv_type == "f32" ? KvDtype::kF32 : KvDtype::kF16;
   eo.cache.mem_bytes = f.kv_mem;
+  eo.ctx_tokens = f.ctx_size;
+  if (f.ctx_size > static_cast<size_t>((*model)->config().n_ctx)) {
+    std::fprintf(stderr, "promptcache: warning: -c %zu is beyond the model's trained context of %d tokens\n", f.ctx_size,
+                 (*model)->config().n_ctx);
+  }
   eo.max_batch_tokens = f.batch_tokens;
   eo.max_running = f.max_running;
   eo.max_waiting = f.max_queue;
@@ -126,9 +133,9 @@ int Serve(const ServeFlags& f) {
   Result<int> port = server.Bind();
   if (!port.ok()) return Fail(port.status().message());
   const EngineSnapshot snap = engine.Snapshot();
-  std::fprintf(stderr, "promptcache: model %s, chat template %s, KV pool %zu blocks of %zu tokens%s\n",
-               so.model_name.c_str(), ChatTemplateName(so.chat_template), snap.num_blocks, snap.block_size,
-               so.api_keys.empty() ? "" : ", API keys required");
+  std::fprintf(stderr, "promptcache: model %s, chat template %s, context %zu tokens, KV pool %zu blocks of %zu tokens%s\n",
+               so.model_name.c_str(), ChatTemplateName(so.chat_template), engine.context_length(), snap.num_blocks,
+               snap.block_size, so.api_keys.empty() ? "" : ", API keys required");
   std::fprintf(stderr, "promptcache: listening on http://%s:%d\n", f.host.c_str(), *port);
   std::thread drainer([&] { DrainOnSignal(set, engine, server, f.drain_timeout_s); });
   server.Run();
@@ -154,7 +161,14 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   c->add_option("--api-key-file", f->api_key_file, "File of 'KEY TENANT' lines; each tenant gets its own cache namespace");
   c->add_option("--chat-template", f->chat_template, "Override the chat template family")
       ->check(CLI::IsMember({"chatml", "llama2", "llama3", "mistral", "zephyr"}));
+  c->add_option("--numerics", f->numerics,
+                "precise: our kernels (fast); ggml: llama.cpp's CPU arithmetic where we reproduce it (for comparisons; "
+                "its F16 and attention loops are scalar)")
+      ->check(CLI::IsMember({"precise", "ggml"}));
   c->add_option("-t,--threads", f->threads, "Compute threads (default: physical cores)")->check(CLI::Range(0, 1024));
+  c->add_option("-c,--ctx-size", f->ctx_size,
+                "Tokens per request, prompt and output (default: the model's trained length); capped by the KV pool")
+      ->check(CLI::Range(size_t{1}, size_t{1} << 24));
   c->add_option("--kv-cache-mem", f->kv_mem, "KV pool bytes (default: a quarter of free RAM, at most 8 contexts)");
   c->add_option("--block-size", f->block_size, "Tokens per KV block")->check(CLI::Range(1, 4096));
   c->add_option("--kv-type", f->kv_type, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}));

@@ -1,0 +1,146 @@
+// What a model file may contain: every tensor is used and every <arch>.*
+// key is understood, or loading fails with a message naming the piece; the
+// architectures' switches do what their metadata says.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <set>
+
+#include "base/check.h"
+#include "model/forward.h"
+#include "model/generate.h"
+#include "test_support.h"
+
+namespace pc {
+namespace {
+
+// A copy of a GGUF with edits: `meta` may change or add metadata, `tensors`
+// may add tensors (written after the original ones).
+using MetaEdit = std::function<void(GgufWriter&)>;
+std::vector<uint8_t> Rewrite(const GgufFile& src, const MetaEdit& meta, const std::set<std::string>& drop_keys = {},
+                             const std::set<std::string>& drop_tensors = {}) {
+  GgufWriter w;
+  for (const auto& [key, value] : src.metadata()) {
+    if (drop_keys.count(key) == 0) w.Set(key, value);
+  }
+  meta(w);
+  for (const GgufTensorInfo& t : src.tensors()) {
+    if (drop_tensors.count(t.name)) continue;
+    PC_CHECK(w.AddTensor(t.name, t.type, t.dims, {t.data, static_cast<size_t>(t.size_bytes)}).ok());
+  }
+  return w.Serialize();
+}
+
+std::string LoadError(const std::vector<uint8_t>& bytes) {
+  auto g = GgufFile::Parse(bytes);
+  if (!g.ok()) return "parse: " + g.status().message();
+  auto m = Model::FromGguf(std::move(*g), 1);
+  return m.ok() ? "" : m.status().message();
+}
+
+class ModelLoad : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    PC_SHARED_OR_SKIP(path, "models/tiny-llama3-f16.gguf");
+    bytes_ = test::ReadBytes(path);
+    auto g = GgufFile::Parse(bytes_);
+    ASSERT_TRUE(g.ok());
+    src_ = std::make_unique<GgufFile>(std::move(*g));
+  }
+  std::vector<uint8_t> bytes_;
+  std::unique_ptr<GgufFile> src_;
+};
+
+TEST_F(ModelLoad, TheUneditedCopyLoads) { EXPECT_EQ(LoadError(Rewrite(*src_, [](GgufWriter&) {})), ""); }
+
+TEST_F(ModelLoad, UnknownArchitectureIsNamed) {
+  const std::string e = LoadError(Rewrite(*src_, [](GgufWriter& w) {
+    w.Set("general.architecture", GgufValue::Of(std::string("gemma2")));
+  }));
+  EXPECT_NE(e.find("unsupported architecture 'gemma2'"), std::string::npos) << e;
+  EXPECT_NE(e.find("qwen3"), std::string::npos) << e;
+}
+
+TEST_F(ModelLoad, AnUnusedTensorIsNamed) {
+  const std::string e = LoadError(Rewrite(*src_, [](GgufWriter& w) {
+    const float zeros[64] = {};
+    PC_CHECK(w.AddTensor("blk.0.attn_rot_embd", TensorType::kF32, {64},
+                         {reinterpret_cast<const uint8_t*>(zeros), sizeof zeros})
+                 .ok());
+  }));
+  EXPECT_NE(e.find("tensor 'blk.0.attn_rot_embd' is not used by the llama recipe"), std::string::npos) << e;
+}
+
+TEST_F(ModelLoad, MetadataThatChangesTheArithmeticIsRefusedByName) {
+  const std::vector<std::pair<MetaEdit, std::string>> cases = {
+      {[](GgufWriter& w) { w.Set("llama.attn_logit_softcapping", GgufValue::Of(50.0f)); },
+       "metadata 'llama.attn_logit_softcapping' is not supported"},
+      {[](GgufWriter& w) { w.Set("llama.rope.scaling.type", GgufValue::Of(std::string("yarn"))); },
+       "'llama.rope.scaling.type' = 'yarn' is not supported"},
+      {[](GgufWriter& w) { w.Set("llama.attention.sliding_window", GgufValue::Of(uint32_t{256})); },
+       "sliding-window attention is not supported"},
+      {[](GgufWriter& w) { w.Set("llama.expert_count", GgufValue::Of(uint32_t{8})); }, "mixture-of-experts"},
+      {[](GgufWriter& w) { w.Set("llama.attention.value_length", GgufValue::Of(uint32_t{32})); },
+       "'llama.attention.value_length' = 32 differs from the key length 64"},
+  };
+  for (const auto& [edit, want] : cases) {
+    const std::string e = LoadError(Rewrite(*src_, edit));
+    EXPECT_NE(e.find(want), std::string::npos) << "want '" << want << "', got '" << e << "'";
+  }
+  // Inert keys load: no experts, a window no shorter than the context.
+  EXPECT_EQ(LoadError(Rewrite(*src_, [](GgufWriter& w) {
+              w.Set("llama.expert_count", GgufValue::Of(uint32_t{0}));
+              w.Set("llama.attention.sliding_window", GgufValue::Of(uint32_t{4096}));
+              w.Set("llama.rope.scaling.type", GgufValue::Of(std::string("none")));
+            })),
+            "");
+}
+
+TEST_F(ModelLoad, AVocabularyLargerThanTheEmbeddingIsRefused) {
+  std::vector<GgufScalar> tokens;
+  for (int i = 0; i < 600; ++i) tokens.emplace_back("t" + std::to_string(i));
+  const std::string e = LoadError(Rewrite(*src_, [&](GgufWriter& w) {
+    w.Set("tokenizer.ggml.tokens", GgufValue::ArrayOf(GgufType::kString, tokens));
+  }));
+  EXPECT_NE(e.find("the vocabulary has 600 tokens but token_embd.weight only 512 rows"), std::string::npos) << e;
+}
+
+// Logits of a prompt (fresh KV) on a model parsed from bytes.
+std::vector<float> Logits(const std::vector<uint8_t>& bytes, const std::vector<int32_t>& prompt) {
+  auto g = GgufFile::Parse(bytes);
+  PC_CHECK(g.ok());
+  auto m = Model::FromGguf(std::move(*g), 1);
+  PC_CHECK(m.ok());
+  Session s(**m, prompt.size() + 1, KvDtype::kF32);
+  std::span<const float> l = s.Prefill(prompt);
+  return {l.begin(), l.end()};
+}
+
+float MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
+  float d = 0;
+  for (size_t i = 0; i < a.size(); ++i) d = std::max(d, std::fabs(a[i] - b[i]));
+  return d;
+}
+
+// The switches change the computation: dropping rope_freqs, or scaling
+// positions, moves the logits; a linear factor of 1 changes nothing.
+TEST_F(ModelLoad, RopeFreqsAndLinearScalingAreApplied) {
+  const std::vector<int32_t> prompt = {1, 50, 60, 70, 80, 90, 100, 110};
+  const auto base = Logits(bytes_, prompt);
+  const auto no_freqs = Logits(Rewrite(*src_, [](GgufWriter&) {}, {}, {"rope_freqs.weight"}), prompt);
+  const auto factor1 = Logits(Rewrite(*src_, [](GgufWriter& w) {
+    w.Set("llama.rope.scaling.type", GgufValue::Of(std::string("linear")));
+    w.Set("llama.rope.scaling.factor", GgufValue::Of(1.0f));
+  }), prompt);
+  const auto factor4 = Logits(Rewrite(*src_, [](GgufWriter& w) {
+    w.Set("llama.rope.scaling.type", GgufValue::Of(std::string("linear")));
+    w.Set("llama.rope.scaling.factor", GgufValue::Of(4.0f));
+  }), prompt);
+  EXPECT_EQ(MaxDiff(base, factor1), 0.0f);
+  EXPECT_GT(MaxDiff(base, no_freqs), 1e-3f);
+  EXPECT_GT(MaxDiff(base, factor4), 1e-3f);
+}
+
+}  // namespace
+}  // namespace pc
