@@ -142,5 +142,34 @@ TEST_F(ModelLoad, RopeFreqsAndLinearScalingAreApplied) {
   EXPECT_GT(MaxDiff(base, factor4), 1e-3f);
 }
 
+// The fingerprint covers every metadata value and every tensor byte: a copy
+// differing in one value, or in one byte deep inside a tensor (where the old
+// sampled hash never looked), is another model; an identical copy is not.
+TEST_F(ModelLoad, FingerprintCoversEveryValueAndEveryByte) {
+  auto fingerprint = [](const std::vector<uint8_t>& bytes) {
+    auto g = GgufFile::Parse(bytes);
+    PC_CHECK(g.ok());
+    auto m = Model::FromGguf(std::move(*g), 1);
+    PC_CHECK(m.ok());
+    return (*m)->fingerprint();
+  };
+  const Hash128 base = fingerprint(Rewrite(*src_, [](GgufWriter&) {}));
+  EXPECT_EQ(fingerprint(Rewrite(*src_, [](GgufWriter&) {})), base);
+  EXPECT_NE(fingerprint(Rewrite(*src_, [](GgufWriter& w) { w.Set("llama.rope.freq_base", GgufValue::Of(500001.0f)); })),
+            base);
+  EXPECT_NE(fingerprint(Rewrite(*src_, [](GgufWriter& w) { w.Set("general.name", GgufValue::Of(std::string("x"))); })),
+            base);
+  // One byte of the last layer's ffn_down, 300 KB into the tensor.
+  std::vector<uint8_t> bytes = Rewrite(*src_, [](GgufWriter&) {});
+  auto g = GgufFile::Parse(bytes);
+  ASSERT_TRUE(g.ok());
+  const GgufTensorInfo* t = g->FindTensor("blk.3.ffn_down.weight");
+  ASSERT_NE(t, nullptr);
+  ASSERT_GT(t->size_bytes, 300000u);
+  const size_t at = static_cast<size_t>(t->data - bytes.data()) + 300000;
+  bytes[at] ^= 0x01;
+  EXPECT_NE(fingerprint(bytes), base);
+}
+
 }  // namespace
 }  // namespace pc

@@ -3,6 +3,7 @@
 #include "model/forward.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -12,6 +13,7 @@
 #include "kernels/ggml_compat.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
+#include "model/fingerprint.h"
 
 namespace pc {
 
@@ -42,33 +44,6 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, int num_thre
   return m;
 }
 
-namespace {
-
-Hash128 Fingerprint(const GgufFile& g) {
-  std::string buf;
-  for (const auto& [key, v] : g.metadata()) {
-    buf += key;
-    buf += static_cast<char>(v.type);
-    buf += std::to_string(v.array.size());
-  }
-  std::vector<uint8_t> bytes(buf.begin(), buf.end());
-  for (const auto& t : g.tensors()) {
-    bytes.insert(bytes.end(), t.name.begin(), t.name.end());
-    const uint64_t fields[3] = {static_cast<uint64_t>(t.type), t.NumElements(), t.size_bytes};
-    const auto* f = reinterpret_cast<const uint8_t*>(fields);
-    bytes.insert(bytes.end(), f, f + sizeof(fields));
-    // 256 bytes from every MiB of the tensor: different weights of the same
-    // shape differ here, at a fraction of hashing everything.
-    for (uint64_t off = 0; off < t.size_bytes; off += 1 << 20) {
-      const uint64_t n = std::min<uint64_t>(256, t.size_bytes - off);
-      bytes.insert(bytes.end(), t.data + off, t.data + off + n);
-    }
-  }
-  return HashBytes(bytes);
-}
-
-}  // namespace
-
 Result<std::unique_ptr<Model>> Model::FromGguf(GgufFile gguf, int num_threads, Numerics numerics) {
   std::unique_ptr<Model> m(new Model());
   m->gguf_ = std::move(gguf);
@@ -77,8 +52,12 @@ Result<std::unique_ptr<Model>> Model::FromGguf(GgufFile gguf, int num_threads, N
   PC_ASSIGN_OR_RETURN(Isa isa, ActiveIsa());
   (void)isa;
   m->pool_ = std::make_unique<ThreadPool>(num_threads);
+  // Fingerprint first: it reads every byte of the file, and repacking then
+  // drops the originals' pages as it copies them.
+  const auto t0 = std::chrono::steady_clock::now();
+  m->fingerprint_ = ModelFingerprint(m->gguf_, *m->pool_);
+  m->fingerprint_ms_ = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   m->set_numerics(numerics);  // repacks what the numerics' kernels read
-  m->fingerprint_ = Fingerprint(m->gguf_);
   return m;
 }
 

@@ -45,9 +45,11 @@ class Model {
 
   const ModelConfig& config() const { return config_; }
   const GgufFile& gguf() const { return gguf_; }
-  // Identifies the weights (metadata, tensor table, sampled tensor bytes):
-  // cached K/V are only valid for the model that computed them.
+  // Identifies the model (every metadata value, every tensor byte:
+  // model/fingerprint.h): cached K/V are only valid for the model that
+  // computed them. fingerprint_ms: what computing it cost at load.
   const Hash128& fingerprint() const { return fingerprint_; }
+  double fingerprint_ms() const { return fingerprint_ms_; }
   ThreadPool& pool() { return *pool_; }
   // Switching to kGgmlCompat frees the repacked copies of the types whose
   // reference order it reproduces (it reads the file's layout); switching
@@ -106,6 +108,7 @@ class Model {
   std::unique_ptr<ThreadPool> pool_;
   Numerics numerics_ = Numerics::kPrecise;
   Hash128 fingerprint_;
+  double fingerprint_ms_ = 0;
 };
 
 }  // namespace pc

@@ -155,7 +155,8 @@ int BenchModel(const Flags& f) {
                                 {"roofline_tok_s", tg_roof}, {"roofline_fraction", ts.mean / tg_roof}}},
                         {"read_bandwidth_gb_s", bw / 1e9}, {"fp32_fma_peak_gflop_s", peak / 1e9},
                         {"peak_rss_bytes", rss}, {"file_bytes", file},
-                        {"repack", {{"num_matrices", pw.num_matrices}, {"bytes", pw.bytes}, {"load_ms", pw.load_ms}}}};
+                        {"repack", {{"num_matrices", pw.num_matrices}, {"bytes", pw.bytes}, {"load_ms", pw.load_ms}}},
+                        {"fingerprint_ms", m.fingerprint_ms()}};
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
@@ -167,8 +168,8 @@ int BenchModel(const Flags& f) {
   std::printf("roofline measured in this run: read %.1f GB/s over the weights decode streams; FP32 FMA peak %.0f GFLOP/s\n"
               "(decode streams %.1f MB per token; prefill needs %.2f GFLOP per token)\n",
               bw / 1e9, peak / 1e9, tg_bytes / 1e6, pp_flops / 1e9);
-  std::printf("repacked at load: %zu Q8_0 matrices, %.1f MB, in %.0f ms\n", pw.num_matrices, static_cast<double>(pw.bytes) / 1e6,
-              pw.load_ms);
+  std::printf("at load: fingerprint of every byte in %.0f ms; %zu quantized matrices repacked (%.1f MB) in %.0f ms\n",
+              m.fingerprint_ms(), pw.num_matrices, static_cast<double>(pw.bytes) / 1e6, pw.load_ms);
   std::printf("peak resident memory %.1f MB = %.2f x the file\n", rss / 1e6, rss / file);
   return 0;
 }
