@@ -476,6 +476,37 @@ TEST_F(ServerTest, DeepNestingUnderAFieldIsA400AndTheServerServesOn) {
   EXPECT_EQ(ok["usage"]["completion_tokens"], 4);
 }
 
+// CPU denial of service: prompts that cannot fit the context are refused by
+// their size before tokenization (a 15 MB prompt took 12 s to tokenize), and
+// special-token text is scanned in one pass (100,000 "<s>" took 20 s).
+TEST_F(ServerTest, OversizedPromptsAreRefusedBeforeTokenizing) {
+  auto h = Start();
+  httplib::Client c = h->Client();
+  std::string specials;
+  for (int i = 0; i < 100000; ++i) specials += "<s>";
+  int status = 0;
+  json r = Post(c, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", specials}}}}}, &status);
+  EXPECT_EQ(status, 400) << r.dump().substr(0, 300);
+  EXPECT_EQ(r["error"]["param"], "messages");
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("300"), std::string::npos) << r.dump().substr(0, 300);
+  const std::string huge(15 << 20, 'a');
+  r = Post(c, "/v1/completions", {{"prompt", huge}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(r["error"]["param"], "prompt");
+  r = Post(c, "/tokenize", {{"content", huge}}, &status);
+  EXPECT_EQ(status, 400);
+  r = Post(c, "/v1/completions", {{"prompt", kStory}, {"stop", std::string(2000, 'x')}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(r["error"]["param"], "stop");
+  // A prompt of many special tokens that does fit is served.
+  std::string some;
+  for (int i = 0; i < 300; ++i) some += "<s>";
+  r = Post(c, "/v1/completions", {{"prompt", some}, {"max_tokens", 2}}, &status);
+  EXPECT_EQ(status, 200) << r.dump();
+  json ok = Post(c, "/v1/completions", {{"prompt", kStory}, {"max_tokens", 4}});
+  EXPECT_EQ(ok["usage"]["completion_tokens"], 4);
+}
+
 TEST_F(ServerTest, FiveThousandHostileBodiesGet4xxJson) {
   auto h = Start();
   httplib::Client c = h->Client();

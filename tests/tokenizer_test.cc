@@ -1,5 +1,6 @@
 // Tokenizer parity with the shared test vectors, pre-tokenizer variants,
 // special tokens and the streaming detokenizer.
+#include <algorithm>
 #include <sstream>
 
 #include "test_support.h"
@@ -74,6 +75,41 @@ TEST(Tokenizer, SpmAddsBosAndParsesSpecialOnlyWhenAsked) {
   EXPECT_NE(plain, std::vector<int32_t>{2});
   const auto special = tok->Encode("</s>", {.add_special = false, .parse_special = true});
   EXPECT_EQ(special, std::vector<int32_t>{2});
+}
+
+// Special-token texts are found by one trie walk: the earliest match wins,
+// the longest there; many repetitions come out one id each (the old rescan
+// was quadratic in them), text between them is encoded as text.
+TEST(Tokenizer, SpecialTokensPartitionEarliestLongestInOnePass) {
+  SpecialTrie t;
+  t.Add("<s>", 1);
+  t.Add("<s>x", 7);
+  t.Add("</s>", 2);
+  t.Add("<s>", 9);  // same text again: the first id stays
+  auto all = [](int32_t) { return true; };
+  SpecialTrie::Match m = t.Find("ab</s><s>x", 0, all);
+  EXPECT_EQ(m.pos, 2u);
+  EXPECT_EQ(m.id, 2);
+  m = t.Find("ab</s><s>x", 6, all);
+  EXPECT_EQ(m.pos, 6u);
+  EXPECT_EQ(m.id, 7);  // the longest at that position
+  EXPECT_EQ(m.len, 4u);
+  m = t.Find("ab</s><s>x", 6, [](int32_t id) { return id != 7; });
+  EXPECT_EQ(m.id, 1);
+  EXPECT_EQ(t.Find("<<<s", 0, all).id, -1);
+
+  PC_SHARED_OR_SKIP(path, "models/stories260K.gguf");
+  auto tok = LoadTokenizer(path);
+  ASSERT_TRUE(tok.ok());
+  std::string many;
+  for (int i = 0; i < 100000; ++i) many += "<s>";
+  const auto ids = tok->Encode(many + " end", {.add_special = false, .parse_special = true});
+  ASSERT_GT(ids.size(), 100000u);
+  EXPECT_TRUE(std::all_of(ids.begin(), ids.begin() + 100000, [](int32_t id) { return id == 1; }));
+  EXPECT_EQ(tok->Decode(std::vector<int32_t>(ids.begin() + 100000, ids.end())), " end");
+  // Not parsed: plain text, far more tokens than the 300 KB hold specials.
+  EXPECT_GT(tok->Encode(many, {.add_special = false, .parse_special = false}).size(), 100000u);
+  EXPECT_GE(tok->max_token_bytes(), 3u);  // "</s>" renders as its text when parsed
 }
 
 TEST(Tokenizer, DecodeRoundTripsSpmText) {

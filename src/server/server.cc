@@ -168,6 +168,13 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res)
   if (!j->contains("content") || !(*j)["content"].is_string()) {
     return SendError(res, MakeError(400, "invalid_request_error", "'content' must be a string"));
   }
+  // As for prompts: no more text than the context could hold as tokens.
+  const size_t limit = engine_.context_length() * tok_.max_token_bytes();
+  if ((*j)["content"].get_ref<const std::string&>().size() > limit) {
+    return SendError(res, MakeError(400, "invalid_request_error",
+                                    fmt::format("'content' is longer than this model's context of {} tokens can hold",
+                                                engine_.context_length())));
+  }
   EncodeOptions eo;
   eo.add_special = false;
   if (j->contains("add_special")) {

@@ -34,14 +34,14 @@ Result<Tokenizer> Tokenizer::FromVocab(Vocab vocab) {
   }
   for (int32_t id = 0; id < vocab.size(); ++id) {
     const TokenKind k = vocab.kind[id];
-    if ((k == TokenKind::kControl || k == TokenKind::kUserDefined) && !vocab.text[id].empty()) {
-      t.special_ids_.push_back(id);
-    }
+    if (k == TokenKind::kControl || k == TokenKind::kUserDefined) t.specials_.Add(vocab.text[id], id);
   }
-  std::stable_sort(t.special_ids_.begin(), t.special_ids_.end(), [&vocab](int32_t a, int32_t b) {
-    return vocab.text[a].size() > vocab.text[b].size();
-  });
   t.vocab_ = std::move(vocab);
+  for (int32_t id = 0; id < t.vocab_.size(); ++id) {
+    // Control tokens render as nothing but match their text when parsed;
+    // SPM pieces spell spaces in 3 bytes, so count the larger.
+    t.max_token_bytes_ = std::max({t.max_token_bytes_, t.Piece(id).size(), t.vocab_.text[id].size()});
+  }
   return t;
 }
 
@@ -59,27 +59,20 @@ void Tokenizer::EncodeText(const std::string& text, bool first_fragment, std::ve
 std::vector<int32_t> Tokenizer::Encode(const std::string& text, const EncodeOptions& opt) const {
   std::vector<int32_t> out;
   if (opt.add_special && vocab_.add_bos) out.push_back(vocab_.bos);
-  // Partition into special-token matches and plain text. User-defined tokens
-  // always match; control tokens only when parse_special is set.
+  // Partition into special-token matches and plain text: the earliest match,
+  // the longest there. User-defined tokens always match; control tokens only
+  // when parse_special is set.
+  auto allowed = [&](int32_t id) { return opt.parse_special || vocab_.kind[id] == TokenKind::kUserDefined; };
   size_t pos = 0;
   bool first = true;
   while (pos < text.size()) {
-    size_t best_at = std::string::npos;
-    int32_t best_id = -1;
-    for (int32_t id : special_ids_) {
-      if (!opt.parse_special && vocab_.kind[id] != TokenKind::kUserDefined) continue;
-      const size_t at = text.find(vocab_.text[id], pos);
-      if (at < best_at) {
-        best_at = at;
-        best_id = id;
-      }
-    }
-    const size_t end = best_at == std::string::npos ? text.size() : best_at;
+    const SpecialTrie::Match m = specials_.Find(text, pos, allowed);
+    const size_t end = m.id < 0 ? text.size() : m.pos;
     if (end > pos) EncodeText(text.substr(pos, end - pos), first, &out);
     first = false;
-    if (best_id < 0) break;
-    out.push_back(best_id);
-    pos = best_at + vocab_.text[best_id].size();
+    if (m.id < 0) break;
+    out.push_back(m.id);
+    pos = m.pos + m.len;
   }
   if (opt.add_special && vocab_.add_eos) out.push_back(vocab_.eos);
   return out;

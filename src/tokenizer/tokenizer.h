@@ -10,6 +10,7 @@
 #include "base/status.h"
 #include "gguf/gguf.h"
 #include "tokenizer/pretokenizer.h"
+#include "tokenizer/special_trie.h"
 #include "tokenizer/vocab.h"
 
 namespace pc {
@@ -30,6 +31,10 @@ class Tokenizer {
   std::string Decode(std::span<const int32_t> ids) const;
 
   const Vocab& vocab() const { return vocab_; }
+  // The most text bytes one token stands for: a text of more than
+  // n * max_token_bytes() bytes cannot encode to n tokens or fewer, which
+  // lets callers refuse an oversized prompt before tokenizing it.
+  size_t max_token_bytes() const { return max_token_bytes_; }
   int32_t n_vocab() const { return vocab_.size(); }
   bool IsEndOfGeneration(int32_t id) const { return id == vocab_.eos || id == vocab_.eot; }
 
@@ -38,7 +43,8 @@ class Tokenizer {
 
   Vocab vocab_;
   std::shared_ptr<const PreTokenizer> pre_;
-  std::vector<int32_t> special_ids_;  // longest text first, for partitioning
+  SpecialTrie specials_;  // control and user-defined token texts
+  size_t max_token_bytes_ = 1;
 };
 
 }  // namespace pc
