@@ -130,6 +130,17 @@ TEST(Cli, BadInputGivesAClearErrorAndExitCode) {
   out = test::RunCommand(Bin() + " run -m " + model + " --prompt-tokens 1,x 2>&1", &rc);
   EXPECT_EQ(rc, 1);
   EXPECT_NE(out.find("not a token id"), std::string::npos) << out;
+  // A shared tier without a secret is refused unless trusted explicitly.
+  out = test::RunCommand(Bin() + " serve -m " + model + " --port 0 --redis 127.0.0.1:1 2>&1", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("--tier-secret-file"), std::string::npos) << out;
+  const std::string secret = test::TempPath("short-secret");
+  test::WriteBytes(secret, {'a', 'b', 'c'});
+  out = test::RunCommand(Bin() + " serve -m " + model + " --port 0 --redis 127.0.0.1:1 --tier-secret-file " + secret +
+                             " 2>&1",
+                         &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("at least 16 bytes"), std::string::npos) << out;
 }
 
 }  // namespace

@@ -126,6 +126,31 @@ TEST_P(PrefixCacheTest, FullPartialAndMissAreExact) {
   ExpectSame(Cold(extended), ext);
 }
 
+// Every adoption checks the tokens a block holds. A block indexed under a
+// key that another prompt's block hashes to (a collision, simulated by
+// installing it under that key) is never adopted by that prompt; a payload
+// that does not hold the tokens it is installed for is refused.
+TEST_P(PrefixCacheTest, AdoptionChecksTheTokensABlockHolds) {
+  PrefixCache cache = MakeCache(64);
+  const auto a = Prompt(40, 1), b = Prompt(40, 2);
+  ASSERT_TRUE(Cached(cache, b).ids.size() > 0);
+  auto seq = cache.Start(b, "");
+  ASSERT_TRUE(seq.ok());
+  const std::vector<uint8_t> b0 = cache.BlockBytes((*seq)->block_table()[0]);
+  seq->reset();
+  const Hash128 key_a0 = cache.BlockHashes(a, "")[0];
+  const std::span<const int32_t> a_tokens(a.data(), 16), b_tokens(b.data(), 16);
+  EXPECT_FALSE(cache.InstallBlock(key_a0, b0, a_tokens));  // b's payload claimed for a's tokens
+  EXPECT_EQ(cache.num_token_mismatches(), 1u);
+  std::optional<int32_t> planted = cache.InstallBlock(key_a0, b0, b_tokens);  // under a's key, honest tokens
+  ASSERT_TRUE(planted);
+  cache.ReleaseBlock(*planted);
+  const Outcome got = Cached(cache, a);
+  EXPECT_EQ(got.cached, 0u);  // the lookup hits, the token check refuses
+  EXPECT_EQ(cache.num_token_mismatches(), 2u);
+  ExpectSame(Cold(a), got);
+}
+
 TEST_P(PrefixCacheTest, DifferentSaltMissesAndOptOutNeitherReadsNorWrites) {
   PrefixCache cache = MakeCache(64);
   const auto p = Prompt(40, 2);

@@ -17,6 +17,7 @@
 #include "base/clock.h"
 #include "engine/engine.h"
 #include "kvcache/disk_tier.h"
+#include "kvcache/payload_seal.h"
 #include "kvcache/redis_tier.h"
 
 #include <hiredis/hiredis.h>
@@ -246,10 +247,33 @@ TEST(RedisTier, CorruptOrForeignValuesAreRejected) {
   bad[20] ^= 0x40;
   freeReplyObject(redisCommand(c, "SET %s %b", (prefix + Hash128{3, 22}.Hex()).c_str(), bad.data(), bad.size()));
   redisFree(c);
-  EXPECT_EQ(t.Load(Keys({1, 2, 3})).size(), 1u);  // stops at the short value
+  EXPECT_EQ(t.Load(Keys({1, 2, 3})).size(), 1u);  // stops at the short value (refused, counted)
   EXPECT_TRUE(t.Load(Keys({3})).empty());         // checksum mismatch
-  EXPECT_EQ(t.stats().num_corrupt, 1u);
+  EXPECT_EQ(t.stats().num_corrupt, 2u);
   EXPECT_TRUE(t.stats().healthy);  // bad data is not an outage
+}
+
+TEST(PayloadSeal, KeyedTagsBindSecretKeyAndPayload) {
+  auto a = PayloadSeal::FromSecret("0123456789abcdef\n");  // the newline is not part of it
+  auto b = PayloadSeal::FromSecret("0123456789abcdeX");
+  auto a2 = PayloadSeal::FromSecret("0123456789abcdef");
+  ASSERT_TRUE(a.ok() && b.ok() && a2.ok());
+  EXPECT_FALSE(PayloadSeal::FromSecret("short").ok());
+  const std::vector<uint8_t> payload = Block(1).bytes;
+  const Hash128 k{1, 2}, other{1, 3};
+  const std::string v = a->Seal(k, payload);
+  std::vector<uint8_t> out;
+  auto bytes = [](const std::string& s) { return std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(s.data()), s.size()); };
+  EXPECT_TRUE(a2->Open(k, bytes(v), &out));
+  EXPECT_EQ(out, payload);
+  EXPECT_FALSE(b->Open(k, bytes(v), &out));      // another secret
+  EXPECT_FALSE(a->Open(other, bytes(v), &out));  // moved to another key
+  EXPECT_FALSE(PayloadSeal().Open(k, bytes(v), &out));  // unkeyed reader
+  std::string flipped = v;
+  flipped[40] ^= 1;
+  EXPECT_FALSE(a->Open(k, bytes(flipped), &out));
+  EXPECT_FALSE(a->Open(k, bytes(v.substr(0, 31)), &out));  // shorter than a tag
+  EXPECT_TRUE(PayloadSeal().Open(k, bytes(PayloadSeal().Seal(k, payload)), &out));
 }
 
 TEST(RedisTier, AddressParsing) {
@@ -368,15 +392,21 @@ EngineOptions SmallPool(const ModelConfig& c, TierStack* tiers, size_t blocks = 
   return eo;
 }
 
-std::unique_ptr<TierStack> Tiers(const Model& m, const std::string& disk_dir, int redis_port, size_t host_bytes) {
+std::unique_ptr<TierStack> Tiers(const Model& m, const std::string& disk_dir, int redis_port, size_t host_bytes,
+                                 const PayloadSeal& seal = {}) {
   PrefixCache probe(m.config(), m.fingerprint(), CacheOptions{16, KvDtype::kF16, 1});
   std::vector<std::unique_ptr<KvTier>> t;
   if (host_bytes) t.push_back(std::make_unique<HostTier>(host_bytes));
-  if (!disk_dir.empty()) t.push_back(std::make_unique<DiskTier>(DiskOptionsFor(probe, disk_dir, uint64_t{1} << 30)));
+  if (!disk_dir.empty()) {
+    DiskTierOptions d = DiskOptionsFor(probe, disk_dir, uint64_t{1} << 30);
+    d.seal = seal;
+    t.push_back(std::make_unique<DiskTier>(d));
+  }
   if (redis_port) {
     RedisTierOptions r;
     r.port = redis_port;
     r.fingerprint = probe.layout_fingerprint();
+    r.seal = seal;
     t.push_back(std::make_unique<RedisTier>(r));
   }
   return std::make_unique<TierStack>(std::move(t));
@@ -497,6 +527,121 @@ TEST(EngineTiers, RedisKilledMidRunRequestsComplete) {
   EXPECT_FALSE(tiers->tiers()[0]->stats().healthy);
   const std::string m = e.RenderMetrics();
   EXPECT_NE(m.find("promptcache_tier_healthy{tier=\"redis\"} 0"), std::string::npos);
+}
+
+// What an attacker with write access to Redis can do to the first block of
+// a prompt's cached K/V: rewrite it (each K/V element set to 1.0, tokens
+// kept) or move another prompt's block under its key, sealing the value as
+// well as it can without the secret (the unkeyed checksum).
+enum class Forgery { kOverwriteKv, kOtherTokens };
+void Forge(int port, const Model& m, const std::vector<int32_t>& victim, const std::vector<int32_t>& donor, Forgery how) {
+  PrefixCache probe(m.config(), m.fingerprint(), CacheOptions{16, KvDtype::kF16, 1});
+  const std::string prefix = "promptcache:" + probe.layout_fingerprint().Hex() + ":";
+  const Hash128 target = probe.BlockHashes(victim, "")[0];
+  const Hash128 source = how == Forgery::kOtherTokens ? probe.BlockHashes(donor, "")[0] : target;
+  redisContext* c = redisConnect("127.0.0.1", port);
+  PC_CHECK(c != nullptr && c->err == 0);
+  redisReply* v = static_cast<redisReply*>(redisCommand(c, "GET %s", (prefix + source.Hex()).c_str()));
+  PC_CHECK(v != nullptr && v->type == REDIS_REPLY_STRING && v->len > 32);
+  std::vector<uint8_t> payload(v->str + 32, v->str + v->len);
+  freeReplyObject(v);
+  if (how == Forgery::kOverwriteKv) {
+    for (size_t i = 16 * sizeof(int32_t); i + 1 < payload.size(); i += 2) {
+      payload[i] = 0x00;  // fp16 1.0 = 0x3c00
+      payload[i + 1] = 0x3c;
+    }
+  }
+  const std::string forged = PayloadSeal().Seal(target, payload);
+  freeReplyObject(redisCommand(c, "SET %s %b", (prefix + target.Hex()).c_str(), forged.data(), forged.size()));
+  redisFree(c);
+}
+
+// Attack 4 of the hardening issue: with a tier secret, values rewritten in
+// Redis by someone without it are refused and counted, and the output is
+// the no-cache output. Without a secret (--tier-trust-unauthenticated) the
+// same rewrite is loaded: that mode trusts the store.
+TEST(EngineTiers, RedisEntriesForgedWithoutTheSecretAreRejected) {
+  PC_SHARED_OR_SKIP(path, "models/stories260K.gguf");
+  REDIS_OR_SKIP(redis);
+  Loaded l = LoadStories(path);
+  auto seal = PayloadSeal::FromSecret("correct horse battery staple");
+  ASSERT_TRUE(seal.ok());
+  for (bool keyed : {true, false}) {
+    const std::vector<int32_t> prompt = Doc(keyed ? 11 : 12, 80);
+    const Out want = Reference(l, prompt);
+    {
+      auto tiers = Tiers(*l.model, "", redis.port(), 0, keyed ? *seal : PayloadSeal());
+      Engine e(*l.model, *l.tok, SmallPool(l.model->config(), tiers.get()));
+      Serve(e, prompt);
+      tiers->Flush();
+    }
+    Forge(redis.port(), *l.model, prompt, {}, Forgery::kOverwriteKv);
+    auto tiers = Tiers(*l.model, "", redis.port(), 0, keyed ? *seal : PayloadSeal());
+    Engine e(*l.model, *l.tok, SmallPool(l.model->config(), tiers.get()));
+    const Out got = Serve(e, prompt);
+    if (keyed) {
+      ExpectSame(got, want, "forged entry, keyed");
+      EXPECT_EQ(got.cached, 0u);  // the chain stops at the forged first block
+      EXPECT_EQ(tiers->tiers()[0]->stats().num_corrupt, 1u);
+    } else {
+      EXPECT_EQ(got.by_tier.at("redis"), 79u);  // loaded (all but the last token): this mode cannot tell
+      EXPECT_NE(got.tops, want.tops);
+    }
+  }
+}
+
+// A tier entry whose payload holds other tokens than its key stands for
+// (a block moved under another key, checksum recomputed) is refused at
+// adoption and counted; the output is the no-cache output.
+TEST(EngineTiers, AnEntryHoldingOtherTokensIsRefused) {
+  PC_SHARED_OR_SKIP(path, "models/stories260K.gguf");
+  REDIS_OR_SKIP(redis);
+  Loaded l = LoadStories(path);
+  const std::vector<int32_t> victim = Doc(21, 80), donor = Doc(22, 80);
+  {
+    auto tiers = Tiers(*l.model, "", redis.port(), 0);
+    Engine e(*l.model, *l.tok, SmallPool(l.model->config(), tiers.get()));
+    Serve(e, victim);
+    Serve(e, donor);
+    tiers->Flush();
+  }
+  Forge(redis.port(), *l.model, victim, donor, Forgery::kOtherTokens);
+  auto tiers = Tiers(*l.model, "", redis.port(), 0);
+  Engine e(*l.model, *l.tok, SmallPool(l.model->config(), tiers.get()));
+  const Out got = Serve(e, victim);
+  ExpectSame(got, Reference(l, victim), "moved entry");
+  EXPECT_EQ(got.cached, 0u);
+  EXPECT_NE(e.RenderMetrics().find("promptcache_tier_rejected_blocks_total{tier=\"redis\"} 1"), std::string::npos);
+}
+
+// Attack 3: a copy of the model with another rope.freq_base, on the same
+// disk cache, is another model: it finds none of the first one's blocks.
+TEST(EngineTiers, AModelDifferingInOneValueNeverReusesBlocks) {
+  PC_SHARED_OR_SKIP(path, "models/stories260K.gguf");
+  const std::string dir = FreshDir("engine-two-models");
+  const std::vector<int32_t> prompt = Doc(31, 80);
+  Loaded l = LoadStories(path);
+  {
+    auto tiers = Tiers(*l.model, dir, 0, 0);
+    Engine e(*l.model, *l.tok, SmallPool(l.model->config(), tiers.get()));
+    Serve(e, prompt);
+    tiers->Flush();
+  }
+  GgufWriter w;
+  for (const auto& [key, value] : l.model->gguf().metadata()) w.Set(key, value);
+  w.Set("llama.rope.freq_base", GgufValue::Of(20000.0f));
+  for (const GgufTensorInfo& t : l.model->gguf().tensors()) {
+    ASSERT_TRUE(w.AddTensor(t.name, t.type, t.dims, {t.data, static_cast<size_t>(t.size_bytes)}).ok());
+  }
+  const std::string copy = test::TempPath("stories-freq-base.gguf");
+  ASSERT_TRUE(w.WriteFile(copy).ok());
+  Loaded other = LoadStories(copy);
+  ASSERT_NE(other.model->fingerprint(), l.model->fingerprint());
+  auto tiers = Tiers(*other.model, dir, 0, 0);
+  Engine e(*other.model, *other.tok, SmallPool(other.model->config(), tiers.get()));
+  const Out got = Serve(e, prompt);
+  EXPECT_EQ(got.cached, 0u);
+  ExpectSame(got, Reference(other, prompt), "other model");
 }
 
 }  // namespace

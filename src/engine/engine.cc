@@ -270,8 +270,19 @@ void Engine::InstallLoads(int64_t now_ns) {
     a.loading = false;
     std::vector<int32_t> held;
     std::map<std::string, size_t> loaded_tokens;
+    const size_t bs = cache_.block_size();
     for (size_t i = 0; i < r.keys.size(); ++i) {
-      std::optional<int32_t> b = cache_.InstallBlock(r.keys[i], r.payloads[i]);
+      // The tokens this block must hold: a tier entry whose content is for
+      // other tokens is refused (and counted) whatever its key says.
+      const size_t first = r.first_token + i * bs;
+      if (first + bs > a.req.prompt.size()) break;
+      const uint64_t mismatches = cache_.num_token_mismatches();
+      std::optional<int32_t> b =
+          cache_.InstallBlock(r.keys[i], r.payloads[i], std::span<const int32_t>(a.req.prompt).subspan(first, bs));
+      if (cache_.num_token_mismatches() != mismatches) {
+        metrics_.Add("promptcache_tier_rejected_blocks_total", fmt::format("tier=\"{}\"", r.tier_of[i]), 1);
+        break;  // the chain is broken from here
+      }
       if (!b) continue;  // computed meanwhile by another request, or no room
       held.push_back(*b);
       loaded_tokens[r.tier_of[i]] += cache_.block_size();
@@ -455,6 +466,9 @@ void Engine::DescribeMetrics() {
     m.Describe("promptcache_tier_corrupt_blocks_total", "counter", "Blocks that failed verification on load.", {});
     m.Describe("promptcache_tier_dropped_blocks_total", "counter", "Blocks a tier refused or lost on insert.", {});
     m.Describe("promptcache_tier_healthy", "gauge", "1 while the tier works, 0 while it is down or refusing writes.", {});
+    m.Describe("promptcache_tier_rejected_blocks_total", "counter",
+               "Blocks a tier returned whose content was for other tokens than their key stands for.",
+               std::vector<std::string>(tier_labels.begin() + 1, tier_labels.end()));
   }
 }
 

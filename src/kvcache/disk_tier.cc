@@ -1,7 +1,6 @@
 #include "kvcache/disk_tier.h"
 
 #include <fmt/format.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -13,10 +12,6 @@
 namespace pc {
 
 namespace fs = std::filesystem;
-
-uint64_t PayloadChecksum(const Hash128& key, std::span<const uint8_t> payload) {
-  return XXH3_64bits_withSeed(payload.data(), payload.size(), key.lo ^ key.hi);
-}
 
 namespace {
 constexpr char kMagic[8] = {'P', 'C', 'K', 'V', 'S', 'E', 'G', '1'};
@@ -47,7 +42,9 @@ std::string DiskTier::HeaderBytes() const {
   PutU32(h, kFormatVersion);
   PutU32(h, static_cast<uint32_t>(kHeaderBytes));
   h.append(reinterpret_cast<const char*>(&opt_.fingerprint), 16);
-  for (uint32_t v : {opt_.n_layer, opt_.kv_dim, opt_.block_size, opt_.elem_bytes}) PutU32(h, v);
+  for (uint32_t v : {opt_.n_layer, opt_.kv_dim, opt_.block_size, opt_.elem_bytes, opt_.seal.keyed() ? 1u : 0u}) {
+    PutU32(h, v);
+  }
   h.resize(kHeaderBytes, '\0');
   return h;
 }
@@ -76,7 +73,7 @@ void DiskTier::ScanSegment(const std::string& path, uint64_t id) {
   const std::string want = HeaderBytes();
   std::string got(kHeaderBytes, '\0');
   if (std::fread(got.data(), 1, kHeaderBytes, f) != kHeaderBytes || got != want) {
-    ++ignored_files_;  // other version, model or layout: not ours to read or delete
+    ++ignored_files_;  // other version, model, layout or seal: not ours to read or delete
     std::fclose(f);
     return;
   }
@@ -88,14 +85,16 @@ void DiskTier::ScanSegment(const std::string& path, uint64_t id) {
   while (std::fread(eh, 1, kEntryHeaderBytes, f) == kEntryHeaderBytes) {
     Hash128 key;
     std::memcpy(&key, eh, 16);
-    const uint64_t size = GetU64(eh + 16), sum = GetU64(eh + 24);
+    const uint64_t size = GetU64(eh + 16);
     const uint64_t payload_at = offset + kEntryHeaderBytes;
     if (size > file_size || payload_at + size > file_size) {
       ++stats_.num_corrupt;  // truncated: keep what came before
       break;
     }
     if (index_.count(key) == 0) {
-      index_[key] = Loc{id, payload_at, size, sum};
+      Loc loc{id, payload_at, size, {}};
+      std::memcpy(loc.tag.data(), eh + 24, PayloadSeal::kTagBytes);
+      index_[key] = loc;
       ++seg.live;
     }
     offset = payload_at + size;
@@ -145,11 +144,11 @@ void DiskTier::Insert(std::span<const BlockPayload> blocks) {
   const uint64_t id = next_segment_++;
   for (const BlockPayload& b : blocks) {
     if (index_.count(b.key)) continue;  // already on disk
-    const uint64_t sum = PayloadChecksum(b.key, b.bytes);
+    const PayloadSeal::Tag tag = opt_.seal.Compute(b.key, b.bytes);
     data.append(reinterpret_cast<const char*>(&b.key), 16);
     PutU64(data, b.bytes.size());
-    PutU64(data, sum);
-    added.push_back({b.key, Loc{id, data.size(), b.bytes.size(), sum}});
+    data.append(reinterpret_cast<const char*>(tag.data()), tag.size());
+    added.push_back({b.key, Loc{id, data.size(), b.bytes.size(), tag}});
     data.append(reinterpret_cast<const char*>(b.bytes.data()), b.bytes.size());
   }
   if (added.empty()) return;
@@ -202,7 +201,7 @@ std::vector<std::vector<uint8_t>> DiskTier::Load(std::span<const Hash128> keys) 
     bool ok = f != nullptr && std::fseek(f, static_cast<long>(loc.offset), SEEK_SET) == 0 &&
               std::fread(buf.data(), 1, buf.size(), f) == buf.size();
     if (f != nullptr) std::fclose(f);
-    ok = ok && PayloadChecksum(k, buf) == loc.checksum;
+    ok = ok && opt_.seal.Verify(k, buf, loc.tag);
     if (!ok) {
       ++stats_.num_corrupt;
       DropEntryLocked(k);  // recomputed by the caller

@@ -4,15 +4,18 @@
 // under a real name). Layout (little-endian):
 //
 //   header, 64 bytes: "PCKVSEG1", format version (u32), header size (u32),
-//     layout fingerprint (16 bytes: model weights + block size + KV dtype),
-//     n_layer, kv_dim, block_size, element bytes (u32 each), zero padding
-//   entries: key (16 bytes), payload size (u64), xxh3-64 checksum of the
-//     payload seeded with the key (u64), payload
+//     layout fingerprint (16 bytes: model + block size + KV dtype),
+//     n_layer, kv_dim, block_size, element bytes, keyed seal (u32 each),
+//     zero padding
+//   entries: key (16 bytes), payload size (u64), seal tag (32 bytes:
+//     PayloadSeal, an HMAC-SHA256 under the tier secret or an unkeyed
+//     checksum), payload
 //
-// At start the directory is scanned: segments of another version or
-// fingerprint are ignored (left alone, not counted against the budget); a
-// truncated segment keeps the entries before the cut. A load verifies the
-// checksum; a mismatch or short read drops the entry and counts it corrupt.
+// At start the directory is scanned: segments of another version,
+// fingerprint or seal kind are ignored (left alone, not counted against the
+// budget); a truncated segment keeps the entries before the cut. A load
+// verifies the tag; a mismatch or short read drops the entry and counts it
+// corrupt.
 // The byte budget is kept by deleting least recently used segments. A write
 // that fails (disk full) stops writes for a minute; serving goes on.
 // Thread-safety: all methods lock one mutex.
@@ -20,6 +23,7 @@
 #include <map>
 #include <string>
 
+#include "kvcache/payload_seal.h"
 #include "kvcache/tier.h"
 
 namespace pc {
@@ -29,6 +33,7 @@ struct DiskTierOptions {
   uint64_t budget_bytes = uint64_t{1} << 30;
   Hash128 fingerprint;  // model + layout: entries of another are never read
   uint32_t n_layer = 0, kv_dim = 0, block_size = 0, elem_bytes = 0;
+  PayloadSeal seal;
 };
 
 class DiskTier : public KvTier {
@@ -42,12 +47,13 @@ class DiskTier : public KvTier {
   TierStats stats() const override;
   uint64_t num_ignored_files() const;
 
-  static constexpr uint32_t kFormatVersion = 1;
-  static constexpr size_t kHeaderBytes = 64, kEntryHeaderBytes = 32;
+  static constexpr uint32_t kFormatVersion = 2;
+  static constexpr size_t kHeaderBytes = 64, kEntryHeaderBytes = 24 + PayloadSeal::kTagBytes;
 
  private:
   struct Loc {
-    uint64_t segment = 0, offset = 0, size = 0, checksum = 0;
+    uint64_t segment = 0, offset = 0, size = 0;
+    PayloadSeal::Tag tag{};
   };
   struct Segment {
     std::string path;
@@ -69,7 +75,5 @@ class DiskTier : public KvTier {
   TierStats stats_;
 };
 
-// The checksum stored with each entry (also used by the Redis tier).
-uint64_t PayloadChecksum(const Hash128& key, std::span<const uint8_t> payload);
 
 }  // namespace pc

@@ -37,6 +37,7 @@ PrefixCache::PrefixCache(const ModelConfig& c, const Hash128& fingerprint, const
   std::memcpy(buf.data(), &fingerprint, 16);
   std::memcpy(buf.data() + 16, layout, 16);
   fingerprint_ = HashBytes(buf);
+  block_tokens_.assign(static_cast<size_t>(pool_.num_blocks()) * opt.block_size, -1);
 }
 
 Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32_t> prompt,
@@ -47,9 +48,15 @@ Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32
   const size_t bs = block_size();
   Hash128 h = seq->last_hash_;
   for (size_t k = 0; (k + 1) * bs <= prompt.size(); ++k) {
-    const Hash128 next = ChainBlock(h, prompt.subspan(k * bs, bs));
+    const std::span<const int32_t> block = prompt.subspan(k * bs, bs);
+    const Hash128 next = ChainBlock(h, block);
     const std::optional<int32_t> b = pool_.Lookup(next);
     if (!b) break;
+    const std::span<const int32_t> held = TokensOf(*b);
+    if (!std::equal(held.begin(), held.end(), block.begin())) {
+      ++token_mismatches_;  // a hash collision: never adopt another prompt's K/V
+      break;
+    }
     pool_.Ref(*b);
     seq->table_.push_back(*b);
     h = next;
@@ -92,11 +99,12 @@ std::vector<Hash128> PrefixCache::BlockHashes(std::span<const int32_t> prompt, s
 }
 
 std::vector<uint8_t> PrefixCache::BlockBytes(int32_t b) {
-  const size_t lb = store_.block_layer_bytes();
-  std::vector<uint8_t> out(store_.block_bytes());
+  const size_t lb = store_.block_layer_bytes(), tb = block_size() * sizeof(int32_t);
+  std::vector<uint8_t> out(payload_bytes());
+  std::memcpy(out.data(), TokensOf(b).data(), tb);
   for (size_t l = 0; l < store_.num_layers(); ++l) {
-    std::memcpy(out.data() + (2 * l) * lb, store_.BlockK(l, b), lb);
-    std::memcpy(out.data() + (2 * l + 1) * lb, store_.BlockV(l, b), lb);
+    std::memcpy(out.data() + tb + (2 * l) * lb, store_.BlockK(l, b), lb);
+    std::memcpy(out.data() + tb + (2 * l + 1) * lb, store_.BlockV(l, b), lb);
   }
   return out;
 }
@@ -114,14 +122,22 @@ size_t PrefixCache::NumPoolLeading(std::span<const Hash128> keys) const {
   return n;
 }
 
-std::optional<int32_t> PrefixCache::InstallBlock(const Hash128& key, std::span<const uint8_t> payload) {
-  if (payload.size() != store_.block_bytes() || pool_.Lookup(key)) return std::nullopt;
+std::optional<int32_t> PrefixCache::InstallBlock(const Hash128& key, std::span<const uint8_t> payload,
+                                                 std::span<const int32_t> tokens) {
+  const size_t tb = block_size() * sizeof(int32_t);
+  if (payload.size() != payload_bytes() || tokens.size() != block_size()) return std::nullopt;
+  if (std::memcmp(payload.data(), tokens.data(), tb) != 0) {
+    ++token_mismatches_;
+    return std::nullopt;
+  }
+  if (pool_.Lookup(key)) return std::nullopt;
   std::optional<int32_t> b = AllocateBlock();
   if (!b) return std::nullopt;
   const size_t lb = store_.block_layer_bytes();
+  std::copy(tokens.begin(), tokens.end(), TokensOf(*b).begin());
   for (size_t l = 0; l < store_.num_layers(); ++l) {
-    std::memcpy(store_.BlockK(l, *b), payload.data() + (2 * l) * lb, lb);
-    std::memcpy(store_.BlockV(l, *b), payload.data() + (2 * l + 1) * lb, lb);
+    std::memcpy(store_.BlockK(l, *b), payload.data() + tb + (2 * l) * lb, lb);
+    std::memcpy(store_.BlockV(l, *b), payload.data() + tb + (2 * l + 1) * lb, lb);
   }
   PC_CHECK(pool_.Register(*b, key));
   return b;
@@ -153,9 +169,11 @@ void CachedSequence::Computed(std::span<const int32_t> tokens) {
   // Register every block that just became full (prompt and generated tokens).
   while ((num_hashed_blocks_ + 1) * bs <= tokens_.size()) {
     const size_t k = num_hashed_blocks_;
-    last_hash_ = ChainBlock(last_hash_, std::span<const int32_t>(tokens_).subspan(k * bs, bs));
-    if (use_cache_ && cache_.pool_.Register(table_[k], last_hash_) && cache_.listener_) {
-      cache_.listener_->OnRegistered(last_hash_, cache_.BlockBytes(table_[k]));
+    const std::span<const int32_t> block = std::span<const int32_t>(tokens_).subspan(k * bs, bs);
+    last_hash_ = ChainBlock(last_hash_, block);
+    if (use_cache_ && cache_.pool_.Register(table_[k], last_hash_)) {
+      std::copy(block.begin(), block.end(), cache_.TokensOf(table_[k]).begin());
+      if (cache_.listener_) cache_.listener_->OnRegistered(last_hash_, cache_.BlockBytes(table_[k]));
     }
     ++num_hashed_blocks_;
   }

@@ -28,7 +28,8 @@ struct CacheOptions {
 class PrefixCache;
 
 // Hooks into the pool for the spill tiers, called on the owning (loop)
-// thread with a copy of the block's bytes (K then V, layer by layer).
+// thread with a copy of the block's payload (PrefixCache::BlockBytes: the
+// block's token ids, then K and V layer by layer).
 class PoolListener {
  public:
   virtual ~PoolListener() = default;
@@ -53,7 +54,8 @@ class CachedSequence : public KvSequence {
   friend class PrefixCache;
 
 // Hooks into the pool for the spill tiers, called on the owning (loop)
-// thread with a copy of the block's bytes (K then V, layer by layer).
+// thread with a copy of the block's payload (PrefixCache::BlockBytes: the
+// block's token ids, then K and V layer by layer).
 class PoolListener {
  public:
   virtual ~PoolListener() = default;
@@ -93,11 +95,19 @@ class PrefixCache {
   size_t NumPoolLeading(std::span<const Hash128> keys) const;
   // Puts a block loaded from a tier into the pool under key and returns it
   // with one reference held (ReleaseBlock drops it); nullopt if the payload
-  // has the wrong size, the key is already indexed or the pool is full.
-  std::optional<int32_t> InstallBlock(const Hash128& key, std::span<const uint8_t> payload);
+  // has the wrong size, does not hold `tokens` (counted: a tier entry that
+  // claims a key its content does not match), the key is already indexed or
+  // the pool is full.
+  std::optional<int32_t> InstallBlock(const Hash128& key, std::span<const uint8_t> payload,
+                                      std::span<const int32_t> tokens);
   void ReleaseBlock(int32_t b) { pool_.Unref(b); }
-  // A copy of one block's bytes (the tier payload layout).
+  // A copy of one block as a tier stores it: its block_size token ids
+  // (int32), then K and V layer by layer. payload_bytes() long.
   std::vector<uint8_t> BlockBytes(int32_t b);
+  size_t payload_bytes() const { return block_size() * sizeof(int32_t) + store_.block_bytes(); }
+  // Adoptions refused because a block's tokens were not the ones its key
+  // stands for (from the pool's index or from a tier).
+  uint64_t num_token_mismatches() const { return token_mismatches_; }
 
   KvStore& store() { return store_; }
   const KvStore& store() const { return store_; }
@@ -111,10 +121,16 @@ class PrefixCache {
   friend class CachedSequence;
   // Allocate with the eviction hook: an evicted block's bytes go to the listener first.
   std::optional<int32_t> AllocateBlock();
+  // The tokens an indexed block holds: every adoption checks them.
+  std::span<int32_t> TokensOf(int32_t b) {
+    return {block_tokens_.data() + static_cast<size_t>(b) * block_size(), block_size()};
+  }
   KvStore store_;
   BlockPool pool_;
   Hash128 fingerprint_;
   PoolListener* listener_ = nullptr;
+  std::vector<int32_t> block_tokens_;  // [num_blocks][block_size]
+  uint64_t token_mismatches_ = 0;
 };
 
 // Blocks that fit in mem_bytes for this model (at least 1).

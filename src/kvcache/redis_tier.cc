@@ -8,7 +8,6 @@
 #include <memory>
 
 #include "base/clock.h"
-#include "kvcache/disk_tier.h"
 
 namespace pc {
 
@@ -85,9 +84,7 @@ void RedisTier::Insert(std::span<const BlockPayload> blocks) {
   }
   std::string value;
   for (const BlockPayload& b : blocks) {
-    const uint64_t sum = PayloadChecksum(b.key, b.bytes);
-    value.assign(reinterpret_cast<const char*>(&sum), 8);
-    value.append(reinterpret_cast<const char*>(b.bytes.data()), b.bytes.size());
+    value = opt_.seal.Seal(b.key, b.bytes);
     const std::string key = Key(b.key), ttl = std::to_string(opt_.ttl_s);
     const char* argv[] = {"SET", key.c_str(), value.data(), "EX", ttl.c_str()};
     const size_t lens[] = {3, key.size(), value.size(), 2, ttl.size()};
@@ -146,15 +143,14 @@ std::vector<std::vector<uint8_t>> RedisTier::Load(std::span<const Hash128> keys)
       return out;
     }
     if (!leading) continue;
-    if (r->type != REDIS_REPLY_STRING || r->len < 8) {
-      leading = false;
+    if (r->type != REDIS_REPLY_STRING) {
+      leading = false;  // gone (expired, evicted) since CountLeading
       continue;
     }
-    uint64_t sum;
-    std::memcpy(&sum, r->str, 8);
-    std::vector<uint8_t> payload(reinterpret_cast<const uint8_t*>(r->str) + 8, reinterpret_cast<const uint8_t*>(r->str) + r->len);
-    if (PayloadChecksum(keys[i], payload) != sum) {
-      ++stats_.num_corrupt;
+    std::vector<uint8_t> payload;
+    const std::span<const uint8_t> value(reinterpret_cast<const uint8_t*>(r->str), r->len);
+    if (!opt_.seal.Open(keys[i], value, &payload)) {
+      ++stats_.num_corrupt;  // short, tampered, or sealed under another secret
       leading = false;
       continue;
     }

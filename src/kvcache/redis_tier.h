@@ -1,6 +1,8 @@
 // The Redis tier (hiredis): the store users already run, shared by several
 // servers. Key = namespace ":" layout fingerprint ":" block hash (hex);
-// value = xxh3 checksum (8 bytes) + payload; every SET carries a TTL. Each
+// value = seal tag (32 bytes, PayloadSeal: an HMAC-SHA256 under the tier
+// secret, so a writer without it cannot plant K/V) + payload; a value whose
+// tag does not verify is refused and counted corrupt. Every SET carries a TTL. Each
 // batch call is one pipelined round trip. A connection or command failure
 // (refused, timeout, error reply) marks the tier unhealthy: calls answer
 // "nothing stored / nothing found" at once until a reconnect succeeds, tried
@@ -11,6 +13,7 @@
 
 #include "base/status.h"
 
+#include "kvcache/payload_seal.h"
 #include "kvcache/tier.h"
 
 struct redisContext;
@@ -24,6 +27,7 @@ struct RedisTierOptions {
   int ttl_s = 3600;
   int timeout_ms = 250;  // connect and per-command
   Hash128 fingerprint;
+  PayloadSeal seal;
 };
 
 // Fills host and port from "HOST:PORT" (or "HOST": port 6379).

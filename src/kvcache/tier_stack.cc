@@ -239,6 +239,7 @@ LoadResult TierStack::RunJob(const Job& job) {
   const CostModel costs_now = costs();
   LoadResult r;
   r.request_id = job.request_id;
+  r.first_token = job.first_token;
   size_t pos = 0;
   for (const auto& t : tiers_) {
     if (pos >= job.keys.size()) break;

@@ -67,6 +67,7 @@ DiskTierOptions DiskOptionsFor(const PrefixCache& layout, std::string dir, uint6
 
 struct LoadResult {
   uint64_t request_id = 0;
+  size_t first_token = 0;                        // position of keys[0]'s first token
   std::vector<Hash128> keys;                     // leading keys loaded, in order
   std::vector<std::vector<uint8_t>> payloads;    // one per key
   std::vector<std::string> tier_of;              // one per key

@@ -74,7 +74,7 @@ int Calibrate(const CalibrateFlags& f) {
     tiers.push_back(std::make_unique<RedisTier>(r));
   }
   for (auto& t : tiers) {
-    const TierCost c = CalibrateTier(*t, probe.store().block_bytes());
+    const TierCost c = CalibrateTier(*t, probe.payload_bytes());
     p.tiers[t->name()] = {c.latency_ms, c.ms_per_block};
   }
   std::ofstream out(f.out);

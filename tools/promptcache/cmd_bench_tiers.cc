@@ -74,7 +74,7 @@ int BenchTiers(const Flags& f) {
   const ModelConfig& c = (*model)->config();
   const CacheOptions co{16, KvDtype::kF16, 1};
   PrefixCache probe(c, (*model)->fingerprint(), co);
-  const size_t block_bytes = probe.store().block_bytes();
+  const size_t block_bytes = probe.payload_bytes();
   const size_t pool_bytes = (f.prompt_len / 16 + 3) * block_bytes;  // one prompt fits; a second evicts it
   std::vector<std::string> names = {"host", "disk"};
   if (!f.redis.empty()) {

@@ -23,6 +23,8 @@ struct ServeFlags {
   size_t host_cache_mem = 0, disk_cache_size = size_t{8} << 30;
   std::string disk_cache, redis, redis_ns = "promptcache";
   int redis_ttl_s = 3600;
+  std::string tier_secret_file;
+  bool tier_trust_unauthenticated = false;
   std::string request_log;
 };
 
@@ -31,15 +33,31 @@ Result<std::unique_ptr<TierStack>> MakeTiers(const ServeFlags& f, Model& model, 
   std::vector<std::unique_ptr<KvTier>> tiers;
   PrefixCache probe(model.config(), model.fingerprint(), CacheOptions{co.block_size, co.dtype, 1});
   const Hash128 fp = probe.layout_fingerprint();
-  const size_t payload = probe.store().block_bytes();
+  const size_t payload = probe.payload_bytes();
+  PayloadSeal seal;
+  if (!f.tier_secret_file.empty()) {
+    PC_ASSIGN_OR_RETURN(seal, PayloadSeal::FromSecretFile(f.tier_secret_file));
+  }
   if (f.host_cache_mem > 0) tiers.push_back(std::make_unique<HostTier>(f.host_cache_mem));
-  if (!f.disk_cache.empty()) tiers.push_back(std::make_unique<DiskTier>(DiskOptionsFor(probe, f.disk_cache, f.disk_cache_size)));
+  if (!f.disk_cache.empty()) {
+    DiskTierOptions d = DiskOptionsFor(probe, f.disk_cache, f.disk_cache_size);
+    d.seal = seal;  // a directory shared between hosts needs the secret as Redis does
+    tiers.push_back(std::make_unique<DiskTier>(d));
+  }
   if (!f.redis.empty()) {
+    // Anyone who can write to the shared store could otherwise plant K/V
+    // for any prompt and tenant.
+    if (!seal.keyed() && !f.tier_trust_unauthenticated) {
+      return Status::Error(
+          "--redis is a shared tier: give --tier-secret-file (entries are then authenticated with HMAC-SHA256), or "
+          "--tier-trust-unauthenticated to accept whatever the Redis server returns");
+    }
     RedisTierOptions r;
     PC_RETURN_IF_ERROR(ParseRedisAddress(f.redis, &r));
     r.ns = f.redis_ns;
     r.ttl_s = f.redis_ttl_s;
     r.fingerprint = fp;
+    r.seal = seal;
     tiers.push_back(std::make_unique<RedisTier>(r));
   }
   if (tiers.empty()) return std::unique_ptr<TierStack>();
@@ -180,6 +198,10 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   c->add_option("--disk-cache-size", f->disk_cache_size, "Disk tier byte budget");
   c->add_option("--redis", f->redis, "Redis tier HOST:PORT (shared between servers)");
   c->add_option("--redis-ns", f->redis_ns, "Redis key namespace");
+  c->add_option("--tier-secret-file", f->tier_secret_file,
+                "File holding a secret (16+ bytes): disk and Redis entries are authenticated with HMAC-SHA256 under it");
+  c->add_flag("--tier-trust-unauthenticated", f->tier_trust_unauthenticated,
+              "Use --redis without a secret (entries then only carry a checksum against accidental corruption)");
   c->add_option("--redis-ttl", f->redis_ttl_s, "Redis entry TTL in seconds")->check(CLI::Range(1, 1 << 30));
   c->add_option("--request-log", f->request_log,
                 "Append one JSON line per request (arrival, token counts, prefix block ids; never text) for `advise`");
