@@ -529,6 +529,38 @@ TEST(EngineTiers, RedisKilledMidRunRequestsComplete) {
   EXPECT_NE(m.find("promptcache_tier_healthy{tier=\"redis\"} 0"), std::string::npos);
 }
 
+// The Redis health gauge follows the server while no request touches the
+// tier (the tier stack probes idle tiers about once a second).
+TEST(EngineTiers, RedisHealthIsCurrentWithoutRequests) {
+  PC_SHARED_OR_SKIP(path, "models/stories260K.gguf");
+  REDIS_OR_SKIP(redis);
+  Loaded l = LoadStories(path);
+  auto tiers = Tiers(*l.model, "", redis.port(), 0);
+  Engine e(*l.model, *l.tok, SmallPool(l.model->config(), tiers.get()));
+  EXPECT_NE(e.RenderMetrics().find("promptcache_tier_healthy{tier=\"redis\"} 1"), std::string::npos);
+  redis.Stop();
+  bool down = false;
+  for (int i = 0; i < 100 && !down; ++i) {  // up to 10 s; about 1 s expected
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    down = e.RenderMetrics().find("promptcache_tier_healthy{tier=\"redis\"} 0") != std::string::npos;
+  }
+  EXPECT_TRUE(down);
+}
+
+// A tier that cannot hold test blocks (a full disk) is reported as
+// unavailable, not as a load time of 1e9 ms.
+TEST(CostModel, ATierThatDropsEverythingIsUnavailable) {
+  DiskTierOptions d;
+  d.dir = FreshDir("full-disk");
+  d.budget_bytes = 100;  // smaller than one block: every insert is dropped
+  DiskTier full(d);
+  EXPECT_FALSE(CalibrateTier(full, 4096).has_value());
+  HostTier host(1 << 20);
+  const std::optional<TierCost> c = CalibrateTier(host, 4096);
+  ASSERT_TRUE(c.has_value());
+  EXPECT_LT(c->latency_ms, 100.0);
+}
+
 // What an attacker with write access to Redis can do to the first block of
 // a prompt's cached K/V: rewrite it (each K/V element set to 1.0, tokens
 // kept) or move another prompt's block under its key, sealing the value as

@@ -160,6 +160,13 @@ std::vector<std::vector<uint8_t>> RedisTier::Load(std::span<const Hash128> keys)
   return out;
 }
 
+void RedisTier::Probe() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!EnsureConnectedLocked()) return;  // reconnects once the backoff has passed
+  Reply r(static_cast<redisReply*>(redisCommand(ctx_, "PING")));
+  if (!r || r->type == REDIS_REPLY_ERROR) FailLocked();
+}
+
 void RedisTier::Erase(std::span<const Hash128> keys) {
   std::lock_guard<std::mutex> lock(mu_);
   if (keys.empty() || !EnsureConnectedLocked()) return;

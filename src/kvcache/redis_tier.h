@@ -43,6 +43,7 @@ class RedisTier : public KvTier {
   std::vector<std::vector<uint8_t>> Load(std::span<const Hash128> keys) override;
   void Erase(std::span<const Hash128> keys) override;
   TierStats stats() const override;
+  void Probe() override;
 
  private:
   bool EnsureConnectedLocked();

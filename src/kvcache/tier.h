@@ -7,6 +7,7 @@
 //   Load(keys)            payloads of the leading present keys, verified;
 //                         stops at the first missing or corrupt one
 //   Erase(keys)
+//   Probe()               refresh the health flag (Redis: reconnect or PING)
 // A tier that fails (Redis down, disk full) degrades to storing or finding
 // nothing; it never throws and never aborts.
 // Thread-safety: every method of every tier may be called from any thread
@@ -48,6 +49,9 @@ class KvTier {
   virtual std::vector<std::vector<uint8_t>> Load(std::span<const Hash128> keys) = 0;
   virtual void Erase(std::span<const Hash128> keys) = 0;
   virtual TierStats stats() const = 0;
+  // Refreshes stats().healthy without storing or loading anything (called
+  // about once a second while the tier stack is idle).
+  virtual void Probe() {}
 };
 
 // A compact in-RAM copy that outlives pool eviction, with a byte budget and

@@ -1,5 +1,7 @@
 #include "kvcache/tier_stack.h"
 
+#include <limits>
+
 #include <algorithm>
 #include <random>
 
@@ -88,7 +90,7 @@ DiskTierOptions DiskOptionsFor(const PrefixCache& layout, std::string dir, uint6
   return d;
 }
 
-TierCost CalibrateTier(KvTier& tier, size_t payload_bytes) {
+std::optional<TierCost> CalibrateTier(KvTier& tier, size_t payload_bytes) {
   std::mt19937_64 rng(std::random_device{}());
   std::vector<BlockPayload> blocks(8);
   std::vector<Hash128> keys;
@@ -112,10 +114,7 @@ TierCost CalibrateTier(KvTier& tier, size_t payload_bytes) {
   const double t1 = time_load(1), t8 = time_load(8);
   tier.Erase(keys);
   TierCost c;
-  if (t1 < 0 || t8 < 0) {  // the tier dropped them (full or down): make it look expensive
-    c.latency_ms = 1e9;
-    return c;
-  }
+  if (t1 < 0 || t8 < 0) return std::nullopt;  // the tier dropped them: full or down
   c.ms_per_block = std::max(0.0, (t8 - t1) / 7);
   c.latency_ms = std::max(0.0, t1 - c.ms_per_block);
   return c;
@@ -159,7 +158,12 @@ void TierStack::Calibrate(Model& model, const CacheOptions& opt, size_t payload_
 // Tier costs drift (a Redis moved, a disk filled); prefill costs do not.
 void TierStack::RefreshTierCosts() {
   std::vector<std::pair<std::string, TierCost>> measured;
-  for (const auto& t : tiers_) measured.emplace_back(t->name(), CalibrateTier(*t, payload_bytes_));
+  for (const auto& t : tiers_) {
+    // A tier that cannot store test blocks now (disk full, Redis down) is
+    // never worth a load until the next measurement says otherwise.
+    const std::optional<TierCost> c = CalibrateTier(*t, payload_bytes_);
+    measured.emplace_back(t->name(), c ? *c : TierCost{std::numeric_limits<double>::infinity(), 0});
+  }
   std::lock_guard<std::mutex> lock(costs_mu_);
   for (const auto& [name, c] : measured) costs_.SetTierCost(name, c);
   last_refresh_ns_ = NowNs();
@@ -268,6 +272,9 @@ void TierStack::LoaderLoop() {
       if (stop_) return;
       if (jobs_.empty()) {
         lock.unlock();
+        // Idle: keep each tier's health current (a Redis that went away or
+        // came back shows in /metrics without waiting for a request).
+        for (const auto& t : tiers_) t->Probe();
         const bool due = refresh_s_ > 0 && payload_bytes_ > 0 && NowNs() - last_refresh_ns_ > static_cast<int64_t>(refresh_s_ * 1e9);
         if (due) RefreshTierCosts();
         continue;

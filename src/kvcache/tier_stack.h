@@ -56,8 +56,11 @@ class CostModel {
 // Times prefill of a chunk of tokens at several positions (the K/V behind
 // each position need not be meaningful for timing). Takes about a second.
 CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens = 32);
-// Times loads of 1 and of 8 blocks of payload_bytes (random keys, erased after).
-TierCost CalibrateTier(KvTier& tier, size_t payload_bytes);
+// Times loads of 1 and of 8 blocks of payload_bytes (random keys, erased
+// after); nullopt when the tier could not store or return them (full, down).
+// The stack then treats the tier as unavailable (an infinite load latency)
+// until its next measurement.
+std::optional<TierCost> CalibrateTier(KvTier& tier, size_t payload_bytes);
 
 // Disk tier options for a pool's KV layout (fingerprint, layer count, row
 // size, block size, element size), so its segments are only read back by a

@@ -74,8 +74,13 @@ int Calibrate(const CalibrateFlags& f) {
     tiers.push_back(std::make_unique<RedisTier>(r));
   }
   for (auto& t : tiers) {
-    const TierCost c = CalibrateTier(*t, probe.payload_bytes());
-    p.tiers[t->name()] = {c.latency_ms, c.ms_per_block};
+    const std::optional<TierCost> c = CalibrateTier(*t, probe.payload_bytes());
+    if (!c) {
+      std::fprintf(stderr, "calibrate: the %s tier could not store test blocks (full or unreachable); left out of the profile\n",
+                   t->name().c_str());
+      continue;
+    }
+    p.tiers[t->name()] = {c->latency_ms, c->ms_per_block};
   }
   std::ofstream out(f.out);
   out << p.ToJson().dump(2) << "\n";

@@ -2,6 +2,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <thread>
 
@@ -66,6 +67,11 @@ Result<std::unique_ptr<TierStack>> MakeTiers(const ServeFlags& f, Model& model, 
   for (const auto& t : stack->tiers()) {
     const CostModel costs = stack->costs();
     const std::optional<TierCost> c = costs.tier_cost(t->name());
+    if (!c || std::isinf(c->latency_ms)) {
+      std::fprintf(stderr, "promptcache: tier %-5s unavailable at start (could not store test blocks); re-measured later\n",
+                   t->name().c_str());
+      continue;
+    }
     const size_t min_tokens = costs.MinUsefulMatchTokens(t->name(), co.block_size, static_cast<size_t>(model.config().n_ctx));
     std::fprintf(stderr, "promptcache: tier %-5s load %.3f ms + %.3f ms/block (%zu bytes); recompute 1 block at 0 = %.2f ms; "
                  "min useful match %s\n", t->name().c_str(), c->latency_ms, c->ms_per_block, payload,
