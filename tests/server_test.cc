@@ -194,9 +194,10 @@ TEST_F(ServerTest, ChatStreamsAndMatches) {
   EXPECT_EQ(s.text, text);
   EXPECT_EQ(s.chunks.front()["choices"][0]["delta"]["role"], "assistant");
   EXPECT_EQ(s.chunks.front()["object"], "chat.completion.chunk");
-  // The rendered prompt is what ChatML asks for.
-  EXPECT_EQ(r["usage"]["prompt_tokens"],
-            tok_->Encode(RenderChat(ChatTemplate::kChatML, {{"system", "Tell a story."}, {"user", "A cat"}}), {true, true}).size());
+  // The rendered prompt is what ChatML asks for (the model has no template of its own).
+  const std::string chatml =
+      "<|im_start|>system\nTell a story.<|im_end|>\n<|im_start|>user\nA cat<|im_end|>\n<|im_start|>assistant\n";
+  EXPECT_EQ(r["usage"]["prompt_tokens"], tok_->Encode(chatml, {.add_special = true, .parse_special = true}).size());
 }
 
 TEST_F(ServerTest, RepeatReportsCachedTokens) {
@@ -334,7 +335,7 @@ TEST_F(ServerTest, AuxiliaryRoutes) {
   EXPECT_EQ(json::parse(models->body)["data"][0]["object"], "model");
   EXPECT_EQ(json::parse(c.Get("/health")->body)["status"], "ok");
   json t = Post(c, "/tokenize", {{"content", "Lily went home."}});
-  EXPECT_EQ(t["tokens"].get<std::vector<int32_t>>(), tok_->Encode("Lily went home.", {false, false}));
+  EXPECT_EQ(t["tokens"].get<std::vector<int32_t>>(), tok_->Encode("Lily went home.", {.add_special = false}));
   EXPECT_EQ(Post(c, "/detokenize", {{"tokens", t["tokens"]}})["content"], tok_->Decode(t["tokens"].get<std::vector<int32_t>>()));
   auto nf = c.Get("/nope");
   EXPECT_EQ(nf->status, 404);

@@ -4,6 +4,7 @@
 
 #include "engine/metrics.h"
 #include "engine/stop_matcher.h"
+#include "base/check.h"
 #include "server/chat_template.h"
 #include "server/json_body.h"
 #include "server/openai_api.h"
@@ -47,31 +48,48 @@ TEST(StopMatcher, NoStopsPassesEverythingThrough) {
   EXPECT_EQ(Feed(m, {"a", "b"}), "ab");
 }
 
-TEST(ChatTemplate, DetectsFamiliesFromJinja) {
-  EXPECT_EQ(DetectChatTemplate("{% for m in messages %}<|im_start|>{{m.role}}"), ChatTemplate::kChatML);
-  EXPECT_EQ(DetectChatTemplate("<|start_header_id|>' + message['role'] + '<|end_header_id|>"), ChatTemplate::kLlama3);
-  EXPECT_EQ(DetectChatTemplate("[INST] <<SYS>>\\n"), ChatTemplate::kLlama2);
-  EXPECT_EQ(DetectChatTemplate("{{ '[INST] ' + message['content'] + ' [/INST]' }}"), ChatTemplate::kMistral);
-  EXPECT_EQ(DetectChatTemplate("<|user|>\\n{{ content }}</s><|assistant|>"), ChatTemplate::kZephyr);
-  EXPECT_EQ(DetectChatTemplate("{{ something else }}"), std::nullopt);
-  EXPECT_EQ(ChatTemplateFromName("llama3"), ChatTemplate::kLlama3);
-  EXPECT_EQ(ChatTemplateFromName("jinja"), std::nullopt);
+nlohmann::json Msgs(const std::vector<std::pair<std::string, std::string>>& ms) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& [role, content] : ms) a.push_back({{"role", role}, {"content", content}});
+  return a;
 }
 
-TEST(ChatTemplate, RendersEachFamily) {
-  const std::vector<ChatMessage> ms = {{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}};
-  EXPECT_EQ(RenderChat(ChatTemplate::kChatML, ms),
+std::string RenderBuiltin(const char* name, const nlohmann::json& ms) {
+  auto t = ChatTemplate::Builtin(name);
+  PC_CHECK(t.ok());
+  auto p = t->Render(ms, true);
+  PC_CHECK(p.ok());
+  return p->text;
+}
+
+TEST(ChatTemplate, BuiltinsRenderEachFamily) {
+  const nlohmann::json ms = Msgs({{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hello."}, {"user", "Bye"}});
+  EXPECT_EQ(RenderBuiltin("chatml", ms),
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHello.<|im_end|>\n"
             "<|im_start|>user\nBye<|im_end|>\n<|im_start|>assistant\n");
-  EXPECT_EQ(RenderChat(ChatTemplate::kLlama3, ms),
+  EXPECT_EQ(RenderBuiltin("llama3", ms),
             "<|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nHi"
             "<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nHello.<|eot_id|><|start_header_id|>user"
             "<|end_header_id|>\n\nBye<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n");
-  EXPECT_EQ(RenderChat(ChatTemplate::kLlama2, ms),
+  EXPECT_EQ(RenderBuiltin("llama2", ms),
             "[INST] <<SYS>>\nBe brief.\n<</SYS>>\n\nHi [/INST] Hello.</s><s>[INST] Bye [/INST]");
-  EXPECT_EQ(RenderChat(ChatTemplate::kMistral, ms), "[INST] Be brief.\n\nHi [/INST]Hello.</s><s>[INST] Bye [/INST]");
-  EXPECT_EQ(RenderChat(ChatTemplate::kZephyr, ms),
+  EXPECT_EQ(RenderBuiltin("mistral", ms), "[INST] Be brief.\n\nHi [/INST]Hello.</s><s>[INST] Bye [/INST]");
+  EXPECT_EQ(RenderBuiltin("zephyr", ms),
             "<|system|>\nBe brief.</s>\n<|user|>\nHi</s>\n<|assistant|>\nHello.</s>\n<|user|>\nBye</s>\n<|assistant|>\n");
+  EXPECT_FALSE(ChatTemplate::Builtin("jinja").ok());
+}
+
+TEST(ChatTemplate, ALeadingBosTextIsRemovedAndErrorsAreMessages) {
+  auto t = ChatTemplate::FromSource("{{ bos_token }}{% for m in messages %}{{ m.content }}{% endfor %}", "t");
+  ASSERT_TRUE(t.ok());
+  t->set_bos_token("<s>");
+  EXPECT_EQ(t->Render(Msgs({{"user", "hi"}}), true)->text, "hi");
+  auto bad = ChatTemplate::FromSource("{{ raise_exception('roles must alternate') }}", "bad");
+  ASSERT_TRUE(bad.ok());
+  const auto r = bad->Render(Msgs({{"user", "hi"}}), true);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "roles must alternate");
+  EXPECT_FALSE(ChatTemplate::FromSource("{% if %}", "broken").ok());
 }
 
 class ApiParse : public ::testing::Test {
@@ -85,9 +103,15 @@ class ApiParse : public ::testing::Test {
     tok_ = std::make_unique<Tokenizer>(std::move(*t));
     ctx_.tok = tok_.get();
     ctx_.n_ctx = 512;
+    auto chat = ChatTemplate::Builtin("chatml");
+    ASSERT_TRUE(chat.ok());
+    chat_ = std::make_unique<ChatTemplate>(std::move(*chat));
+    chat_->set_tokenizer(tok_.get());
+    ctx_.chat_template = chat_.get();
   }
   std::optional<ApiRequest> Parse(ApiKind k, const std::string& body) { return ParseApiRequest(k, body, ctx_, &err_); }
   std::unique_ptr<Tokenizer> tok_;
+  std::unique_ptr<ChatTemplate> chat_;
   ParseContext ctx_;
   ApiError err_;
 };

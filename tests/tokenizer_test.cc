@@ -86,7 +86,7 @@ TEST(Tokenizer, SpecialTokensPartitionEarliestLongestInOnePass) {
   t.Add("<s>x", 7);
   t.Add("</s>", 2);
   t.Add("<s>", 9);  // same text again: the first id stays
-  auto all = [](int32_t) { return true; };
+  auto all = [](int32_t, size_t, size_t) { return true; };
   SpecialTrie::Match m = t.Find("ab</s><s>x", 0, all);
   EXPECT_EQ(m.pos, 2u);
   EXPECT_EQ(m.id, 2);
@@ -94,7 +94,7 @@ TEST(Tokenizer, SpecialTokensPartitionEarliestLongestInOnePass) {
   EXPECT_EQ(m.pos, 6u);
   EXPECT_EQ(m.id, 7);  // the longest at that position
   EXPECT_EQ(m.len, 4u);
-  m = t.Find("ab</s><s>x", 6, [](int32_t id) { return id != 7; });
+  m = t.Find("ab</s><s>x", 6, [](int32_t id, size_t, size_t) { return id != 7; });
   EXPECT_EQ(m.id, 1);
   EXPECT_EQ(t.Find("<<<s", 0, all).id, -1);
 

@@ -1,102 +1,182 @@
 #include "server/chat_template.h"
 
+#include <algorithm>
+
 namespace pc {
-
-std::optional<ChatTemplate> ChatTemplateFromName(std::string_view name) {
-  if (name == "chatml") return ChatTemplate::kChatML;
-  if (name == "llama2") return ChatTemplate::kLlama2;
-  if (name == "llama3") return ChatTemplate::kLlama3;
-  if (name == "mistral") return ChatTemplate::kMistral;
-  if (name == "zephyr") return ChatTemplate::kZephyr;
-  return std::nullopt;
-}
-
-const char* ChatTemplateName(ChatTemplate t) {
-  switch (t) {
-    case ChatTemplate::kChatML: return "chatml";
-    case ChatTemplate::kLlama2: return "llama2";
-    case ChatTemplate::kLlama3: return "llama3";
-    case ChatTemplate::kMistral: return "mistral";
-    case ChatTemplate::kZephyr: return "zephyr";
-  }
-  return "chatml";
-}
-
-std::optional<ChatTemplate> DetectChatTemplate(std::string_view jinja) {
-  auto has = [&](std::string_view s) { return jinja.find(s) != std::string_view::npos; };
-  if (has("<|im_start|>")) return ChatTemplate::kChatML;
-  if (has("<|start_header_id|>")) return ChatTemplate::kLlama3;
-  if (has("<|user|>") && has("<|assistant|>")) return ChatTemplate::kZephyr;
-  if (has("[INST]") && has("<<SYS>>")) return ChatTemplate::kLlama2;
-  if (has("[INST]")) return ChatTemplate::kMistral;
-  return std::nullopt;
-}
-
 namespace {
 
-bool IsSystem(const ChatMessage& m) { return m.role == "system" || m.role == "developer"; }
+// Our own templates for models without one. The message loop treats
+// "developer" as "system".
+constexpr std::pair<const char*, const char*> kBuiltins[] = {
+    {"chatml",
+     "{%- for m in messages -%}<|im_start|>{{ 'system' if m.role == 'developer' else m.role }}\n{{ m.content }}<|im_end|>\n"
+     "{% endfor -%}{%- if add_generation_prompt -%}<|im_start|>assistant\n{% endif -%}"},
+    {"llama3",
+     "{%- for m in messages -%}<|start_header_id|>{{ 'system' if m.role == 'developer' else m.role }}<|end_header_id|>\n\n"
+     "{{ m.content }}<|eot_id|>{% endfor -%}"
+     "{%- if add_generation_prompt -%}<|start_header_id|>assistant<|end_header_id|>\n\n{% endif -%}"},
+    {"llama2",
+     "{%- set ns = namespace(sys='', first=true) -%}"
+     "{%- for m in messages -%}"
+     "{%- if m.role in ['system', 'developer'] -%}{%- set ns.sys = m.content -%}"
+     "{%- elif m.role == 'user' -%}"
+     "{%- if not ns.first -%}<s>{%- endif -%}[INST] "
+     "{% if ns.sys %}<<SYS>>\n{{ ns.sys }}\n<</SYS>>\n\n{% set ns.sys = '' %}{% endif %}"
+     "{{ m.content }} [/INST]{%- set ns.first = false -%}"
+     "{%- else %} {{ m.content }}</s>{%- endif -%}{%- endfor -%}"},
+    {"mistral",
+     "{%- set ns = namespace(sys='', first=true) -%}"
+     "{%- for m in messages -%}"
+     "{%- if m.role in ['system', 'developer'] -%}{%- set ns.sys = m.content -%}"
+     "{%- elif m.role == 'user' -%}"
+     "{%- if not ns.first -%}<s>{%- endif -%}[INST] {% if ns.sys %}{{ ns.sys }}\n\n{% set ns.sys = '' %}{% endif %}"
+     "{{ m.content }} [/INST]{%- set ns.first = false -%}"
+     "{%- else -%}{{ m.content }}</s>{%- endif -%}{%- endfor -%}"},
+    {"zephyr",
+     "{%- for m in messages -%}<|{{ 'system' if m.role == 'developer' else m.role }}|>\n{{ m.content }}</s>\n{% endfor -%}"
+     "{%- if add_generation_prompt -%}<|assistant|>\n{% endif -%}"},
+};
 
-std::string RenderChatML(const std::vector<ChatMessage>& ms) {
+constexpr char kBreak[] = "\xee\x80\x80";  // U+E000, private use
+
+// Inserts a break after the first byte of every special-token text in s.
+std::string BreakSpecials(const std::string& s, const Tokenizer& tok) {
   std::string out;
-  for (const ChatMessage& m : ms) {
-    out += "<|im_start|>" + std::string(IsSystem(m) ? "system" : m.role) + "\n" + m.content + "<|im_end|>\n";
+  size_t pos = 0;
+  for (const auto& [at, len] : tok.FindSpecialTokens(s)) {
+    out.append(s, pos, at + 1 - pos);
+    out += kBreak;
+    pos = at + 1;
+    (void)len;
   }
-  return out + "<|im_start|>assistant\n";
-}
-
-std::string RenderLlama3(const std::vector<ChatMessage>& ms) {
-  std::string out;
-  for (const ChatMessage& m : ms) {
-    out += "<|start_header_id|>" + std::string(IsSystem(m) ? "system" : m.role) + "<|end_header_id|>\n\n" + m.content +
-           "<|eot_id|>";
-  }
-  return out + "<|start_header_id|>assistant<|end_header_id|>\n\n";
-}
-
-std::string RenderZephyr(const std::vector<ChatMessage>& ms) {
-  std::string out;
-  for (const ChatMessage& m : ms) out += "<|" + std::string(IsSystem(m) ? "system" : m.role) + "|>\n" + m.content + "</s>\n";
-  return out + "<|assistant|>\n";
-}
-
-// Llama-2 and Mistral: user turns in [INST] ... [/INST], the system prompt
-// folded into the first user turn (<<SYS>> block for Llama-2, a paragraph for
-// Mistral), each finished exchange closed by </s> and the next opened by <s>.
-std::string RenderInst(const std::vector<ChatMessage>& ms, bool llama2) {
-  std::string system, out;
-  bool first_user = true, need_bos = false;
-  for (const ChatMessage& m : ms) {
-    if (IsSystem(m)) {
-      system += (system.empty() ? "" : "\n") + m.content;
-      continue;
-    }
-    if (m.role == "assistant") {
-      out += (llama2 ? " " : "") + m.content + "</s>";
-      need_bos = true;
-      continue;
-    }
-    std::string content = m.content;
-    if (first_user && !system.empty()) {
-      content = llama2 ? "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content : system + "\n\n" + content;
-    }
-    first_user = false;
-    out += (need_bos ? "<s>" : "") + std::string("[INST] ") + content + " [/INST]";
-    need_bos = false;
-  }
+  out.append(s, pos, std::string::npos);
   return out;
 }
 
 }  // namespace
 
-std::string RenderChat(ChatTemplate t, const std::vector<ChatMessage>& messages) {
-  switch (t) {
-    case ChatTemplate::kChatML: return RenderChatML(messages);
-    case ChatTemplate::kLlama3: return RenderLlama3(messages);
-    case ChatTemplate::kZephyr: return RenderZephyr(messages);
-    case ChatTemplate::kLlama2: return RenderInst(messages, true);
-    case ChatTemplate::kMistral: return RenderInst(messages, false);
+Result<ChatTemplate> ChatTemplate::FromSource(std::string_view source, std::string name) {
+  Result<jinja::Template> t = jinja::Template::Parse(source);
+  if (!t.ok()) return Errorf("chat template '{}': {}", name, t.status().message());
+  ChatTemplate c;
+  c.name_ = std::move(name);
+  c.tmpl_ = std::move(*t);
+  return c;
+}
+
+Result<ChatTemplate> ChatTemplate::Builtin(std::string_view name) {
+  for (const auto& [n, src] : kBuiltins) {
+    if (name == n) return FromSource(src, n);
   }
-  return RenderChatML(messages);
+  return Errorf("unknown chat template '{}' (built-in: chatml, llama2, llama3, mistral, zephyr)", name);
+}
+
+std::vector<std::string> ChatTemplate::BuiltinNames() {
+  std::vector<std::string> v;
+  for (const auto& [n, src] : kBuiltins) v.emplace_back(n);
+  return v;
+}
+
+Result<std::string> ChatTemplate::RenderText(const nlohmann::json& messages, bool add_generation_prompt,
+                                             const nlohmann::json& extra) const {
+  jinja::Value ctx = jinja::Value::MakeObject();
+  std::tm now{};
+  if (date_) {
+    now = *date_;
+  } else {
+    const std::time_t t = std::time(nullptr);
+    localtime_r(&t, &now);
+  }
+  char date[64];
+  std::strftime(date, sizeof date, "%d %b %Y", &now);
+  // Defaults as the llama.cpp server sets them (templates read them when
+  // present): thinking on, today's date for templates that print one.
+  ctx.object().Set("enable_thinking", jinja::Value(true));
+  ctx.object().Set("date_string", jinja::Value(std::string(date)));
+  if (extra.is_object()) {
+    for (const auto& [k, v] : extra.items()) ctx.object().Set(k, jinja::Value::FromJson(v));
+  }
+  ctx.object().Set("messages", jinja::Value::FromJson(messages));
+  ctx.object().Set("add_generation_prompt", jinja::Value(add_generation_prompt));
+  ctx.object().Set("bos_token", jinja::Value(bos_));
+  ctx.object().Set("eos_token", jinja::Value(eos_));
+  jinja::RenderOptions opt;
+  opt.now = date_;
+  Result<std::string> text = tmpl_.Render(ctx, opt);
+  // A template that refuses a system message (Gemma's "System role not
+  // supported") gets it as the first lines of the first user message.
+  if (!text.ok() && messages.size() >= 2 && messages[0].value("role", "") == "system" &&
+      messages[1].value("role", "") == "user" && messages[0]["content"].is_string() && messages[1]["content"].is_string()) {
+    nlohmann::json merged = nlohmann::json::array();
+    merged.push_back(messages[1]);
+    merged[0]["content"] = messages[0]["content"].get<std::string>() + "\n" + messages[1]["content"].get<std::string>();
+    for (size_t i = 2; i < messages.size(); ++i) merged.push_back(messages[i]);
+    ctx.object().Set("messages", jinja::Value::FromJson(merged));
+    if (Result<std::string> retry = tmpl_.Render(ctx, opt); retry.ok()) return retry;
+  }
+  return text;
+}
+
+Result<ChatPrompt> ChatTemplate::Render(const nlohmann::json& messages, bool add_generation_prompt,
+                                        const nlohmann::json& extra) const {
+  if (!messages.is_array()) return Status::Error("'messages' must be an array");
+  nlohmann::json msgs = messages;
+  if (tok_ != nullptr) {
+    for (nlohmann::json& m : msgs) {
+      if (!m.is_object() || (m.contains("role") && m["role"] == "assistant")) continue;
+      if (m.contains("content") && m["content"].is_string()) {
+        m["content"] = BreakSpecials(m["content"].get<std::string>(), *tok_);
+      }
+    }
+  }
+  std::string text;
+  const bool continue_final = !add_generation_prompt && !msgs.empty() && msgs.back().is_object() &&
+                              msgs.back().value("role", "") == "assistant" && msgs.back().contains("content") &&
+                              msgs.back()["content"].is_string();
+  if (continue_final) {
+    // The last assistant message is continued, not closed: the render of the
+    // conversation without it, then what the full render adds after their
+    // common prefix, cut right after that message's content.
+    nlohmann::json head = msgs;
+    head.erase(head.end() - 1);
+    PC_ASSIGN_OR_RETURN(std::string prefix, RenderText(head, false, extra));
+    PC_ASSIGN_OR_RETURN(std::string full, RenderText(msgs, false, extra));
+    size_t k = 0;
+    while (k < prefix.size() && k < full.size() && prefix[k] == full[k]) ++k;
+    std::string tail = full.substr(k);
+    const std::string content = msgs.back()["content"].get<std::string>();
+    const size_t at = tail.rfind(content);
+    if (at != std::string::npos) tail.resize(at + content.size());
+    text = prefix + tail;
+  } else {
+    PC_ASSIGN_OR_RETURN(text, RenderText(msgs, add_generation_prompt, extra));
+  }
+  if (!bos_.empty() && text.rfind(bos_, 0) == 0) text.erase(0, bos_.size());
+  ChatPrompt p;
+  p.text.reserve(text.size());
+  for (size_t pos = 0;;) {
+    const size_t hit = text.find(kBreak, pos);
+    p.text.append(text, pos, hit == std::string::npos ? std::string::npos : hit - pos);
+    if (hit == std::string::npos) break;
+    p.breaks.push_back(p.text.size());
+    pos = hit + sizeof(kBreak) - 1;
+  }
+  return p;
+}
+
+Result<ChatTemplate> ChatTemplateForModel(const GgufFile& gguf, const Tokenizer& tok) {
+  Result<ChatTemplate> t = Status::Error("");
+  if (Result<std::string> src = gguf.GetString("tokenizer.chat_template"); src.ok() && !src->empty()) {
+    t = ChatTemplate::FromSource(*src, "the model's");
+  } else {
+    t = ChatTemplate::Builtin("chatml");
+  }
+  if (!t.ok()) return t.status();
+  const Vocab& v = tok.vocab();
+  if (v.bos >= 0 && v.bos < v.size()) t->set_bos_token(v.text[v.bos]);
+  if (v.eos >= 0 && v.eos < v.size()) t->set_eos_token(v.text[v.eos]);
+  t->set_tokenizer(&tok);
+  return t;
 }
 
 }  // namespace pc

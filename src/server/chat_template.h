@@ -1,32 +1,87 @@
-// Chat templates: turns OpenAI messages into the prompt text a chat model was
-// trained on. We recognise the common families from the model's
-// `tokenizer.chat_template` (a Jinja string we do not execute) by their
-// marker tokens; `serve --chat-template NAME` overrides the choice.
-// Templates leave out the leading BOS: the tokenizer adds it when the
-// vocabulary asks for one. The rendered text holds control tokens such as
-// <|im_start|>, so it is encoded with parse_special.
-// Thread-safety: pure functions.
+// Chat templates: OpenAI messages -> the prompt text a chat model was
+// trained on, rendered by our Jinja interpreter (src/jinja) from the model's
+// own `tokenizer.chat_template`, a file (`serve --chat-template-file`), or
+// a built-in template for models that ship none (chatml, llama2, llama3,
+// mistral, zephyr; `serve --chat-template NAME`).
+//
+// Variables given to the template: messages, add_generation_prompt,
+// bos_token, eos_token, and as the llama.cpp server sets them
+// enable_thinking (true) and date_string ("30 Nov 2026"), then any extra
+// request variables (chat_template_kwargs); strftime_now uses the real date
+// unless one is pinned. A bos_token text at the very start of the render is
+// removed: the tokenizer adds BOS itself where the vocabulary asks for it.
+// Without a generation prompt, a final assistant message is continued (the
+// prompt ends right after its content, as for a prefilled reply). A
+// template that raises on a system message gets it merged into the first
+// user message.
+//
+// No special-token injection: text a client sends in a message (all roles
+// but assistant, whose content is the model's own output replayed) never
+// becomes a control token. Before rendering, every special-token text in
+// such content gets an invisible break (U+E000) after its first byte; after
+// rendering the breaks are removed and their positions kept, and the
+// tokenizer refuses a special-token match across any of them, so that text
+// is tokenized as the plain text it is while the template's own markers stay
+// special.
+// Thread-safety: a ChatTemplate is immutable after set-up; Render may run
+// concurrently.
 #pragma once
+#include <nlohmann/json.hpp>
+
+#include <ctime>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/status.h"
+#include "jinja/jinja.h"
+#include "tokenizer/tokenizer.h"
+
 namespace pc {
 
-enum class ChatTemplate { kChatML, kLlama2, kLlama3, kMistral, kZephyr };
-
-struct ChatMessage {
-  std::string role;  // system, user, assistant (developer is treated as system)
-  std::string content;
+// A rendered prompt: its text and the byte positions where special-token
+// matches are not allowed (see above).
+struct ChatPrompt {
+  std::string text;
+  std::vector<size_t> breaks;
 };
 
-// "chatml", "llama2", "llama3", "mistral", "zephyr".
-std::optional<ChatTemplate> ChatTemplateFromName(std::string_view name);
-const char* ChatTemplateName(ChatTemplate t);
-// The family of a Jinja template string; nullopt if none matches.
-std::optional<ChatTemplate> DetectChatTemplate(std::string_view jinja);
-// Prompt text for the messages, ending where the assistant's reply begins.
-std::string RenderChat(ChatTemplate t, const std::vector<ChatMessage>& messages);
+class ChatTemplate {
+ public:
+  // source: Jinja text; name: how to call it in messages.
+  static Result<ChatTemplate> FromSource(std::string_view source, std::string name);
+  // Our built-in templates by name (chatml, llama2, llama3, mistral, zephyr).
+  static Result<ChatTemplate> Builtin(std::string_view name);
+  static std::vector<std::string> BuiltinNames();
+
+  const std::string& name() const { return name_; }
+  const std::string& bos_token() const { return bos_; }
+  const std::string& eos_token() const { return eos_; }
+  void set_bos_token(std::string s) { bos_ = std::move(s); }
+  void set_eos_token(std::string s) { eos_ = std::move(s); }
+  void set_date(std::optional<std::tm> date) { date_ = date; }
+  // The texts of tok's special tokens, used to break them in message contents.
+  void set_tokenizer(const Tokenizer* tok) { tok_ = tok; }
+
+  // messages: an array of objects (role, content, and whatever else the
+  // client sent: tool_calls, name, ...). extra: more variables (tools, ...).
+  // Errors are the template's (raise_exception, type errors) or its limits.
+  Result<ChatPrompt> Render(const nlohmann::json& messages, bool add_generation_prompt,
+                            const nlohmann::json& extra = nlohmann::json::object()) const;
+
+ private:
+  Result<std::string> RenderText(const nlohmann::json& messages, bool add_generation_prompt,
+                                 const nlohmann::json& extra) const;
+  std::string name_;
+  jinja::Template tmpl_;
+  std::string bos_ = "<s>", eos_ = "</s>";
+  std::optional<std::tm> date_;
+  const Tokenizer* tok_ = nullptr;
+};
+
+// The chat template a model asks for (tokenizer.chat_template, with its BOS
+// and EOS texts), else chatml. Errors if the model's template does not parse.
+Result<ChatTemplate> ChatTemplateForModel(const GgufFile& gguf, const Tokenizer& tok);
 
 }  // namespace pc

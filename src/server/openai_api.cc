@@ -160,24 +160,54 @@ void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
   if (!f.Has("messages") || !f["messages"].is_array() || f["messages"].empty()) {
     return f.Fail("messages", "'messages' must be a non-empty array");
   }
-  std::vector<ChatMessage> msgs;
+  // The messages as the template sees them: every field the client sent,
+  // content parts joined into one string.
+  json msgs = json::array();
   for (const json& m : f["messages"]) {
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) return f.Fail("messages", "each message needs a string 'role'");
     const std::string role = m["role"].get<std::string>();
-    if (role != "system" && role != "developer" && role != "user" && role != "assistant") {
+    if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool") {
       return f.Fail("messages", fmt::format("unsupported message role '{}'", role));
     }
-    if (!m.contains("content") || m["content"].is_null()) return f.Fail("messages", "each message needs 'content'");
-    std::string content = ContentText(f, m["content"]);
-    if (!f.ok()) return;
-    msgs.push_back({role, std::move(content)});
+    json copy = m;
+    if (!m.contains("content") || m["content"].is_null()) {
+      if (role != "assistant") return f.Fail("messages", "each message needs 'content'");
+      copy["content"] = "";
+    } else {
+      copy["content"] = ContentText(f, m["content"]);
+      if (!f.ok()) return;
+    }
+    msgs.push_back(std::move(copy));
   }
-  const std::string text = RenderChat(ctx.chat_template, msgs);
-  if (!PromptTextFits(f, "messages", text, ctx)) return;
+  if (ctx.chat_template == nullptr) return f.Fail("messages", "this server has no chat template");
+  Result<ChatPrompt> prompt = ctx.chat_template->Render(msgs, /*add_generation_prompt=*/true);
+  if (!prompt.ok()) return f.Fail("messages", "the chat template failed: " + prompt.status().message());
+  if (!PromptTextFits(f, "messages", prompt->text, ctx)) return;
+  // The template's own markers are special tokens; text from the messages
+  // never is (chat_template.h).
   EncodeOptions eo;
   eo.parse_special = true;
-  r->engine.prompt = ctx.tok->Encode(text, eo);
+  eo.no_special_across = prompt->breaks;
+  r->engine.prompt = ctx.tok->Encode(prompt->text, eo);
   if (r->engine.prompt.empty()) f.Fail("messages", "the rendered prompt is empty");
+}
+
+// Fields we do not implement: refused by name rather than silently ignored.
+void RefuseUnsupported(Fields& f) {
+  for (const char* k : {"tools", "tool_choice", "functions", "function_call", "logit_bias", "min_p",
+                        "repetition_penalty", "typical_p", "mirostat", "grammar", "json_schema", "best_of"}) {
+    if (f.Has(k)) {
+      if ((std::string(k) == "tools" || std::string(k) == "functions") && f[k].is_array() && f[k].empty()) continue;
+      if (std::string(k) == "tool_choice" && f[k] == "none") continue;
+      return f.Fail(k, fmt::format("'{}' is not supported by this server", k));
+    }
+  }
+  if (f.Has("response_format")) {
+    const json& rf = f["response_format"];
+    if (!rf.is_object() || !rf.contains("type") || rf["type"] != "text") {
+      return f.Fail("response_format", "'response_format' other than {\"type\": \"text\"} is not supported");
+    }
+  }
 }
 
 void ParseSampling(Fields& f, ApiRequest* r, const ParseContext& ctx) {
@@ -215,7 +245,8 @@ std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body,
   Fields f(obj, err);
   f.Str("model", &r.model);
   std::string prompt_text;
-  if (kind == ApiKind::kCompletion) ParsePrompt(f, ctx, &r, &prompt_text);
+  RefuseUnsupported(f);
+  if (kind == ApiKind::kCompletion && f.ok()) ParsePrompt(f, ctx, &r, &prompt_text);
   else if (f.ok()) ParseMessages(f, ctx, &r);
   ParseSampling(f, &r, ctx);
   const int64_t room = static_cast<int64_t>(ctx.n_ctx) - static_cast<int64_t>(r.engine.prompt.size());

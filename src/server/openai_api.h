@@ -39,7 +39,7 @@ struct ApiRequest {
 
 struct ParseContext {
   const Tokenizer* tok = nullptr;
-  ChatTemplate chat_template = ChatTemplate::kChatML;
+  const ChatTemplate* chat_template = nullptr;  // required for chat requests
   size_t n_ctx = 0;
   uint64_t default_seed = 0;  // used when the request has none
 };

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/check.h"
 #include "server/json_body.h"
 #include "server/openai_api.h"
 
@@ -93,6 +94,12 @@ Server::Server(Engine& engine, const Tokenizer& tok, ServerOptions opt)
   const size_t threads = opt_.num_http_threads ? opt_.num_http_threads : 300;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(opt_.max_body_bytes);
+  if (!opt_.chat_template) {
+    Result<ChatTemplate> chatml = ChatTemplate::Builtin("chatml");
+    PC_CHECK(chatml.ok());
+    chatml->set_tokenizer(&tok_);
+    opt_.chat_template = std::make_shared<const ChatTemplate>(std::move(*chatml));
+  }
   Routes();
 }
 
@@ -212,7 +219,7 @@ void Server::HandleGenerate(int kind_int, const httplib::Request& req, httplib::
   if (!tenant) return;
   if (draining_) return SendError(res, MakeError(503, "server_error", "the server is shutting down"));
   const uint64_t n = ++request_counter_;
-  ParseContext ctx{&tok_, opt_.chat_template, engine_.context_length(),
+  ParseContext ctx{&tok_, opt_.chat_template.get(), engine_.context_length(),
                    n * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
   ApiError err;
   std::optional<ApiRequest> parsed = ParseApiRequest(kind, req.body, ctx, &err);

@@ -28,7 +28,7 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (Bind returns it)
   std::string model_name = "promptcache";
-  ChatTemplate chat_template = ChatTemplate::kChatML;
+  std::shared_ptr<const ChatTemplate> chat_template;  // null: built-in chatml
   std::map<std::string, std::string> api_keys;  // key -> tenant; empty: no auth
   size_t num_http_threads = 0;                  // 0: enough for every running and waiting request
   int keepalive_ms = 500;  // SSE comment interval while a stream waits (detects gone clients)

@@ -25,8 +25,8 @@ class SpecialTrie {
     int32_t id = -1;
   };
   // The first position >= from where some allowed token's text starts, and
-  // there the longest such text. allowed(id) filters (e.g. user-defined
-  // tokens only).
+  // there the longest such text. allowed(id, pos, len) filters (e.g.
+  // user-defined tokens only, or no match across a given position).
   template <typename Allowed>
   Match Find(std::string_view text, size_t from, Allowed allowed) const {
     if (max_len_ == 0) return {};
@@ -39,7 +39,7 @@ class SpecialTrie {
         if (it == edges_.end()) break;
         node = it->second;
         const int32_t id = token_[static_cast<size_t>(node)];
-        if (id >= 0 && allowed(id)) best = {pos, i - pos + 1, id};
+        if (id >= 0 && allowed(id, pos, i - pos + 1)) best = {pos, i - pos + 1, id};
       }
       if (best.id >= 0) return best;
     }

@@ -62,7 +62,11 @@ std::vector<int32_t> Tokenizer::Encode(const std::string& text, const EncodeOpti
   // Partition into special-token matches and plain text: the earliest match,
   // the longest there. User-defined tokens always match; control tokens only
   // when parse_special is set.
-  auto allowed = [&](int32_t id) { return opt.parse_special || vocab_.kind[id] == TokenKind::kUserDefined; };
+  auto allowed = [&](int32_t id, size_t at, size_t len) {
+    if (!opt.parse_special && vocab_.kind[id] != TokenKind::kUserDefined) return false;
+    const auto b = std::upper_bound(opt.no_special_across.begin(), opt.no_special_across.end(), at);
+    return b == opt.no_special_across.end() || *b >= at + len;
+  };
   size_t pos = 0;
   bool first = true;
   while (pos < text.size()) {
@@ -75,6 +79,18 @@ std::vector<int32_t> Tokenizer::Encode(const std::string& text, const EncodeOpti
     pos = m.pos + m.len;
   }
   if (opt.add_special && vocab_.add_eos) out.push_back(vocab_.eos);
+  return out;
+}
+
+std::vector<std::pair<size_t, size_t>> Tokenizer::FindSpecialTokens(std::string_view text) const {
+  std::vector<std::pair<size_t, size_t>> out;
+  auto any = [](int32_t, size_t, size_t) { return true; };
+  for (size_t pos = 0; pos < text.size();) {
+    const SpecialTrie::Match m = specials_.Find(text, pos, any);
+    if (m.id < 0) break;
+    out.emplace_back(m.pos, m.len);
+    pos = m.pos + m.len;
+  }
   return out;
 }
 

@@ -18,6 +18,9 @@ namespace pc {
 struct EncodeOptions {
   bool add_special = true;    // BOS/EOS as the vocabulary's add_bos/add_eos flags ask
   bool parse_special = false; // recognise control-token text such as "<s>" in the input
+  // Sorted byte positions no special-token match may cross (a match [p, p+n)
+  // with p < b < p+n is plain text): chat message contents (chat_template.h).
+  std::span<const size_t> no_special_across = {};
 };
 
 class Tokenizer {
@@ -26,6 +29,9 @@ class Tokenizer {
   static Result<Tokenizer> FromVocab(Vocab vocab);
 
   std::vector<int32_t> Encode(const std::string& text, const EncodeOptions& opt = {}) const;
+  // Every control or user-defined token text in text: (position, length),
+  // earliest first, longest at a position, not overlapping.
+  std::vector<std::pair<size_t, size_t>> FindSpecialTokens(std::string_view text) const;
   // Raw bytes of one token (control tokens render as nothing).
   std::string Piece(int32_t id) const;
   std::string Decode(std::span<const int32_t> ids) const;

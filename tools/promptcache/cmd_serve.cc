@@ -2,6 +2,8 @@
 #include <signal.h>
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <cmath>
 #include <cstdio>
 #include <thread>
@@ -17,7 +19,7 @@ namespace {
 
 struct ServeFlags {
   std::string numerics = "precise";
-  std::string model, host = "127.0.0.1", api_key, api_key_file, chat_template, alias, kv_type = "f16";
+  std::string model, host = "127.0.0.1", api_key, api_key_file, chat_template, chat_template_file, alias, kv_type = "f16";
   int port = 8080, threads = 0;
   size_t kv_mem = 0, ctx_size = 0, block_size = 16, batch_tokens = 256, max_running = 32, max_queue = 256;
   double drain_timeout_s = 30;
@@ -121,13 +123,27 @@ int Serve(const ServeFlags& f) {
   so.port = f.port;
   Result<std::string> general_name = (*model)->gguf().GetString("general.name");
   so.model_name = !f.alias.empty() ? f.alias : general_name.ok() && !general_name->empty() ? *general_name : "promptcache";
-  if (!f.chat_template.empty()) {
-    so.chat_template = *ChatTemplateFromName(f.chat_template);
-  } else if (Result<std::string> jinja = (*model)->gguf().GetString("tokenizer.chat_template"); jinja.ok()) {
-    std::optional<ChatTemplate> t = DetectChatTemplate(*jinja);
-    if (t) so.chat_template = *t;
-    else std::fprintf(stderr, "promptcache: unrecognised chat template in the model; using chatml (see --chat-template)\n");
+  Result<ChatTemplate> chat = ChatTemplateForModel((*model)->gguf(), *tok);
+  if (!f.chat_template_file.empty()) {
+    std::ifstream in(f.chat_template_file);
+    if (!in) return Fail("cannot read the chat template file '" + f.chat_template_file + "'");
+    const std::string src((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    Result<ChatTemplate> from_file = ChatTemplate::FromSource(src, f.chat_template_file);
+    if (!from_file.ok()) return Fail(from_file.status().message());
+    if (chat.ok()) {  // keep the model's BOS/EOS texts and tokenizer
+      from_file->set_bos_token(chat->bos_token());
+      from_file->set_eos_token(chat->eos_token());
+    }
+    from_file->set_tokenizer(&*tok);
+    chat = std::move(from_file);
+  } else if (!f.chat_template.empty()) {
+    Result<ChatTemplate> builtin = ChatTemplate::Builtin(f.chat_template);
+    if (!builtin.ok()) return Fail(builtin.status().message());
+    builtin->set_tokenizer(&*tok);
+    chat = std::move(builtin);
   }
+  if (!chat.ok()) return Fail(chat.status().message() + " (give --chat-template-file or --chat-template NAME)");
+  so.chat_template = std::make_shared<const ChatTemplate>(std::move(*chat));
   if (!f.api_key.empty()) so.api_keys[f.api_key] = "default";
   if (!f.api_key_file.empty()) {
     Result<std::map<std::string, std::string>> keys = LoadApiKeyFile(f.api_key_file);
@@ -158,7 +174,7 @@ int Serve(const ServeFlags& f) {
   if (!port.ok()) return Fail(port.status().message());
   const EngineSnapshot snap = engine.Snapshot();
   std::fprintf(stderr, "promptcache: model %s, chat template %s, context %zu tokens, KV pool %zu blocks of %zu tokens%s\n",
-               so.model_name.c_str(), ChatTemplateName(so.chat_template), engine.context_length(), snap.num_blocks,
+               so.model_name.c_str(), so.chat_template->name().c_str(), engine.context_length(), snap.num_blocks,
                snap.block_size, so.api_keys.empty() ? "" : ", API keys required");
   std::fprintf(stderr, "promptcache: listening on http://%s:%d\n", f.host.c_str(), *port);
   std::thread drainer([&] { DrainOnSignal(set, engine, server, f.drain_timeout_s); });
@@ -183,7 +199,8 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   c->add_option("--alias", f->alias, "Model name reported by /v1/models (default: general.name)");
   c->add_option("--api-key", f->api_key, "Require this key (tenant 'default')");
   c->add_option("--api-key-file", f->api_key_file, "File of 'KEY TENANT' lines; each tenant gets its own cache namespace");
-  c->add_option("--chat-template", f->chat_template, "Override the chat template family")
+  c->add_option("--chat-template-file", f->chat_template_file, "Render chats with this Jinja template instead of the model's");
+  c->add_option("--chat-template", f->chat_template, "Use a built-in chat template instead of the model's")
       ->check(CLI::IsMember({"chatml", "llama2", "llama3", "mistral", "zephyr"}));
   c->add_option("--numerics", f->numerics,
                 "precise: our kernels (fast); ggml: llama.cpp's CPU arithmetic where we reproduce it (for comparisons; "

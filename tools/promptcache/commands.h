@@ -17,6 +17,7 @@ void RegisterBenchTiers(CLI::App& app, int* exit_code);
 void RegisterCalibrate(CLI::App& app, int* exit_code);
 void RegisterAdvise(CLI::App& app, int* exit_code);
 void RegisterBenchModel(CLI::App& app, int* exit_code);
+void RegisterTemplate(CLI::App& app, int* exit_code);
 
 // Prints "error: msg" to stderr and returns 1.
 int Fail(const std::string& message);

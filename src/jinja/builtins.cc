@@ -1,0 +1,599 @@
+// Filters, tests, methods of strings, lists and dicts, and the globals
+// templates call (range, namespace, dict, raise_exception, strftime_now).
+// Semantics follow Python's Jinja2 and Python's str/list/dict methods; the
+// tojson filter is the Hugging Face renderer's (json.dumps, non-ASCII kept).
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+
+#include "jinja/interp.h"
+
+namespace pc::jinja {
+namespace {
+
+bool IsWs(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+std::string Strip(const std::string& s, const Value& chars, bool left, bool right) {
+  auto strip_char = [&](char c) {
+    return chars.is_string() ? chars.str().find(c) != std::string::npos : IsWs(c);
+  };
+  size_t a = 0, b = s.size();
+  if (left) while (a < b && strip_char(s[a])) ++a;
+  if (right) while (b > a && strip_char(s[b - 1])) --b;
+  return s.substr(a, b - a);
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+std::string Upper(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return s;
+}
+
+Value Split(const std::string& s, const Value& sep, int64_t maxsplit) {
+  Array out;
+  if (sep.is_none() || sep.is_undefined()) {  // whitespace runs, no empty parts
+    size_t i = 0;
+    while (i < s.size()) {
+      while (i < s.size() && IsWs(s[i])) ++i;
+      if (i >= s.size()) break;
+      size_t j = i;
+      if (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit) {
+        out.emplace_back(Strip(s.substr(i), Value(), false, true));
+        break;
+      }
+      while (j < s.size() && !IsWs(s[j])) ++j;
+      out.emplace_back(s.substr(i, j - i));
+      i = j;
+    }
+    return Value::MakeArray(std::move(out));
+  }
+  const std::string& d = sep.str();
+  if (d.empty()) Fail("empty separator");
+  size_t pos = 0;
+  for (;;) {
+    const size_t hit = s.find(d, pos);
+    if (hit == std::string::npos || (maxsplit >= 0 && static_cast<int64_t>(out.size()) == maxsplit)) {
+      out.emplace_back(s.substr(pos));
+      break;
+    }
+    out.emplace_back(s.substr(pos, hit - pos));
+    pos = hit + d.size();
+  }
+  return Value::MakeArray(std::move(out));
+}
+
+std::string Replace(const std::string& s, const std::string& from, const std::string& to, int64_t count) {
+  if (from.empty()) return s;
+  std::string out;
+  size_t pos = 0;
+  int64_t n = 0;
+  for (size_t hit; (count < 0 || n < count) && (hit = s.find(from, pos)) != std::string::npos; ++n) {
+    out.append(s, pos, hit - pos);
+    out += to;
+    pos = hit + from.size();
+  }
+  out.append(s, pos, std::string::npos);
+  return out;
+}
+
+bool PrefixMatch(const std::string& s, const Value& p, bool suffix) {
+  auto one = [&](const std::string& x) {
+    return suffix ? s.size() >= x.size() && s.compare(s.size() - x.size(), x.size(), x) == 0 : s.rfind(x, 0) == 0;
+  };
+  if (p.is_array()) {
+    for (const Value& x : p.array()) {
+      if (x.is_string() && one(x.str())) return true;
+    }
+    return false;
+  }
+  if (!p.is_string()) Fail("startswith/endswith take a string or a tuple of strings");
+  return one(p.str());
+}
+
+// Python's str.format with {} / {0} / {name} fields (no format specs beyond none).
+std::string Format(const std::string& fmt, const CallArgs& a) {
+  std::string out;
+  size_t auto_index = 0;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] == '{' && i + 1 < fmt.size() && fmt[i + 1] == '{') {
+      out += '{';
+      ++i;
+      continue;
+    }
+    if (fmt[i] == '}' && i + 1 < fmt.size() && fmt[i + 1] == '}') {
+      out += '}';
+      ++i;
+      continue;
+    }
+    if (fmt[i] != '{') {
+      out += fmt[i];
+      continue;
+    }
+    const size_t end = fmt.find('}', i);
+    if (end == std::string::npos) Fail("single '{' in a format string");
+    std::string field = fmt.substr(i + 1, end - i - 1);
+    const size_t colon = field.find(':');
+    if (colon != std::string::npos) field = field.substr(0, colon);
+    Value v;
+    if (field.empty()) v = a.Get(auto_index++, "");
+    else if (std::isdigit(static_cast<unsigned char>(field[0]))) v = a.Get(static_cast<size_t>(std::stoul(field)), "");
+    else v = a.Get(SIZE_MAX, field.c_str());
+    if (v.is_undefined()) Fail("format: no argument for {" + field + "}");
+    out += v.ToString();
+    i = end;
+  }
+  return out;
+}
+
+Value Bound(const std::string& name, std::function<Value(CallArgs&)> fn) { return Value::MakeFunction(name, std::move(fn)); }
+
+int64_t IntArg(const Value& v, int64_t def) {
+  if (v.is_undefined() || v.is_none()) return def;
+  if (!v.is_int() && !v.is_bool()) Fail("an integer argument is required");
+  return v.is_int() ? v.i() : v.b();
+}
+
+// Attribute path "a.b" of an item (selectattr, map, sort...).
+Value AttrPath(const Value& item, const std::string& path) {
+  Value v = item;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    const size_t dot = path.find('.', pos);
+    const std::string part = path.substr(pos, dot == std::string::npos ? std::string::npos : dot - pos);
+    if (v.is_undefined()) return v;
+    v = std::isdigit(static_cast<unsigned char>(part.empty() ? 'x' : part[0])) ? GetItem(v, Value(static_cast<int64_t>(std::stoll(part))))
+                                                                                : GetItem(v, Value(part));
+    if (dot == std::string::npos) break;
+    pos = dot + 1;
+  }
+  return v;
+}
+
+bool Less(const Value& a, const Value& b) {
+  if ((a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool())) return a.number() < b.number();
+  if (a.is_string() && b.is_string()) return a.str() < b.str();
+  Fail("values of these types cannot be ordered");
+}
+
+std::string Indent(const std::string& s, const Value& width, bool first, bool blank) {
+  const std::string pad = width.is_string() ? width.str() : std::string(static_cast<size_t>(IntArg(width, 4)), ' ');
+  std::string out;
+  size_t pos = 0;
+  bool first_line = true;
+  while (pos <= s.size()) {
+    const size_t nl = s.find('\n', pos);
+    const std::string line = s.substr(pos, nl == std::string::npos ? std::string::npos : nl - pos);
+    const bool add = first_line ? first : (blank || !Strip(line, Value(), true, true).empty());
+    if (add && !(first_line && line.empty() && !first)) out += pad;
+    out += line;
+    if (nl == std::string::npos) break;
+    out += '\n';
+    pos = nl + 1;
+    first_line = false;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<Value> Method(const Value& obj, const std::string& name) {
+  if (obj.is_string()) {
+    const std::string s = obj.str();
+    if (name == "strip" || name == "lstrip" || name == "rstrip") {
+      const bool l = name != "rstrip", r = name != "lstrip";
+      return Bound(name, [s, l, r](CallArgs& a) { return Value(Strip(s, a.Get(0, "chars"), l, r)); });
+    }
+    if (name == "split") {
+      return Bound(name, [s](CallArgs& a) { return Split(s, a.Get(0, "sep"), IntArg(a.Get(1, "maxsplit"), -1)); });
+    }
+    if (name == "startswith" || name == "endswith") {
+      const bool suffix = name == "endswith";
+      return Bound(name, [s, suffix](CallArgs& a) { return Value(PrefixMatch(s, a.Get(0, "prefix"), suffix)); });
+    }
+    if (name == "replace") {
+      return Bound(name, [s](CallArgs& a) {
+        return Value(Replace(s, a.Get(0, "old").ToString(), a.Get(1, "new").ToString(), IntArg(a.Get(2, "count"), -1)));
+      });
+    }
+    if (name == "upper") return Bound(name, [s](CallArgs&) { return Value(Upper(s)); });
+    if (name == "lower") return Bound(name, [s](CallArgs&) { return Value(Lower(s)); });
+    if (name == "title" || name == "capitalize") {
+      const bool title = name == "title";
+      return Bound(name, [s, title](CallArgs&) {
+        std::string r = Lower(s);
+        bool start = true;
+        for (char& c : r) {
+          if (start && std::isalpha(static_cast<unsigned char>(c))) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+          start = title ? !std::isalpha(static_cast<unsigned char>(c)) : false;
+        }
+        return Value(r);
+      });
+    }
+    if (name == "format") return Bound(name, [s](CallArgs& a) { return Value(Format(s, a)); });
+    if (name == "join") {
+      return Bound(name, [s](CallArgs& a) {
+        std::string r;
+        bool first = true;
+        for (const Value& x : Iterate(a.Get(0, "iterable"))) {
+          r += (first ? "" : s) + x.ToString();
+          first = false;
+        }
+        return Value(r);
+      });
+    }
+    if (name == "find" || name == "count") {
+      const bool count = name == "count";
+      return Bound(name, [s, count](CallArgs& a) {
+        const std::string sub = a.Get(0, "sub").ToString();
+        if (!count) {
+          const size_t p = s.find(sub);
+          return Value(p == std::string::npos ? int64_t{-1} : static_cast<int64_t>(p));
+        }
+        int64_t n = 0;
+        for (size_t p = 0; !sub.empty() && (p = s.find(sub, p)) != std::string::npos; p += sub.size()) ++n;
+        return Value(n);
+      });
+    }
+    if (name == "isdigit" || name == "isspace" || name == "isalpha") {
+      return Bound(name, [s, name](CallArgs&) {
+        if (s.empty()) return Value(false);
+        for (unsigned char c : s) {
+          const bool ok = name == "isdigit" ? std::isdigit(c) : (name == "isspace" ? IsWs(static_cast<char>(c)) : std::isalpha(c));
+          if (!ok) return Value(false);
+        }
+        return Value(true);
+      });
+    }
+    if (name == "splitlines") {
+      return Bound(name, [s](CallArgs&) {
+        Array out;
+        size_t pos = 0;
+        while (pos < s.size()) {
+          size_t nl = s.find('\n', pos);
+          if (nl == std::string::npos) nl = s.size();
+          std::string line = s.substr(pos, nl - pos);
+          if (!line.empty() && line.back() == '\r') line.pop_back();
+          out.emplace_back(line);
+          pos = nl + 1;
+        }
+        return Value::MakeArray(std::move(out));
+      });
+    }
+    return std::nullopt;
+  }
+  if (obj.is_object()) {
+    const Value o = obj;
+    if (name == "items") {
+      return Bound(name, [o](CallArgs&) {
+        Array out;
+        const Object& obj = o.object();
+        for (size_t i = 0; i < obj.size(); ++i) out.push_back(Value::MakeArray({obj.KeyAt(i), obj.items()[i].second}));
+        return Value::MakeArray(std::move(out));
+      });
+    }
+    if (name == "keys" || name == "values") {
+      const bool keys = name == "keys";
+      return Bound(name, [o, keys](CallArgs&) {
+        Array out;
+        const Object& obj = o.object();
+        for (size_t i = 0; i < obj.size(); ++i) out.push_back(keys ? obj.KeyAt(i) : obj.items()[i].second);
+        return Value::MakeArray(std::move(out));
+      });
+    }
+    if (name == "get") {
+      return Bound(name, [o](CallArgs& a) {
+        const Value key = a.Get(0, "key");
+        const Value* v = key.is_string() ? o.object().Find(key.str()) : nullptr;
+        return v ? *v : a.Get(1, "default", Value::None());
+      });
+    }
+    return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::optional<Value> Global(Renderer& r, const std::string& name) {
+  if (name == "range") {
+    return Bound(name, [&r](CallArgs& a) {
+      int64_t start = 0, stop = 0, step = 1;
+      if (a.args.size() == 1) stop = IntArg(a.args[0], 0);
+      else if (a.args.size() >= 2) {
+        start = IntArg(a.args[0], 0);
+        stop = IntArg(a.args[1], 0);
+        if (a.args.size() > 2) step = IntArg(a.args[2], 1);
+      }
+      if (step == 0) Fail("range() step must not be zero");
+      Array out;
+      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+        r.Step();
+        out.emplace_back(i);
+      }
+      return Value::MakeArray(std::move(out));
+    });
+  }
+  if (name == "namespace" || name == "dict") {
+    const bool ns = name == "namespace";
+    return Bound(name, [ns](CallArgs& a) {
+      Value o = Value::MakeObject();
+      o.object().is_namespace = ns;
+      if (!a.args.empty() && a.args[0].is_object()) {
+        for (const auto& [k, v] : a.args[0].object().items()) o.object().Set(k, v);
+      }
+      for (const auto& [k, v] : a.kwargs) o.object().Set(k, v);
+      return o;
+    });
+  }
+  if (name == "raise_exception") {
+    return Bound(name, [](CallArgs& a) -> Value { Fail(a.Get(0, "message").ToString()); });
+  }
+  if (name == "strftime_now") {
+    return Bound(name, [&r](CallArgs& a) {
+      std::tm tm{};
+      if (r.options().now) {
+        tm = *r.options().now;
+      } else {
+        const std::time_t t = std::time(nullptr);
+        localtime_r(&t, &tm);
+      }
+      char buf[256];
+      const size_t n = std::strftime(buf, sizeof buf, a.Get(0, "format").ToString().c_str(), &tm);
+      return Value(std::string(buf, n));
+    });
+  }
+  return std::nullopt;
+}
+
+bool ApplyTest(const std::string& name, const Value& v, const CallArgs& a, bool* out) {
+  const Value arg = a.Get(0, "value");
+  if (name == "defined") *out = !v.is_undefined();
+  else if (name == "undefined") *out = v.is_undefined();
+  else if (name == "none") *out = v.is_none();
+  else if (name == "string") *out = v.is_string();
+  else if (name == "number") *out = v.is_number();
+  else if (name == "integer") *out = v.is_int();
+  else if (name == "float") *out = v.is_float();
+  else if (name == "boolean") *out = v.is_bool();
+  else if (name == "true") *out = v.is_bool() && v.b();
+  else if (name == "false") *out = v.is_bool() && !v.b();
+  else if (name == "mapping") *out = v.is_object();
+  else if (name == "sequence") *out = v.is_array() || v.is_string() || v.is_object();
+  else if (name == "iterable") *out = v.is_array() || v.is_string() || v.is_object() || v.is_undefined();
+  else if (name == "callable") *out = v.is_function();
+  else if (name == "odd" || name == "even") {
+    if (!v.is_int()) Fail("'" + name + "' needs an integer");
+    *out = (v.i() % 2 != 0) == (name == "odd");
+  } else if (name == "divisibleby") {
+    const int64_t d = IntArg(arg, 1);
+    if (d == 0 || !v.is_int()) Fail("divisibleby needs integers and a non-zero divisor");
+    *out = v.i() % d == 0;
+  } else if (name == "eq" || name == "equalto" || name == "==") *out = v.Equals(arg);
+  else if (name == "ne" || name == "!=") *out = !v.Equals(arg);
+  else if (name == "lt" || name == "lessthan" || name == "<") *out = Less(v, arg);
+  else if (name == "gt" || name == "greaterthan" || name == ">") *out = Less(arg, v);
+  else if (name == "le" || name == "<=") *out = !Less(arg, v);
+  else if (name == "ge" || name == ">=") *out = !Less(v, arg);
+  else if (name == "in") {
+    *out = false;
+    if (arg.is_string()) *out = v.is_string() && arg.str().find(v.str()) != std::string::npos;
+    else if (arg.is_object()) *out = v.is_string() && arg.object().Find(v.str()) != nullptr;
+    else for (const Value& x : Iterate(arg)) *out = *out || x.Equals(v);
+  } else if (name == "sameas") *out = v.SameAs(arg);
+  else if (name == "lower") *out = v.is_string() && Lower(v.str()) == v.str();
+  else if (name == "upper") *out = v.is_string() && Upper(v.str()) == v.str();
+  else return false;
+  return true;
+}
+
+bool ApplyFilter(Renderer& r, const std::string& name, const Value& v, CallArgs& a, Value* out) {
+  if (name == "tojson") {
+    const Value indent = a.Get(0, "indent");
+    *out = Value(v.ToJson(indent.is_int() ? static_cast<int>(indent.i()) : -1, a.Get(99, "sort_keys").Truthy()));
+  } else if (name == "length" || name == "count") {
+    const std::optional<size_t> n = v.is_undefined() ? std::optional<size_t>(0) : v.Length();
+    if (!n) Fail("object of this type has no length");
+    *out = Value(*n);
+  } else if (name == "trim") {
+    *out = Value(Strip(v.ToString(), a.Get(0, "chars"), true, true));
+  } else if (name == "default" || name == "d") {
+    const bool boolean = a.Get(1, "boolean").Truthy();
+    *out = (v.is_undefined() || (boolean && !v.Truthy())) ? a.Get(0, "default_value", Value("")) : v;
+  } else if (name == "string") {
+    *out = v.is_string() ? v : Value(v.ToString());
+  } else if (name == "safe" || name == "escape_once") {
+    *out = v;
+  } else if (name == "upper") *out = Value(Upper(v.ToString()));
+  else if (name == "lower") *out = Value(Lower(v.ToString()));
+  else if (name == "capitalize" || name == "title") {
+    CallArgs none;
+    *out = (*Method(Value(v.ToString()), name)).function()(none);
+  } else if (name == "replace") {
+    *out = Value(Replace(v.ToString(), a.Get(0, "old").ToString(), a.Get(1, "new").ToString(), IntArg(a.Get(2, "count"), -1)));
+  } else if (name == "join") {
+    const Value attr = a.Get(1, "attribute");
+    std::string s;
+    bool first = true;
+    for (const Value& x : Iterate(v)) {
+      r.Step();
+      s += (first ? "" : a.Get(0, "d", Value("")).ToString()) + (attr.is_string() ? AttrPath(x, attr.str()) : x).ToString();
+      first = false;
+    }
+    *out = Value(s);
+  } else if (name == "list") {
+    *out = Value::MakeArray(Iterate(v));
+  } else if (name == "items") {
+    if (v.is_undefined()) *out = Value::MakeArray();
+    else if (!v.is_object()) Fail("items needs a mapping");
+    else {
+      CallArgs none;
+      *out = (*Method(v, "items")).function()(none);
+    }
+  } else if (name == "dictsort") {
+    if (!v.is_object()) Fail("dictsort needs a mapping");
+    const bool by_value = a.Get(1, "by").ToString() == "value";
+    const bool reverse = a.Get(2, "reverse").Truthy();
+    std::vector<std::pair<Value, Value>> items;
+    for (size_t i = 0; i < v.object().size(); ++i) items.emplace_back(v.object().KeyAt(i), v.object().items()[i].second);
+    auto key = [](const Value& k) { return k.is_string() ? Value(Lower(k.str())) : k; };  // case-insensitive, as Jinja2
+    std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
+      return by_value ? Less(x.second, y.second) : Less(key(x.first), key(y.first));
+    });
+    if (reverse) std::reverse(items.begin(), items.end());
+    Array arr;
+    for (auto& [k, x] : items) arr.push_back(Value::MakeArray({k, x}));
+    *out = Value::MakeArray(std::move(arr));
+  } else if (name == "first" || name == "last") {
+    const Array items = Iterate(v);
+    *out = items.empty() ? Value::Undefined() : (name == "first" ? items.front() : items.back());
+  } else if (name == "min" || name == "max" || name == "sum") {
+    const Array items = Iterate(v);
+    if (name == "sum") {
+      Value acc = a.Get(1, "start", Value(int64_t{0}));
+      for (const Value& x : items) acc = acc.is_int() && x.is_int() ? Value(acc.i() + x.i()) : Value(acc.number() + x.number());
+      *out = acc;
+    } else if (items.empty()) {
+      *out = Value::Undefined();
+    } else {
+      Value best = items[0];
+      for (const Value& x : items) {
+        if (name == "min" ? Less(x, best) : Less(best, x)) best = x;
+      }
+      *out = best;
+    }
+  } else if (name == "unique") {
+    Array kept;
+    for (const Value& x : Iterate(v)) {
+      r.Step();
+      if (std::none_of(kept.begin(), kept.end(), [&](const Value& k) { return k.Equals(x); })) kept.push_back(x);
+    }
+    *out = Value::MakeArray(std::move(kept));
+  } else if (name == "reverse") {
+    if (v.is_string()) {
+      Array chars = Iterate(v);
+      std::string s;
+      for (auto it = chars.rbegin(); it != chars.rend(); ++it) s += it->str();
+      *out = Value(s);
+    } else {
+      Array items = Iterate(v);
+      std::reverse(items.begin(), items.end());
+      *out = Value::MakeArray(std::move(items));
+    }
+  } else if (name == "sort") {
+    Array items = Iterate(v);
+    const Value attr = a.Get(2, "attribute");
+    std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
+      return attr.is_string() ? Less(AttrPath(x, attr.str()), AttrPath(y, attr.str())) : Less(x, y);
+    });
+    if (a.Get(0, "reverse").Truthy()) std::reverse(items.begin(), items.end());
+    *out = Value::MakeArray(std::move(items));
+  } else if (name == "selectattr" || name == "rejectattr" || name == "select" || name == "reject") {
+    const bool by_attr = name == "selectattr" || name == "rejectattr";
+    const bool keep = name == "selectattr" || name == "select";
+    const size_t t = by_attr ? 1 : 0;
+    const std::string attr = by_attr ? a.Get(0, "attribute").ToString() : "";
+    Array kept;
+    for (const Value& x : Iterate(v)) {
+      r.Step();
+      const Value subject = by_attr ? AttrPath(x, attr) : x;
+      bool pass;
+      if (a.args.size() > t) {
+        CallArgs ta;
+        ta.args.assign(a.args.begin() + static_cast<std::ptrdiff_t>(t + 1), a.args.end());
+        if (!ApplyTest(a.args[t].ToString(), subject, ta, &pass)) Fail("unknown test '" + a.args[t].ToString() + "'");
+      } else {
+        pass = subject.Truthy();
+      }
+      if (pass == keep) kept.push_back(x);
+    }
+    *out = Value::MakeArray(std::move(kept));
+  } else if (name == "map") {
+    Array mapped;
+    const Value attr = a.Get(99, "attribute");
+    for (const Value& x : Iterate(v)) {
+      r.Step();
+      if (attr.is_string()) {
+        Value m = AttrPath(x, attr.str());
+        if (m.is_undefined()) m = a.Get(99, "default");
+        mapped.push_back(m);
+      } else {
+        if (a.args.empty()) Fail("map needs a filter name or attribute=");
+        CallArgs fa;
+        fa.args.assign(a.args.begin() + 1, a.args.end());
+        Value m;
+        if (!ApplyFilter(r, a.args[0].ToString(), x, fa, &m)) Fail("unknown filter '" + a.args[0].ToString() + "'");
+        mapped.push_back(m);
+      }
+    }
+    *out = Value::MakeArray(std::move(mapped));
+  } else if (name == "indent") {
+    *out = Value(Indent(v.ToString(), a.Get(0, "width", Value(int64_t{4})), a.Get(1, "first").Truthy(), a.Get(2, "blank").Truthy()));
+  } else if (name == "int") {
+    if (v.is_int()) *out = v;
+    else if (v.is_number() || v.is_bool()) *out = Value(static_cast<int64_t>(v.number()));
+    else {
+      try {
+        *out = Value(static_cast<int64_t>(std::stoll(Strip(v.ToString(), Value(), true, true))));
+      } catch (...) {
+        *out = a.Get(0, "default", Value(int64_t{0}));
+      }
+    }
+  } else if (name == "float") {
+    try {
+      *out = v.is_number() ? Value(v.number()) : Value(std::stod(v.ToString()));
+    } catch (...) {
+      *out = a.Get(0, "default", Value(0.0));
+    }
+  } else if (name == "abs") {
+    *out = v.is_int() ? Value(v.i() < 0 ? -v.i() : v.i()) : Value(std::fabs(v.number()));
+  } else if (name == "round") {
+    const int64_t precision = IntArg(a.Get(0, "precision"), 0);
+    const double scale = std::pow(10.0, static_cast<double>(precision));
+    *out = Value(std::nearbyint(v.number() * scale) / scale);
+  } else if (name == "wordcount") {
+    *out = Value(Split(v.ToString(), Value(), -1).array().size());
+  } else if (name == "batch") {
+    const int64_t size = IntArg(a.Get(0, "linecount"), 1);
+    if (size <= 0) Fail("batch size must be positive");
+    Array out_rows, row;
+    for (const Value& x : Iterate(v)) {
+      row.push_back(x);
+      if (static_cast<int64_t>(row.size()) == size) {
+        out_rows.push_back(Value::MakeArray(std::move(row)));
+        row.clear();
+      }
+    }
+    if (!row.empty()) out_rows.push_back(Value::MakeArray(std::move(row)));
+    *out = Value::MakeArray(std::move(out_rows));
+  } else if (name == "escape" || name == "e" || name == "forceescape") {
+    std::string s;
+    for (char c : v.ToString()) {
+      switch (c) {
+        case '&': s += "&amp;"; break;
+        case '<': s += "&lt;"; break;
+        case '>': s += "&gt;"; break;
+        case '"': s += "&#34;"; break;
+        case '\'': s += "&#39;"; break;
+        default: s += c;
+      }
+    }
+    *out = Value(s);
+  } else if (name == "center") {
+    const std::string s = v.ToString();
+    const int64_t width = IntArg(a.Get(0, "width"), 80);
+    const size_t len = Utf8Length(s);
+    if (static_cast<int64_t>(len) >= width || width > (1 << 20)) *out = Value(s);
+    else {
+      const size_t total = static_cast<size_t>(width) - len, left = total / 2;
+      *out = Value(std::string(left, ' ') + s + std::string(total - left, ' '));
+    }
+  } else if (name == "attr") {
+    *out = GetAttr(v, a.Get(0, "name").ToString());
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace pc::jinja
