@@ -54,10 +54,10 @@ nlohmann::json Msgs(const std::vector<std::pair<std::string, std::string>>& ms) 
   return a;
 }
 
-std::string RenderBuiltin(const char* name, const nlohmann::json& ms) {
+std::string RenderBuiltin(const char* name, const nlohmann::json& ms, bool add_generation_prompt = true) {
   auto t = ChatTemplate::Builtin(name);
   PC_CHECK(t.ok());
-  auto p = t->Render(ms, true);
+  auto p = t->Render(ms, add_generation_prompt);
   PC_CHECK(p.ok());
   return p->text;
 }
@@ -90,6 +90,31 @@ TEST(ChatTemplate, ALeadingBosTextIsRemovedAndErrorsAreMessages) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().message(), "roles must alternate");
   EXPECT_FALSE(ChatTemplate::FromSource("{% if %}", "broken").ok());
+}
+
+// A final assistant message is continued: its turn is left open. Templates
+// that move the system text into the last user turn render that turn twice
+// over the two renders; it must appear once.
+TEST(ChatTemplate, AFinalAssistantMessageIsContinued) {
+  const nlohmann::json ms = Msgs({{"system", "Be brief."}, {"user", "Hi"}, {"assistant", "Hel"}});
+  EXPECT_EQ(RenderBuiltin("chatml", ms, false),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\nHel");
+  auto last_user = ChatTemplate::FromSource(
+      "{% for m in messages %}{% if m.role == 'user' %}[INST]{% if loop.revindex0 <= 1 and messages[0].role == 'system' %}"
+      "{{ messages[0].content }}\n\n{% endif %}{{ m.content }}[/INST]{% elif m.role == 'assistant' %}{{ m.content }}"
+      "{{ eos_token }}{% endif %}{% endfor %}",
+      "system-in-last-user");
+  ASSERT_TRUE(last_user.ok());
+  last_user->set_eos_token("</s>");
+  EXPECT_EQ(last_user->Render(ms, false)->text, "[INST]Be brief.\n\nHi[/INST]Hel");
+  // A template that never renders assistant turns gets its generation prompt
+  // and the content.
+  auto no_assistant = ChatTemplate::FromSource(
+      "{% for m in messages %}{% if m.role == 'user' %}<u>{{ m.content }}{% endif %}{% endfor %}"
+      "{% if add_generation_prompt %}<a>{% endif %}",
+      "no-assistant");
+  ASSERT_TRUE(no_assistant.ok());
+  EXPECT_EQ(no_assistant->Render(ms, false)->text, "<u>Hi<a>Hel");
 }
 
 class ApiParse : public ::testing::Test {

@@ -134,20 +134,35 @@ Result<ChatPrompt> ChatTemplate::Render(const nlohmann::json& messages, bool add
                               msgs.back().value("role", "") == "assistant" && msgs.back().contains("content") &&
                               msgs.back()["content"].is_string();
   if (continue_final) {
-    // The last assistant message is continued, not closed: the render of the
-    // conversation without it, then what the full render adds after their
-    // common prefix, cut right after that message's content.
+    // The last assistant message is continued, not closed. The render of the
+    // conversation without it (no generation prompt) is kept as it is, and
+    // what the full render adds after it is appended, cut right after that
+    // message's content. "What it adds" is the full render past their common
+    // prefix, less any text the shorter render already ends with (templates
+    // that place the system text in the last user turn render that turn in
+    // both). A template that does not render the message at all gets its
+    // generation prompt and the content. (The shared reference renders
+    // continue messages this way; see docs/TEMPLATES.md.)
     nlohmann::json head = msgs;
     head.erase(head.end() - 1);
+    const std::string content = msgs.back()["content"].get<std::string>();
     PC_ASSIGN_OR_RETURN(std::string prefix, RenderText(head, false, extra));
     PC_ASSIGN_OR_RETURN(std::string full, RenderText(msgs, false, extra));
     size_t k = 0;
     while (k < prefix.size() && k < full.size() && prefix[k] == full[k]) ++k;
-    std::string tail = full.substr(k);
-    const std::string content = msgs.back()["content"].get<std::string>();
-    const size_t at = tail.rfind(content);
-    if (at != std::string::npos) tail.resize(at + content.size());
-    text = prefix + tail;
+    std::string_view added = std::string_view(full).substr(k);
+    const size_t at = content.empty() ? std::string_view::npos : added.rfind(content);
+    if (at == std::string_view::npos) {
+      PC_ASSIGN_OR_RETURN(text, RenderText(head, true, extra));
+      text += content;
+    } else {
+      added = added.substr(0, at + content.size());
+      const std::string_view rest = std::string_view(prefix).substr(k);
+      size_t overlap = std::min(rest.size(), at);
+      while (overlap > 0 && rest.substr(rest.size() - overlap) != added.substr(0, overlap)) --overlap;
+      text = prefix;
+      text.append(added.substr(overlap));
+    }
   } else {
     PC_ASSIGN_OR_RETURN(text, RenderText(msgs, add_generation_prompt, extra));
   }
