@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_http_request fuzz_gguf fuzz_tokenizer fuzz_disk_segment fuzz_redis_payload)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_http_request fuzz_gguf fuzz_tokenizer fuzz_disk_segment fuzz_redis_payload fuzz_chat_template)
 jobs="${JOBS:-$(nproc)}"
 CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPROMPTCACHE_FUZZ=ON \
   -DPROMPTCACHE_BUILD_TESTS=OFF -DPROMPTCACHE_BUILD_BENCH=OFF >/dev/null

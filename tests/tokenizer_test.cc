@@ -1,11 +1,16 @@
 // Tokenizer parity with the shared test vectors, pre-tokenizer variants,
 // special tokens and the streaming detokenizer.
 #include <algorithm>
+#include <set>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "test_support.h"
 #include "tokenizer/detokenizer.h"
+#include "tokenizer/pretokenizer.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/vocab.h"
 
 namespace pc {
 namespace {
@@ -155,6 +160,82 @@ TEST(PreTokenizer, VariantsSplitDigitsAsPublished) {
   EXPECT_EQ(join((*PreTokenizer::ForName("starcoder"))->Split("a12")), "[a][1][2]");
   EXPECT_EQ(join((*PreTokenizer::ForName("gpt2"))->Split("Hi there's")), "[Hi][ there]['s]");
   EXPECT_EQ(join((*PreTokenizer::ForName("deepseek-coder"))->Split("ab\ncd")), "[ab][\n][cd]");
+}
+
+// Every GGUF pre-tokenizer name splits as Python's regex engine splits with
+// the published patterns (tests/data, made by scripts/pretokenizer_vectors.py).
+TEST(PreTokenizer, EveryNameSplitsAsAnIndependentRegexEngine) {
+  std::istringstream in(test::ReadText(std::string(PROMPTCACHE_TEST_DATA) + "/pretokenizer_splits.jsonl"));
+  std::set<std::string> names;
+  int checked = 0;
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    const std::string name = j["pre"];
+    names.insert(name);
+    auto pt = PreTokenizer::ForName(name);
+    ASSERT_TRUE(pt.ok()) << name << ": " << pt.status().message();
+    EXPECT_EQ((*pt)->Split(j["text"]), j["pieces"].get<std::vector<std::string>>()) << name << " on " << j["text"];
+    ++checked;
+  }
+  EXPECT_GE(checked, 600);
+  for (const char* must : {"llama-bpe", "qwen2", "smollm", "gpt-4o", "phi-2", "tekken", "deepseek-r1-qwen", "dbrx"}) {
+    EXPECT_TRUE(names.count(must)) << must;
+  }
+  // Every name we accept is covered.
+  for (const std::string& name : KnownPreTokenizers()) EXPECT_TRUE(names.count(name)) << name << " has no vectors";
+}
+
+Vocab TinyBpeVocab(const std::string& pre, std::vector<std::string> extra_control) {
+  Vocab v;
+  v.model = VocabModel::kBpe;
+  v.pre = pre;
+  auto add = [&](const std::string& t, TokenKind k) {
+    v.id_of.emplace(t, v.size());
+    v.text.push_back(t);
+    v.score.push_back(0);
+    v.kind.push_back(k);
+  };
+  for (int b = 0; b < 256; ++b) add(ByteToUnicode()[b], TokenKind::kNormal);
+  for (int b = 0; b < 256; ++b) v.byte_token[b] = b;
+  add("ab", TokenKind::kNormal);    // reachable by the merge a+b
+  add("abc", TokenKind::kNormal);   // no merge reaches it
+  v.merge_rank.emplace("a\nb", 0);
+  for (const std::string& t : extra_control) add(t, TokenKind::kControl);
+  return v;
+}
+
+TEST(Tokenizer, Llama3AndTekkenTakeAWholeVocabularyPreTokenWithoutMerging) {
+  for (const char* pre : {"llama-bpe", "tekken", "gpt2"}) {
+    Vocab v = TinyBpeVocab(pre, {});
+    v.ignore_merges = ConventionsFor(pre).ignore_merges;
+    auto tok = Tokenizer::FromVocab(v);
+    ASSERT_TRUE(tok.ok()) << tok.status().message();
+    const std::vector<int32_t> ids = tok->Encode("abc", {.add_special = false});
+    if (std::string(pre) == "gpt2") EXPECT_EQ(ids, (std::vector<int32_t>{256, 'c'})) << pre;
+    else EXPECT_EQ(ids, (std::vector<int32_t>{257})) << pre;
+  }
+  EXPECT_TRUE(ConventionsFor("llama-bpe").add_bos_by_default);
+  EXPECT_FALSE(ConventionsFor("qwen2").add_bos_by_default);
+}
+
+TEST(Tokenizer, TurnClosingTokensEndGeneration) {
+  Vocab v = TinyBpeVocab("qwen2", {"<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|eot_id|>", "<|return|>",
+                                   "<|call|>", "<|end|>", "<end_of_turn>"});
+  v.eos = v.id_of["<|endoftext|>"];
+  auto tok = Tokenizer::FromVocab(v);
+  ASSERT_TRUE(tok.ok());
+  for (const char* t : {"<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|return|>", "<|call|>", "<end_of_turn>"}) {
+    EXPECT_TRUE(tok->IsEndOfGeneration(v.id_of[t])) << t;
+  }
+  // <|start|>-style openers never end a turn; with <|return|> and <|call|>
+  // present, <|end|> closes a message inside a turn (harmony), not the turn.
+  EXPECT_FALSE(tok->IsEndOfGeneration(v.id_of["<|im_start|>"]));
+  EXPECT_FALSE(tok->IsEndOfGeneration(v.id_of["<|end|>"]));
+  EXPECT_FALSE(tok->IsEndOfGeneration(v.id_of["abc"]));
+  Vocab phi = TinyBpeVocab("gpt2", {"<|end|>"});
+  auto phi_tok = Tokenizer::FromVocab(phi);
+  ASSERT_TRUE(phi_tok.ok());
+  EXPECT_TRUE(phi_tok->IsEndOfGeneration(phi.id_of["<|end|>"]));
 }
 
 TEST(PreTokenizer, InvalidUtf8StaysOnePieceWithoutCrashing) {

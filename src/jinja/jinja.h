@@ -25,7 +25,9 @@ namespace pc::jinja {
 
 
 struct RenderOptions {
-  size_t max_steps = 2'000'000;      // loop iterations + macro calls + statements executed
+  // Loop iterations + macro calls + statements executed. Real templates take
+  // a few thousand for long conversations; a hostile one stops within ~0.1 s.
+  size_t max_steps = 250'000;
   size_t max_output_bytes = 4 << 20;
   int max_call_depth = 64;           // nested macro calls
   std::optional<std::tm> now;        // strftime_now's clock (default: the local time)

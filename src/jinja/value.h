@@ -35,7 +35,7 @@ class Object {
   const std::vector<std::pair<std::string, Value>>& items() const { return items_; }
   // The i-th key as the template wrote it (a string, or a number).
   Value KeyAt(size_t i) const;
-  size_t size() const { return items_.size(); }
+  size_t size() const;  // defined below, once Value is complete
   bool is_namespace = false;  // created by namespace(): attributes may be set
 
  private:
@@ -115,6 +115,8 @@ class Value {
   std::shared_ptr<Object> obj_;
   std::shared_ptr<Function> fn_;
 };
+
+inline size_t Object::size() const { return items_.size(); }
 
 // Positional and keyword arguments of a call.
 struct CallArgs {

@@ -98,6 +98,10 @@ Status AddBuiltinVocab(GgufWriter& w, const MakeModelOptions& opt) {
   add("<unk>", 0, 2);
   add("<s>", 0, 3);
   add("</s>", 0, 3);
+  for (const std::string& t : opt.control_tokens) {
+    if (t.empty() || seen.count(t)) return Errorf("control token '{}' is empty or repeated", t);
+    add(t, 0, 3);
+  }
   for (int b = 0; b < 256; ++b) add(fmt::format("<0x{:02X}>", b), 0, 6);
   const std::string sp = "\xe2\x96\x81";
   add(sp, -1, 1);
@@ -128,6 +132,7 @@ Status AddBuiltinVocab(GgufWriter& w, const MakeModelOptions& opt) {
   w.Set("tokenizer.ggml.eos_token_id", GgufValue::Of(uint32_t{2}));
   w.Set("tokenizer.ggml.unknown_token_id", GgufValue::Of(uint32_t{0}));
   w.Set("tokenizer.ggml.add_bos_token", GgufValue::Of(true));
+  if (!opt.chat_template.empty()) w.Set("tokenizer.chat_template", GgufValue::Of(opt.chat_template));
   return OkStatus();
 }
 
@@ -183,6 +188,8 @@ Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
   int n_vocab = opt.vocab_size;
   if (opt.vocab_path.empty()) {
     PC_RETURN_IF_ERROR(AddBuiltinVocab(w, opt));
+  } else if (!opt.control_tokens.empty() || !opt.chat_template.empty()) {
+    return Status::Error("control tokens and a chat template go with the built-in vocabulary, not --vocab");
   } else {
     PC_ASSIGN_OR_RETURN(n_vocab, CopyVocab(w, opt.vocab_path));
   }

@@ -45,6 +45,10 @@ struct MakeModelOptions {
   bool k_mix = false;  // ModelFileType::k_mix
   std::string vocab_path;  // a GGUF whose tokenizer.* metadata is copied; empty: built-in
   int vocab_size = 32000;  // built-in vocabulary only
+  // Built-in vocabulary only: control tokens (a chat format's markers) placed
+  // right after </s>, and a chat template stored as tokenizer.chat_template.
+  std::vector<std::string> control_tokens;
+  std::string chat_template;
   std::string words_path = "/usr/share/dict/words";
   uint64_t seed = 1;
   float weight_std = 0.02f;

@@ -156,7 +156,12 @@ std::string ContentText(Fields& f, const json& c) {
   return text;
 }
 
-void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
+// messages, add_generation_prompt, continue_final_message and
+// chat_template_kwargs: the prompt text as the template renders it and its
+// tokens. A final assistant message is continued (its turn left open) unless
+// add_generation_prompt is true, as llama.cpp's server does; vLLM's
+// continue_final_message asks for the same explicitly.
+void RenderChat(Fields& f, const ParseContext& ctx, ChatPromptTokens* out) {
   if (!f.Has("messages") || !f["messages"].is_array() || f["messages"].empty()) {
     return f.Fail("messages", "'messages' must be a non-empty array");
   }
@@ -179,8 +184,22 @@ void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
     }
     msgs.push_back(std::move(copy));
   }
+  const bool last_is_assistant = msgs.back()["role"] == "assistant";
+  bool add_generation_prompt = !last_is_assistant, continue_final = false;
+  f.Bool("add_generation_prompt", &add_generation_prompt);
+  f.Bool("continue_final_message", &continue_final);
+  if (continue_final && (add_generation_prompt || !last_is_assistant)) {
+    return f.Fail("continue_final_message",
+                  "'continue_final_message' needs a final assistant message and 'add_generation_prompt': false");
+  }
+  json kwargs = json::object();
+  if (f.Has("chat_template_kwargs")) {
+    if (!f["chat_template_kwargs"].is_object()) return f.Fail("chat_template_kwargs", "'chat_template_kwargs' must be an object");
+    kwargs = f["chat_template_kwargs"];
+  }
+  if (!f.ok()) return;
   if (ctx.chat_template == nullptr) return f.Fail("messages", "this server has no chat template");
-  Result<ChatPrompt> prompt = ctx.chat_template->Render(msgs, /*add_generation_prompt=*/true);
+  Result<ChatPrompt> prompt = ctx.chat_template->Render(msgs, add_generation_prompt, kwargs);
   if (!prompt.ok()) return f.Fail("messages", "the chat template failed: " + prompt.status().message());
   if (!PromptTextFits(f, "messages", prompt->text, ctx)) return;
   // The template's own markers are special tokens; text from the messages
@@ -188,8 +207,15 @@ void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
   EncodeOptions eo;
   eo.parse_special = true;
   eo.no_special_across = prompt->breaks;
-  r->engine.prompt = ctx.tok->Encode(prompt->text, eo);
-  if (r->engine.prompt.empty()) f.Fail("messages", "the rendered prompt is empty");
+  out->ids = ctx.tok->Encode(prompt->text, eo);
+  out->text = std::move(prompt->text);
+  if (out->ids.empty()) f.Fail("messages", "the rendered prompt is empty");
+}
+
+void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
+  ChatPromptTokens p;
+  RenderChat(f, ctx, &p);
+  r->engine.prompt = std::move(p.ids);
 }
 
 // Fields we do not implement: refused by name rather than silently ignored.
@@ -231,6 +257,18 @@ void ParseSampling(Fields& f, ApiRequest* r, const ParseContext& ctx) {
 }
 
 }  // namespace
+
+std::optional<ChatPromptTokens> RenderChatRequest(const json& body, const ParseContext& ctx, ApiError* err) {
+  if (!body.is_object()) {
+    err->message = "the request body must be a JSON object";
+    return std::nullopt;
+  }
+  Fields f(body, err);
+  ChatPromptTokens p;
+  RenderChat(f, ctx, &p);
+  if (!f.ok()) return std::nullopt;
+  return p;
+}
 
 std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body, const ParseContext& ctx, ApiError* err) {
   std::optional<json> parsed = ParseJsonBounded(body, &err->message);

@@ -44,6 +44,16 @@ struct ParseContext {
   uint64_t default_seed = 0;  // used when the request has none
 };
 
+// A chat body's prompt: the rendered text and its tokens.
+struct ChatPromptTokens {
+  std::string text;
+  std::vector<int32_t> ids;
+};
+// The prompt a chat request with this body would run (messages,
+// add_generation_prompt, continue_final_message, chat_template_kwargs), for
+// /tokenize and /apply-template; or the error to send.
+std::optional<ChatPromptTokens> RenderChatRequest(const nlohmann::json& body, const ParseContext& ctx, ApiError* err);
+
 // Parses a raw body; returns the request or the error to send.
 std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body, const ParseContext& ctx,
                                           ApiError* err);

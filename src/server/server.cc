@@ -137,6 +137,7 @@ void Server::Routes() {
   });
   s.Post("/tokenize", [this](const httplib::Request& q, httplib::Response& r) { HandleTokenize(q, r); });
   s.Post("/detokenize", [this](const httplib::Request& q, httplib::Response& r) { HandleDetokenize(q, r); });
+  s.Post("/apply-template", [this](const httplib::Request& q, httplib::Response& r) { HandleApplyTemplate(q, r); });
   s.Get("/v1/models", [this](const httplib::Request& q, httplib::Response& r) {
     if (!Authenticate(q, r)) return;
     json m = {{"id", opt_.model_name}, {"object", "model"}, {"created", 0}, {"owned_by", "promptcache"},
@@ -172,8 +173,15 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res)
   if (!Authenticate(req, res)) return;
   std::optional<json> j = ObjectBody(req, res);
   if (!j) return;
+  if (j->contains("messages")) {
+    // vLLM's form: the tokens a chat request with these fields would run.
+    std::optional<ChatPromptTokens> p = RenderChat(*j, res);
+    if (!p) return;
+    const size_t n = p->ids.size();
+    return SendJson(res, 200, {{"tokens", std::move(p->ids)}, {"count", n}, {"max_model_len", engine_.context_length()}});
+  }
   if (!j->contains("content") || !(*j)["content"].is_string()) {
-    return SendError(res, MakeError(400, "invalid_request_error", "'content' must be a string"));
+    return SendError(res, MakeError(400, "invalid_request_error", "'content' must be a string (or 'messages' an array)"));
   }
   // As for prompts: no more text than the context could hold as tokens.
   const size_t limit = engine_.context_length() * tok_.max_token_bytes();
@@ -193,6 +201,22 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res)
     eo.parse_special = (*j)["parse_special"].get<bool>();
   }
   SendJson(res, 200, {{"tokens", tok_.Encode((*j)["content"].get<std::string>(), eo)}});
+}
+
+std::optional<ChatPromptTokens> Server::RenderChat(const json& body, httplib::Response& res) {
+  ParseContext ctx{&tok_, opt_.chat_template.get(), engine_.context_length(), 0};
+  ApiError err;
+  std::optional<ChatPromptTokens> p = RenderChatRequest(body, ctx, &err);
+  if (!p) SendError(res, err);
+  return p;
+}
+
+void Server::HandleApplyTemplate(const httplib::Request& req, httplib::Response& res) {
+  if (!Authenticate(req, res)) return;
+  std::optional<json> j = ObjectBody(req, res);
+  if (!j) return;
+  std::optional<ChatPromptTokens> p = RenderChat(*j, res);
+  if (p) SendJson(res, 200, {{"prompt", std::move(p->text)}});
 }
 
 void Server::HandleDetokenize(const httplib::Request& req, httplib::Response& res) {

@@ -11,10 +11,12 @@
 #pragma once
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "engine/engine.h"
 #include "server/chat_template.h"
+#include "server/openai_api.h"
 
 namespace httplib {
 class Server;
@@ -61,6 +63,9 @@ class Server {
   std::optional<std::string> Authenticate(const httplib::Request& req, httplib::Response& res);
   void HandleGenerate(int kind, const httplib::Request& req, httplib::Response& res);
   void HandleTokenize(const httplib::Request& req, httplib::Response& res);
+  void HandleApplyTemplate(const httplib::Request& req, httplib::Response& res);
+  // A chat body rendered and tokenized as a chat request would be, or an error sent.
+  std::optional<ChatPromptTokens> RenderChat(const nlohmann::json& body, httplib::Response& res);
   void HandleDetokenize(const httplib::Request& req, httplib::Response& res);
 
   Engine& engine_;

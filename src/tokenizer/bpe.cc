@@ -23,6 +23,12 @@ struct Pair {
 void BpeEncodeWord(const Vocab& vocab, const std::string& word, std::vector<int32_t>* out) {
   std::string mapped;
   for (unsigned char b : word) mapped += ByteToUnicode()[b];
+  if (vocab.ignore_merges) {
+    if (auto whole = vocab.id_of.find(mapped); whole != vocab.id_of.end()) {
+      out->push_back(whole->second);
+      return;
+    }
+  }
   std::vector<Symbol> sym;
   for (size_t pos = 0; pos < mapped.size();) {
     const size_t n = std::min(Utf8Len(static_cast<uint8_t>(mapped[pos])), mapped.size() - pos);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 namespace pc {
@@ -20,23 +21,42 @@ PreTokenizer::~PreTokenizer() = default;
 
 namespace {
 
-// Regex sequences of the published pre-tokenizers (from the models'
-// tokenizer configurations).
+// Regex sequences of the published pre-tokenizers, as the models'
+// tokenizer.json files give them (PCRE2 takes them unchanged: \p{Lu},
+// (?i:...) and look-aheads included).
 const char* const kGpt2 =
     R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))";
 const char* const kLlama3 =
-    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
 const char* const kQwen2 =
-    R"((?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kQwen35 =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kTekken =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kGpt4o =
+    R"([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kSeedCoder =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kBailing =
+    R"('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)";
+const char* const kDeepseek3 =
+    R"([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+const char* const kPoro = R"( ?[^(\s|.,!?…。，、।۔،)]+)";
 const char* const kCjk = "[一-龥ࠀ-一가-퟿]+";
 
 const std::map<std::string, std::vector<std::string>>& Variants() {
   static const std::map<std::string, std::vector<std::string>> variants = {
       {"default", {R"([\p{P}\$\+<=>\^~\|]+)", kGpt2, R"(\p{N}+)", "[0-9][0-9][0-9]"}},
       {"gpt2", {kGpt2}},
-      {"mpt", {kGpt2}},
       {"llama3", {kLlama3}},
       {"qwen2", {kQwen2}},
+      {"qwen35", {kQwen35}},
+      {"tekken", {kTekken}},
+      {"gpt-4o", {kGpt4o}},
+      {"seed-coder", {kSeedCoder}},
+      {"bailingmoe", {kBailing}},
+      {"deepseek-v3", {R"(\p{N}{1,3})", "[一-龥぀-ゟ゠-ヿ]+", kDeepseek3}},
       {"deepseek-llm",
        {"[\r\n]",
         "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-\\x{1F7D}ᾀ-ᾴᾶ-"
@@ -46,21 +66,50 @@ const std::map<std::string, std::vector<std::string>>& Variants() {
       {"deepseek-coder", {"[\r\n]", "\\s?\\p{L}+", "\\s?\\p{P}+", kCjk, "\\p{N}"}},
       {"falcon", {R"([\p{P}\$\+<=>\^~\|`]+)", kGpt2, "[0-9][0-9][0-9]"}},
       {"starcoder", {R"(\p{N})", kGpt2}},
-      {"refact", {R"(\p{N})", kGpt2}},
+      {"poro-chat", {kPoro}},
+      {"viking", {kPoro, R"(\p{N})"}},
+      {"superbpe", {R"(\p{N}+)", R"((?=(\d{3})+(?!\d)))"}},
   };
   return variants;
 }
 
-// Names used in GGUF files for the same variants.
+// The names GGUF converters write for the same variants (the list the GGUF
+// ecosystem's converter and loader share).
 const std::map<std::string, std::string>& Aliases() {
   static const std::map<std::string, std::string> aliases = {
-      {"gpt-2", "gpt2"}, {"llama-bpe", "llama3"}, {"llama-v3", "llama3"}, {"smaug-bpe", "llama3"},
-      {"dbrx", "llama3"}, {"stablelm2", "gpt2"}, {"olmo", "gpt2"}, {"jina-v1-en", "gpt2"},
-      {"command-r", "starcoder"}};
+      // llama3's regex
+      {"llama-v3", "llama3"}, {"llama-bpe", "llama3"}, {"falcon3", "llama3"}, {"falcon-h1", "llama3"},
+      {"pixtral", "llama3"}, {"midm-2.0", "llama3"}, {"lfm2", "llama3"}, {"dbrx", "llama3"},
+      {"smaug-bpe", "llama3"}, {"chatglm-bpe", "llama3"}, {"glm4", "llama3"},
+      // GPT-2's regex
+      {"gpt-2", "gpt2"}, {"phi-2", "gpt2"}, {"mpt", "gpt2"}, {"olmo", "gpt2"}, {"jais", "gpt2"},
+      {"trillion", "gpt2"}, {"exaone4", "gpt2"}, {"jina-v1-en", "gpt2"}, {"jina-v2-code", "gpt2"},
+      {"jina-es", "gpt2"}, {"jina-de", "gpt2"}, {"jina-v2-es", "gpt2"}, {"jina-v2-de", "gpt2"},
+      {"roberta-bpe", "gpt2"}, {"gigachat", "gpt2"}, {"a.x-4.0", "gpt2"}, {"mellum", "gpt2"},
+      {"granite-docling", "gpt2"},
+      // single digits, then GPT-2's regex
+      {"refact", "starcoder"}, {"command-r", "starcoder"}, {"smollm", "starcoder"},
+      {"codeshell", "starcoder"}, {"exaone", "starcoder"}, {"minerva-7b", "starcoder"}, {"mellum2", "starcoder"},
+      // Qwen2's regex
+      {"deepseek-r1-qwen", "qwen2"}, {"megrez", "qwen2"}, {"stablelm2", "qwen2"}, {"hunyuan", "qwen2"},
+      {"solar-open", "qwen2"}, {"grok-2", "qwen2"}, {"kormo", "qwen2"},
+      // the others
+      {"llama4", "gpt-4o"}, {"minimax-m2", "gpt-4o"}, {"kanana2", "gpt-4o"},
+      {"hunyuan-dense", "deepseek-v3"}, {"joyai-llm", "deepseek-v3"},
+      {"bailingmoe2", "bailingmoe"}, {"llada-moe", "bailingmoe"},
+      {"bloom", "poro-chat"}, {"gpt3-finnish", "poro-chat"},
+  };
   return aliases;
 }
 
 }  // namespace
+
+PreTokenizerConventions ConventionsFor(const std::string& name) {
+  static const std::set<std::string> whole_tokens = {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1",
+                                                     "pixtral", "midm-2.0", "lfm2", "tekken"};
+  const bool w = whole_tokens.count(name) != 0;
+  return {.ignore_merges = w, .add_bos_by_default = w};
+}
 
 std::vector<std::string> KnownPreTokenizers() {
   std::vector<std::string> names;

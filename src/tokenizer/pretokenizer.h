@@ -27,4 +27,14 @@ class PreTokenizer {
 // The variant names ForName accepts.
 std::vector<std::string> KnownPreTokenizers();
 
+// Conventions that go with a pre-tokenizer name in GGUF files: the llama3
+// family and tekken take a whole pre-token that is itself a vocabulary entry
+// without merging ("ignore_merges" in their tokenizer.json) and add BOS when
+// tokenizer.ggml.add_bos_token is absent.
+struct PreTokenizerConventions {
+  bool ignore_merges = false;
+  bool add_bos_by_default = false;
+};
+PreTokenizerConventions ConventionsFor(const std::string& name);
+
 }  // namespace pc

@@ -29,6 +29,7 @@ Result<Tokenizer> Tokenizer::FromGguf(const GgufFile& gguf) {
 
 Result<Tokenizer> Tokenizer::FromVocab(Vocab vocab) {
   Tokenizer t;
+  if (vocab.end_of_generation.empty()) vocab.end_of_generation = EndOfGenerationSet(vocab, -1);
   if (vocab.model == VocabModel::kBpe) {
     PC_ASSIGN_OR_RETURN(t.pre_, PreTokenizer::ForName(vocab.pre));
   }

@@ -2,6 +2,7 @@
 // Thread-safety: immutable after construction; all methods are const and may
 // run concurrently.
 #pragma once
+#include <algorithm>
 #include <memory>
 #include <span>
 #include <string>
@@ -42,7 +43,10 @@ class Tokenizer {
   // lets callers refuse an oversized prompt before tokenizing it.
   size_t max_token_bytes() const { return max_token_bytes_; }
   int32_t n_vocab() const { return vocab_.size(); }
-  bool IsEndOfGeneration(int32_t id) const { return id == vocab_.eos || id == vocab_.eot; }
+  // eos, eot, eom and the turn-closing control tokens (Vocab::end_of_generation).
+  bool IsEndOfGeneration(int32_t id) const {
+    return std::binary_search(vocab_.end_of_generation.begin(), vocab_.end_of_generation.end(), id);
+  }
 
  private:
   void EncodeText(const std::string& text, bool first_fragment, std::vector<int32_t>* out) const;

@@ -1,5 +1,9 @@
 #include "tokenizer/vocab.h"
 
+#include <set>
+
+#include "tokenizer/pretokenizer.h"
+
 namespace pc {
 
 int32_t Vocab::MergeRank(const std::string& left, const std::string& right) const {
@@ -89,7 +93,33 @@ bool OptionalBool(const GgufFile& g, const std::string& key, bool fallback) {
   Result<bool> v = g.GetBool(key);
   return v.ok() ? *v : fallback;
 }
+
+// eos, eot and eom, and every token whose text closes a turn or a message
+// in the common chat formats: converters do not always record these as
+// eot/eom (a Qwen file names only <|endoftext|> as eos, yet its chats end
+// with <|im_end|>). In a vocabulary with <|return|> and <|call|> (the
+// harmony format) <|end|> ends a message inside a turn, not the turn.
 }  // namespace
+
+std::vector<int32_t> EndOfGenerationSet(const Vocab& v, int32_t eom) {
+  static const char* const kTurnEnds[] = {
+      "<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<end_of_turn>",
+      "<|endoftext|>", "<|end_of_text|>", "<EOT>", "<end_of_utterance>", "<｜end▁of▁sentence｜>",
+  };
+  std::set<int32_t> ids;
+  for (int32_t id : {v.eos, v.eot, eom}) {
+    if (id >= 0) ids.insert(id);
+  }
+  for (const char* t : kTurnEnds) {
+    if (auto it = v.id_of.find(t); it != v.id_of.end()) ids.insert(it->second);
+  }
+  const auto has = [&](const char* t) { return v.id_of.count(t) != 0; };
+  if (has("<|return|>") && has("<|call|>") && has("<|end|>")) {
+    const int32_t end = v.id_of.at("<|end|>");
+    if (end != v.eos && end != v.eot && end != eom) ids.erase(end);
+  }
+  return {ids.begin(), ids.end()};
+}
 
 Result<Vocab> LoadVocab(const GgufFile& g) {
   Vocab v;
@@ -140,9 +170,13 @@ Result<Vocab> LoadVocab(const GgufFile& g) {
   v.eot = OptionalId(g, "tokenizer.ggml.eot_token_id", n);
   v.unk = OptionalId(g, "tokenizer.ggml.unknown_token_id", n);
   v.pad = OptionalId(g, "tokenizer.ggml.padding_token_id", n);
-  v.add_bos = OptionalBool(g, "tokenizer.ggml.add_bos_token", spm) && v.bos >= 0;
+  const PreTokenizerConventions conv = ConventionsFor(v.pre);
+  v.ignore_merges = v.model == VocabModel::kBpe && conv.ignore_merges;
+  v.add_bos = OptionalBool(g, "tokenizer.ggml.add_bos_token", spm || (v.model == VocabModel::kBpe && conv.add_bos_by_default)) &&
+              v.bos >= 0;
   v.add_eos = OptionalBool(g, "tokenizer.ggml.add_eos_token", false) && v.eos >= 0;
   v.add_space_prefix = OptionalBool(g, "tokenizer.ggml.add_space_prefix", spm);
+  v.end_of_generation = EndOfGenerationSet(v, OptionalId(g, "tokenizer.ggml.eom_token_id", n));
   return v;
 }
 

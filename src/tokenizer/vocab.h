@@ -31,6 +31,10 @@ struct Vocab {
   std::array<int32_t, 256> byte_token{};
   int32_t bos = -1, eos = -1, eot = -1, unk = -1, pad = -1;
   bool add_bos = false, add_eos = false, add_space_prefix = true;
+  bool ignore_merges = false;  // BPE: a pre-token that is a vocabulary entry is one token
+  // Tokens that end generation: eos, eot, eom and the control tokens that
+  // close a turn in the common chat formats (sorted, unique).
+  std::vector<int32_t> end_of_generation;
 
   int32_t size() const { return static_cast<int32_t>(text.size()); }
   bool IsControl(int32_t id) const { return kind[id] == TokenKind::kControl; }
@@ -38,6 +42,9 @@ struct Vocab {
 };
 
 Result<Vocab> LoadVocab(const GgufFile& gguf);
+
+// v's eos, eot, eom (-1: none) and its turn-closing tokens, sorted.
+std::vector<int32_t> EndOfGenerationSet(const Vocab& v, int32_t eom);
 
 // GPT-2 byte-level mapping between raw bytes and printable code points.
 const std::array<std::string, 256>& ByteToUnicode();     // UTF-8 of the char for each byte

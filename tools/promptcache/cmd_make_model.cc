@@ -1,5 +1,7 @@
 // promptcache make-model: write a random-weight llama model.
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 
 #include "base/clock.h"
 #include "commands.h"
@@ -9,7 +11,8 @@ namespace pc::cli {
 namespace {
 
 struct MakeFlags {
-  std::string shape, type = "q8_0", vocab, out;
+  std::string shape, type = "q8_0", vocab, out, chat_template_file;
+  std::vector<std::string> control_tokens;
   int n_embd = 0, n_layer = 0, n_head = 0, n_kv_head = 0, n_ff = 0, vocab_size = 32000, n_ctx = 8192;
   bool untied = false;
   uint64_t seed = 1;
@@ -35,6 +38,12 @@ int Make(const MakeFlags& f) {
   opt.vocab_path = f.vocab;
   opt.vocab_size = f.vocab_size;
   opt.seed = f.seed;
+  opt.control_tokens = f.control_tokens;
+  if (!f.chat_template_file.empty()) {
+    std::ifstream in(f.chat_template_file, std::ios::binary);
+    if (!in) return Fail("cannot read the chat template file '" + f.chat_template_file + "'");
+    opt.chat_template.assign(std::istreambuf_iterator<char>(in), {});
+  }
   const int64_t t0 = NowNs();
   Status s = MakeModel(opt, f.out);
   if (!s.ok()) return Fail(s.message());
@@ -63,6 +72,10 @@ void RegisterMakeModel(CLI::App& app, int* exit_code) {
   c->add_option("--vocab", f->vocab, "Copy the tokenizer from this GGUF (default: built-in word vocabulary)");
   c->add_option("--vocab-size", f->vocab_size, "Built-in vocabulary size")->check(CLI::Range(512, 1 << 20));
   c->add_option("--seed", f->seed, "Random seed");
+  c->add_option("--control-tokens", f->control_tokens,
+                "Control tokens for the built-in vocabulary (a chat format's markers), comma-separated")
+      ->delimiter(',');
+  c->add_option("--chat-template-file", f->chat_template_file, "Store this Jinja chat template in the file");
   c->add_option("-o,--output", f->out, "Output GGUF path")->required();
   c->callback([f, exit_code] { *exit_code = Make(*f); });
 }
