@@ -3,9 +3,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <ctime>
 #include <fstream>
+#include <map>
 #include <sstream>
 
+#include "server/chat_template.h"
 #include "test_support.h"
 
 namespace pc {
@@ -141,6 +144,59 @@ TEST(Cli, BadInputGivesAClearErrorAndExitCode) {
                          &rc);
   EXPECT_EQ(rc, 1);
   EXPECT_NE(out.find("at least 16 bytes"), std::string::npos) << out;
+}
+
+// promptcache template --jsonl over every shared reference render, a
+// template per run, gives what the library gives (jinja_test checks the
+// library against the references and lists the renders that differ).
+TEST(Cli, TemplateJsonlRendersEverySharedTemplateAsTheLibrary) {
+  PC_SHARED_OR_SKIP(renders, "templates/renders.jsonl");
+  std::map<std::string, std::vector<nlohmann::json>> by_template;
+  std::istringstream in(test::ReadText(renders));
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    by_template[j["template"]].push_back(j);
+  }
+  std::tm date{};
+  date.tm_year = 126;
+  date.tm_mon = 10;
+  date.tm_mday = 30;
+  date.tm_hour = 12;
+  std::mktime(&date);
+  int exact = 0, total = 0;
+  for (const auto& [name, lines] : by_template) {
+    const std::string tpath = test::SharedPath("templates/" + name + ".jinja");
+    const std::string stdin_path = test::TempPath(name + ".jsonl");
+    std::ofstream f(stdin_path);
+    for (const auto& j : lines) {
+      f << nlohmann::json{{"messages", j["messages"]}, {"add_generation_prompt", j["add_generation_prompt"]}}.dump() << "\n";
+    }
+    f.close();
+    int rc = 0;
+    const std::string out = test::RunCommand(Bin() + " template --template-file " + tpath +
+                                                 " --bos-token '<s>' --eos-token '</s>' --date 2026-11-30 --jsonl < " +
+                                                 stdin_path, &rc);
+    ASSERT_EQ(rc, 0) << out;
+    auto lib = ChatTemplate::FromSource(test::ReadText(tpath), name);
+    ASSERT_TRUE(lib.ok());
+    lib->set_bos_token("<s>");
+    lib->set_eos_token("</s>");
+    lib->set_date(date);
+    std::istringstream got(out);
+    for (const auto& j : lines) {
+      std::string g;
+      ASSERT_TRUE(std::getline(got, g)) << name;
+      const auto r = nlohmann::json::parse(g);
+      auto want = lib->Render(j["messages"], j["add_generation_prompt"].get<bool>());
+      ASSERT_TRUE(want.ok() && r.contains("prompt")) << name << ": " << g;
+      EXPECT_EQ(r["prompt"], want->text) << name;
+      exact += r["prompt"] == j["prompt"];
+      ++total;
+    }
+  }
+  std::printf("promptcache template: %d of %d reference renders byte for byte\n", exact, total);
+  EXPECT_EQ(total, 136);
+  EXPECT_GE(exact, 111);
 }
 
 }  // namespace
