@@ -83,8 +83,10 @@ function request(method, p, body, { key = 'key-a', abortAfterChunks } = {}) {
       let data = '';
       let chunks = 0;
       res.on('data', (d) => {
-        if (first === null) first = now() - t0;
         data += d;
+        // TTFT: the first event that carries generated text (not the role
+        // chunk, not a keep-alive comment).
+        if (first === null && /"(text|content)":"[^"]/.test(String(d))) first = now() - t0;
         chunks += 1;
         if (abortAfterChunks && chunks >= abortAfterChunks) {
           req.destroy();

@@ -87,12 +87,15 @@ Result<std::string> ChatTemplate::RenderText(const nlohmann::json& messages, boo
     const std::time_t t = std::time(nullptr);
     localtime_r(&t, &now);
   }
-  char date[64];
+  char date[64], datetime[64];
   std::strftime(date, sizeof date, "%d %b %Y", &now);
+  std::strftime(datetime, sizeof datetime, "%b %d %Y", &now);
   // Defaults as the llama.cpp server sets them (templates read them when
-  // present): thinking on, today's date for templates that print one.
+  // present): thinking on, today's date for templates that print one
+  // (Llama 3.x reads date_string, FireFunction v2 datetime).
   ctx.object().Set("enable_thinking", jinja::Value(true));
   ctx.object().Set("date_string", jinja::Value(std::string(date)));
+  ctx.object().Set("datetime", jinja::Value(std::string(datetime)));
   if (extra.is_object()) {
     for (const auto& [k, v] : extra.items()) ctx.object().Set(k, jinja::Value::FromJson(v));
   }

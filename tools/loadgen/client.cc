@@ -1,5 +1,9 @@
 #include "client.h"
 
+#include <algorithm>
+
+#include "base/hash128.h"
+
 #include <httplib.h>
 
 #include <chrono>
@@ -7,6 +11,15 @@
 #include <random>
 
 namespace pc::loadgen {
+
+std::string PrefixKey(const std::vector<int32_t>& prompt, size_t tokens_per_key, int prefix_key_tokens) {
+  if (prefix_key_tokens < 0 || prompt.empty()) return "";
+  const size_t n = std::min(prompt.size(), prefix_key_tokens > 0 ? static_cast<size_t>(prefix_key_tokens)
+                                           : tokens_per_key > 0 ? tokens_per_key : size_t{64});
+  const auto* bytes = reinterpret_cast<const uint8_t*>(prompt.data());
+  return HashBytes(std::span<const uint8_t>(bytes, n * sizeof(int32_t))).Hex().substr(0, 16);
+}
+
 
 using nlohmann::json;
 
@@ -92,6 +105,9 @@ RequestRecord RunRequest(const Target& t, const BenchRequest& r, double run_star
   cli.set_connection_timeout(10, 0);
   httplib::Headers headers;
   if (!t.api_key.empty()) headers.emplace("Authorization", "Bearer " + t.api_key);
+  if (std::string key = PrefixKey(r.prompt, r.tokens_per_key, t.prefix_key_tokens); !key.empty()) {
+    headers.emplace("X-Prefix-Key", std::move(key));
+  }
   SseParser sse;
   double last = 0;
   bool done = false;

@@ -18,7 +18,14 @@ struct Target {
   std::string api_key;
   std::string model;  // sent as "model" (some servers require it)
   double timeout_s = 600;
+  // X-Prefix-Key: a hash of the prompt's first prefix_key_tokens ids (0:
+  // the trace's tokens per block key, else 64; -1: no header), for routers
+  // that keep requests sharing a prefix on one replica (deploy/haproxy.cfg).
+  int prefix_key_tokens = 0;
 };
+
+// The X-Prefix-Key value for a prompt ("" when none is sent).
+std::string PrefixKey(const std::vector<int32_t>& prompt, size_t tokens_per_key, int prefix_key_tokens);
 
 struct RequestRecord {
   size_t index = 0;    // position in the run

@@ -12,6 +12,7 @@ struct BenchFlags {
   std::string url = "http://127.0.0.1:8080", api_key, model, token_range = "1000:9000";
   size_t requests = 0, docs = 0, doc_tokens = 0, prompt_tokens = 0, output_tokens = 0, system_tokens = 0, turns = 0;
   double rate = 0;
+  int prefix_key_tokens = 0;
 };
 
 int Bench(BenchFlags f) {
@@ -19,6 +20,7 @@ int Bench(BenchFlags f) {
   if (!target.ok()) return Fail(target.status().message());
   target->api_key = f.api_key;
   target->model = f.model;
+  target->prefix_key_tokens = f.prefix_key_tokens;
   BenchConfig& cfg = f.cfg;
   loadgen::TokenRange range;
   if (std::sscanf(f.token_range.c_str(), "%d:%d", &range.lo, &range.hi) != 2 || range.lo < 0 || range.hi <= range.lo) {
@@ -63,6 +65,9 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   c->add_option("--url", f->url, "Server base URL");
   c->add_option("--api-key", f->api_key, "Bearer key");
   c->add_option("--model", f->model, "Model name to send");
+  c->add_option("--prefix-key-tokens", f->prefix_key_tokens,
+                "X-Prefix-Key header: a hash of the prompt's first N tokens (0: the trace's block size, else 64; "
+                "-1: no header), for prefix-affinity routers");
   c->add_option("-w,--workload", f->cfg.workload, "rag, chat, multiturn, sysprompt or trace")
       ->check(CLI::IsMember({"rag", "chat", "multiturn", "sysprompt", "trace"}));
   c->add_option("--requests", f->requests, "Requests (shapes) or at most this many trace lines");
