@@ -4,7 +4,7 @@
 # records what it started in DIR/pids; `down` stops exactly those processes.
 #
 #   scripts/cluster.sh up [--replicas 2] [--threads-each 1] [--port 8080] [--model M.gguf]
-#                         [--dir cluster-run] [--kv-cache-mem BYTES] [--serve-arg ARG]...
+#                         [--dir cluster-run] [--kv-cache-mem BYTES] [--serve-arg ARG]... [--bin PATH]
 #   scripts/cluster.sh down [--dir cluster-run]
 #   scripts/cluster.sh kill-replica I [--dir cluster-run]   (SIGKILL replica I: failover drills)
 #   scripts/cluster.sh status [--dir cluster-run]
@@ -19,6 +19,7 @@ cmd="${1:-}"
 replicas=2 threads=1 port=8080 dir=cluster-run kv_mem="" victim=""
 model="$HOME/.cache/promptcache/bench-135m-q8_0.gguf"
 serve_args=()
+bin=build/promptcache
 if [ "$cmd" = kill-replica ]; then victim="${1:?kill-replica needs a replica number}"; shift; fi
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -29,10 +30,10 @@ while [ $# -gt 0 ]; do
     --dir) dir="$2"; shift 2 ;;
     --kv-cache-mem) kv_mem="$2"; shift 2 ;;
     --serve-arg) serve_args+=("$2"); shift 2 ;;
+    --bin) bin="$2"; shift 2 ;;
     *) echo "cluster.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
-bin=build/promptcache
 
 wait_http() {  # URL SECONDS: until it answers 200
   local url=$1 deadline=$((SECONDS + $2))
@@ -125,5 +126,5 @@ case "$cmd" in
   down) down ;;
   kill-replica) kill_replica ;;
   status) status ;;
-  *) sed -n '2,13p' "$0" >&2; exit 2 ;;
+  *) sed -n '2,14p' "$0" >&2; exit 2 ;;
 esac

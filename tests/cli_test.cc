@@ -196,7 +196,7 @@ TEST(Cli, TemplateJsonlRendersEverySharedTemplateAsTheLibrary) {
   }
   std::printf("promptcache template: %d of %d reference renders byte for byte\n", exact, total);
   EXPECT_EQ(total, 136);
-  EXPECT_GE(exact, 111);
+  EXPECT_GE(exact, 115);
 }
 
 }  // namespace

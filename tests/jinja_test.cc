@@ -136,7 +136,6 @@ TEST(JinjaTemplates, SharedTemplatesRenderAsTheReference) {
   PC_SHARED_OR_SKIP(renders, "templates/renders.jsonl");
   const std::set<std::pair<std::string, int>> known_gaps = {
       {"Apertus-8B-Instruct", 0}, {"Apertus-8B-Instruct", 1}, {"Apertus-8B-Instruct", 2}, {"Apertus-8B-Instruct", 3},
-      {"fireworks-ai-llama-3-firefunction-v2", 2},
       {"Bielik-11B-v3.0-Instruct", 2}, {"CohereForAI-c4ai-command-r-plus-tool_use", 2}, {"GLM-4.6", 2},
       {"HuggingFaceTB-SmolLM3-3B", 2}, {"LFM2-8B-A1B", 2}, {"MiniMax-M2", 2}, {"NVIDIA-Nemotron-Nano-v2", 2},
       {"Qwen-QwQ-32B", 2}, {"deepseek-ai-DeepSeek-R1-Distill-Qwen-32B", 2}, {"google-gemma-4-31B-it", 2},
