@@ -5,6 +5,7 @@
 #
 #   scripts/cluster.sh up [--replicas 2] [--threads-each 1] [--port 8080] [--model M.gguf]
 #                         [--dir cluster-run] [--kv-cache-mem BYTES] [--serve-arg ARG]... [--bin PATH]
+#                         [--no-redis]   (replicas with no shared tier: the baseline it is measured against)
 #   scripts/cluster.sh down [--dir cluster-run]
 #   scripts/cluster.sh kill-replica I [--dir cluster-run]   (SIGKILL replica I: failover drills)
 #   scripts/cluster.sh status [--dir cluster-run]
@@ -16,7 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 cmd="${1:-}"
 [ -n "$cmd" ] && shift
-replicas=2 threads=1 port=8080 dir=cluster-run kv_mem="" victim=""
+replicas=2 threads=1 port=8080 dir=cluster-run kv_mem="" victim="" redis=1
 model="$HOME/.cache/promptcache/bench-135m-q8_0.gguf"
 serve_args=()
 bin=build/promptcache
@@ -31,6 +32,7 @@ while [ $# -gt 0 ]; do
     --kv-cache-mem) kv_mem="$2"; shift 2 ;;
     --serve-arg) serve_args+=("$2"); shift 2 ;;
     --bin) bin="$2"; shift 2 ;;
+    --no-redis) redis=0; shift ;;
     *) echo "cluster.sh: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -56,16 +58,20 @@ up() {
   head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$dir/tier-secret"
   chmod 600 "$dir/tier-secret"
   local redis_port=$((port + 2))
-  redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --maxmemory 1gb \
-    --maxmemory-policy allkeys-lru --loglevel warning >"$dir/redis.log" 2>&1 &
-  echo "redis $!" >>"$dir/pids"
+  local tier=()
+  if [ "$redis" = 1 ]; then
+    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no --maxmemory 1gb \
+      --maxmemory-policy allkeys-lru --loglevel warning >"$dir/redis.log" 2>&1 &
+    echo "redis $!" >>"$dir/pids"
+    tier=(--redis "127.0.0.1:$redis_port" --tier-secret-file "$dir/tier-secret")
+  fi
   local i servers=""
   for ((i = 0; i < replicas; i++)); do
     local p=$((port + 10 + i))
     local extra=()
     [ -n "$kv_mem" ] && extra+=(--kv-cache-mem "$kv_mem")
     "$bin" serve -m "$model" --host 127.0.0.1 --port "$p" -t "$threads" --alias promptcache \
-      --redis "127.0.0.1:$redis_port" --tier-secret-file "$dir/tier-secret" "${extra[@]}" "${serve_args[@]}" \
+      "${tier[@]}" "${extra[@]}" "${serve_args[@]}" \
       >"$dir/replica-$i.log" 2>&1 &
     echo "replica-$i $!" >>"$dir/pids"
     servers+="    server r$i 127.0.0.1:$p"$'\n'
@@ -82,7 +88,9 @@ up() {
   wait_http "http://127.0.0.1:$port/health" 30
   trap - ERR
   echo "cluster up: prefix affinity http://127.0.0.1:$port, round robin http://127.0.0.1:$((port + 1)),"
-  echo "  $replicas replicas x $threads threads on ports $((port + 10))..$((port + 9 + replicas)), Redis 127.0.0.1:$redis_port ($dir/)"
+  local shared="Redis 127.0.0.1:$redis_port"
+  [ "$redis" = 1 ] || shared="no shared tier"
+  echo "  $replicas replicas x $threads threads on ports $((port + 10))..$((port + 9 + replicas)), $shared ($dir/)"
 }
 
 down() {
