@@ -65,6 +65,28 @@ TEST(Scheduler, DecodesFirstThenFillsBudgetWithPrefillChunks) {
   EXPECT_TRUE(w[0].decode && w[1].decode);
 }
 
+TEST(Scheduler, APrefillBudgetBoundsTheChunksButNeverTheDecodes) {
+  Scheduler s(Opts(64));
+  for (uint64_t id : {1, 2}) ASSERT_EQ(s.Submit(Req(id, 4, 50)), SubmitResult::kQueued);
+  s.Admit(0);
+  s.Started(1, 0);
+  s.Started(2, 0);
+  EXPECT_EQ(s.NumDecoding(), 0u);
+  for (const WorkItem& w : s.Plan()) s.Advanced(w.id, w.num_tokens);
+  EXPECT_EQ(s.NumDecoding(), 2u);
+  ASSERT_EQ(s.Submit(Req(3, 300, 5)), SubmitResult::kQueued);
+  s.Admit(0);
+  s.Started(3, 0);
+  std::vector<WorkItem> w = s.Plan(10);
+  ASSERT_EQ(w.size(), 3u);
+  EXPECT_TRUE(w[0].decode && w[1].decode);
+  EXPECT_EQ(w[2].num_tokens, 10u);
+  w = s.Plan(0);  // no prefill this step: the streams still decode
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_TRUE(w[0].decode && w[1].decode);
+  EXPECT_EQ(s.Plan()[2].num_tokens, 62u);  // no bound: the rest of the step's tokens
+}
+
 TEST(Scheduler, CachedTokensAreNotPrefilled) {
   Scheduler s(Opts());
   s.Submit(Req(1, 40, 4));
@@ -82,19 +104,71 @@ TEST(Scheduler, NothingPlannedBeforeStarted) {
   EXPECT_TRUE(s.Plan().empty());
 }
 
-TEST(Scheduler, AdmissionReservesWorstCaseBlocks) {
-  // Each request: (100 + 60) / 16 = 10 blocks + 1 for a full-hit copy = 11.
+PoolView Free(size_t blocks, size_t cached_leading = 0) {
+  PoolView v;
+  v.free_blocks = blocks;
+  v.cached_leading_blocks = [cached_leading](const SchedRequest&) { return cached_leading; };
+  return v;
+}
+
+TEST(Scheduler, AdmissionCountsPromptBlocksNotTheWorstCase) {
+  // 100 prompt tokens: 7 blocks + 1 for the first decode = 8, whatever
+  // max_new_tokens says (the worst case would be 11).
   Scheduler s(Opts(64, 25));
   EXPECT_EQ(s.BlocksNeeded(Req(0, 100, 60)), 11u);
-  for (uint64_t id = 1; id <= 3; ++id) s.Submit(Req(id, 100, 60));
-  EXPECT_EQ(s.Admit(0), (std::vector<uint64_t>{1, 2}));
-  EXPECT_EQ(s.num_reserved_blocks(), 22u);
-  EXPECT_EQ(s.num_waiting(), 1u);
+  EXPECT_EQ(s.PromptBlocks(Req(0, 100, 60), 0), 8u);
+  for (uint64_t id = 1; id <= 4; ++id) s.Submit(Req(id, 100, 60));
+  // 25 free less the 1-block watermark: three fit, the fourth waits.
+  EXPECT_EQ(s.Admit(0, Free(25)), (std::vector<uint64_t>{1, 2, 3}));
+  EXPECT_EQ(s.num_promised_blocks(), 24u);
+  // Promised blocks shrink as prompts are computed; the pool's free count
+  // shrinks with them, so admission does not count them twice.
   s.Started(1, 0);
+  s.Advanced(1, 100);
+  EXPECT_EQ(s.num_promised_blocks(), 16u);
+  EXPECT_TRUE(s.Admit(0, Free(25 - 7)).empty());
+  EXPECT_TRUE(s.Finish(2));
+  EXPECT_EQ(s.Admit(0, Free(25 - 7)), std::vector<uint64_t>{4});
+}
+
+TEST(Scheduler, ACachedPrefixCostsNothingAtAdmission) {
+  Scheduler s(Opts(64, 1000, 32, 32));
+  // 1,000-token prompts whose first 62 blocks the pool holds: 2 blocks each.
+  EXPECT_EQ(s.PromptBlocks(Req(0, 1000, 5000), 62), 2u);
+  for (uint64_t id = 1; id <= 32; ++id) ASSERT_EQ(s.Submit(Req(id, 1000, 5000)), SubmitResult::kQueued);
+  EXPECT_EQ(s.Admit(0, Free(70, 62)).size(), 32u);
+  // Uncached, the same pool holds one of them at a time.
+  Scheduler cold(Opts(64, 1000, 32, 32));
+  for (uint64_t id = 1; id <= 32; ++id) cold.Submit(Req(id, 1000, 5000));
+  EXPECT_EQ(cold.Admit(0, Free(70, 0)).size(), 1u);
+}
+
+TEST(Scheduler, APreemptedRequestResumesFirstWithItsGeneratedTokens) {
+  Scheduler s(Opts(64, 100, 8, 1));
+  s.Submit(Req(1, 20, 10));
+  s.Admit(0);
+  s.Submit(Req(2, 20, 10));
+  EXPECT_EQ(s.Admit(0), std::vector<uint64_t>{2});
+  s.Started(1, 0);
+  EXPECT_EQ(s.NewestStarted(), std::optional<uint64_t>{1});  // 2 has not started
   s.Started(2, 0);
-  EXPECT_TRUE(s.Finish(1));
-  EXPECT_EQ(s.Admit(0), std::vector<uint64_t>{3});
-  EXPECT_EQ(s.num_reserved_blocks(), 22u);
+  s.Advanced(2, 20);
+  s.Advanced(2, 1);
+  EXPECT_EQ(s.NewestStarted(), std::optional<uint64_t>{2});
+  s.Submit(Req(3, 20, 10));  // fills the one-request queue
+  // 2 goes back with its prompt and 3 generated tokens, ahead of 3 and past
+  // the queue bound.
+  s.Preempt(2, Req(2, 23, 7));
+  EXPECT_EQ(s.num_running(), 1u);
+  EXPECT_EQ(s.num_waiting(), 2u);
+  EXPECT_EQ(s.NumStarted(), 1u);
+  EXPECT_EQ(s.Admit(0, Free(100)), (std::vector<uint64_t>{2, 3}));
+  s.Started(2, 16);
+  const std::vector<WorkItem> w = s.Plan();
+  ASSERT_EQ(w.size(), 2u);  // 1 prefills its 20 tokens, 2 the 7 past its cached block
+  EXPECT_EQ(w[1].id, 2u);
+  EXPECT_EQ(w[1].num_tokens, 7u);
+  EXPECT_TRUE(w[1].last_prompt_chunk);
 }
 
 TEST(Scheduler, RefusesWhatCanNeverFitAndBoundsTheQueue) {

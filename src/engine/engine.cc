@@ -44,9 +44,13 @@ void RequestStream::Push(StreamEvent ev) {
 // thread once inserted (Submit inserts under mu_).
 struct Engine::Active {
   Active(uint64_t id_, EngineRequest r, const Tokenizer& tok)
-      : id(id_), req(std::move(r)), sampler(req.sampling), decoder(tok), stop(req.stop) {}
+      : id(id_), req(std::move(r)), tokens(req.prompt), sampler(req.sampling), decoder(tok), stop(req.stop) {}
   uint64_t id;
   EngineRequest req;
+  // The prompt, then every generated token: what a preempted sequence
+  // prefills again when it resumes.
+  std::vector<int32_t> tokens;
+  size_t num_preemptions = 0;
   std::shared_ptr<RequestStream> stream = std::make_shared<RequestStream>();
   std::unique_ptr<CachedSequence> seq;
   Sampler sampler;
@@ -77,7 +81,9 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
       opt_(opt),
       cache_(model.config(), model.fingerprint(), WithDefaultMemory(model.config(), opt.ctx_tokens, opt.cache)),
       scheduler_(SchedulerOptions{opt.max_batch_tokens, opt.max_running, opt.max_waiting,
-                                  static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size()}) {
+                                  static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size(),
+                                  std::max<size_t>(1, static_cast<size_t>(cache_.pool().num_blocks()) / 100)}),
+      step_budget_(StepBudgetOptions{opt.max_step_ms, opt.max_batch_tokens, cache_.block_size()}) {
   if (opt_.tiers) cache_.set_listener(opt_.tiers);
   start_ns_ = NowNs();
   if (!opt_.request_log_path.empty()) {
@@ -243,11 +249,14 @@ void Engine::DropCancelled() {
 // Requires mu_. Admitted requests adopt their cached prefix: at once from the
 // pool, or after the tier stack has loaded what the pool lacks.
 void Engine::StartAdmitted(int64_t now_ns) {
-  for (uint64_t id : scheduler_.Admit(now_ns)) {
+  PoolView pool;
+  pool.free_blocks = static_cast<size_t>(cache_.pool().num_free());
+  pool.cached_leading_blocks = [&](const SchedRequest& r) { return cache_.NumPoolLeading(r.block_hashes); };
+  for (uint64_t id : scheduler_.Admit(now_ns, pool)) {
     Active& a = *active_.at(id);
-    a.admit_ns = now_ns;
+    if (a.num_preemptions == 0) a.admit_ns = now_ns;
     if (opt_.tiers && a.req.use_cache) {
-      const std::vector<Hash128> keys = cache_.BlockHashes(a.req.prompt, a.req.salt);
+      const std::vector<Hash128> keys = cache_.BlockHashes(a.tokens, a.req.salt);
       const size_t k = cache_.NumPoolLeading(keys);
       if (k < keys.size()) {
         a.loading = true;
@@ -275,10 +284,10 @@ void Engine::InstallLoads(int64_t now_ns) {
       // The tokens this block must hold: a tier entry whose content is for
       // other tokens is refused (and counted) whatever its key says.
       const size_t first = r.first_token + i * bs;
-      if (first + bs > a.req.prompt.size()) break;
+      if (first + bs > a.tokens.size()) break;
       const uint64_t mismatches = cache_.num_token_mismatches();
       std::optional<int32_t> b =
-          cache_.InstallBlock(r.keys[i], r.payloads[i], std::span<const int32_t>(a.req.prompt).subspan(first, bs));
+          cache_.InstallBlock(r.keys[i], r.payloads[i], std::span<const int32_t>(a.tokens).subspan(first, bs));
       if (cache_.num_token_mismatches() != mismatches) {
         metrics_.Add("promptcache_tier_rejected_blocks_total", fmt::format("tier=\"{}\"", r.tier_of[i]), 1);
         break;  // the chain is broken from here
@@ -298,14 +307,22 @@ void Engine::InstallLoads(int64_t now_ns) {
 
 // Requires mu_.
 void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string, size_t>& loaded_tokens) {
-  a.timings.queue_ms = NsToMs(now_ns - a.arrival_ns);
-  metrics_.Observe("promptcache_queue_seconds", "", a.timings.queue_ms / 1e3);
-  Result<std::unique_ptr<CachedSequence>> seq = cache_.Start(a.req.prompt, a.req.salt, a.req.use_cache);
+  Result<std::unique_ptr<CachedSequence>> seq = cache_.Start(a.tokens, a.req.salt, a.req.use_cache);
   if (!seq.ok()) {
+    // No block for a full-hit copy: others hold the pool; wait for them.
+    if (scheduler_.NumStarted() > 0) return Requeue(a, /*preempted=*/false);
     Finish(a, FinishReason::kError, now_ns, seq.status().message());
     return;
   }
   a.seq = std::move(*seq);
+  if (a.num_preemptions > 0) {  // resumed: its first admission was reported
+    metrics_.Add("promptcache_resumed_cached_tokens_total", "", static_cast<double>(a.seq->num_cached_tokens()));
+    scheduler_.Started(a.id, a.seq->num_computed());
+    RefreshPoolSnapshot();
+    return;
+  }
+  a.timings.queue_ms = NsToMs(now_ns - a.arrival_ns);
+  metrics_.Observe("promptcache_queue_seconds", "", a.timings.queue_ms / 1e3);
   a.num_cached = a.seq->num_cached_tokens();
   // Attribute cached tokens to tiers; the pool supplied the rest.
   size_t left = a.num_cached;
@@ -342,6 +359,7 @@ void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now
   }
   a.last_token_ns = now_ns;
   a.last_token = ev.token;
+  a.tokens.push_back(ev.token);
   ++a.num_generated;
   const bool eos = tok_.IsEndOfGeneration(ev.token) && !a.req.ignore_eos;
   const bool length = a.num_generated >= static_cast<size_t>(a.req.max_tokens);
@@ -357,6 +375,48 @@ void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now
   }
 }
 
+// Requires mu_. Puts a running sequence back at the head of the queue. Its
+// full blocks stay indexed (cached, or spilled to a tier when evicted), so
+// resuming prefills only what was lost; the tokens it generated are part of
+// what it prefills then, and its sampler keeps its state.
+void Engine::Requeue(Active& a, bool preempted) {
+  a.seq.reset();
+  const std::vector<Hash128> hashes = a.req.use_cache ? cache_.BlockHashes(a.tokens, a.req.salt) : std::vector<Hash128>{};
+  const size_t left = static_cast<size_t>(a.req.max_tokens) - a.num_generated;
+  scheduler_.Preempt(a.id, SchedRequest{a.id, a.tokens.size(), left, hashes, a.arrival_ns});
+  if (preempted) {
+    ++a.num_preemptions;
+    metrics_.Add("promptcache_preemptions_total", "", 1);
+  }
+  RefreshPoolSnapshot();
+}
+
+// Requires mu_. The step's work with a block for every token in it: while
+// the pool runs short, the most recently admitted sequence is preempted and
+// the step planned again (the oldest sequences always make progress).
+std::vector<WorkItem> Engine::PlanWithBlocks() {
+  for (;;) {
+    std::vector<WorkItem> work = scheduler_.Plan(step_budget_.PrefillTokens(scheduler_.NumDecoding()));
+    bool short_of_blocks = false;
+    for (const WorkItem& w : work) {
+      CachedSequence& seq = *active_.at(w.id)->seq;
+      if (!seq.Reserve(seq.num_computed() + w.num_tokens).ok()) {
+        short_of_blocks = true;
+        break;
+      }
+    }
+    if (!short_of_blocks) return work;
+    const std::optional<uint64_t> victim = scheduler_.NewestStarted();
+    PC_CHECK(victim.has_value());
+    Active& a = *active_.at(*victim);
+    if (scheduler_.NumStarted() == 1) {  // alone and still short: blocks held outside any sequence
+      Finish(a, FinishReason::kError, NowNs(), "KV pool exhausted");
+      continue;
+    }
+    Requeue(a, /*preempted=*/true);
+  }
+}
+
 bool Engine::Step() {
   DropCancelled();
   std::vector<WorkItem> work;
@@ -365,11 +425,19 @@ bool Engine::Step() {
     std::lock_guard<std::mutex> lock(mu_);
     InstallLoads(NowNs());
     StartAdmitted(NowNs());
-    work = scheduler_.Plan();
+    work = PlanWithBlocks();
     for (const WorkItem& w : work) acts.push_back(active_.at(w.id).get());
   }
   if (work.empty()) return false;
+  size_t n_decode = 0, n_prefill = 0;
+  for (const WorkItem& w : work) (w.decode ? n_decode : n_prefill) += w.num_tokens;
+  const int64_t t0 = NowNs();
   RunStep(work, acts);
+  const double ms = NsToMs(NowNs() - t0);
+  step_budget_.Observe(n_decode, n_prefill, ms);
+  metrics_.Observe("promptcache_step_seconds", "", ms / 1e3);
+  metrics_.Add("promptcache_step_tokens_total", "kind=\"decode\"", static_cast<double>(n_decode));
+  metrics_.Add("promptcache_step_tokens_total", "kind=\"prefill\"", static_cast<double>(n_prefill));
   std::lock_guard<std::mutex> lock(mu_);
   RefreshPoolSnapshot();
   return true;
@@ -382,10 +450,10 @@ void Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active
     Active& a = *acts[i];
     const size_t start = a.seq->num_computed();
     if (work[i].decode) chunks[i] = {a.last_token};
-    else chunks[i].assign(a.req.prompt.begin() + static_cast<std::ptrdiff_t>(start),
-                          a.req.prompt.begin() + static_cast<std::ptrdiff_t>(start + work[i].num_tokens));
+    else chunks[i].assign(a.tokens.begin() + static_cast<std::ptrdiff_t>(start),
+                          a.tokens.begin() + static_cast<std::ptrdiff_t>(start + work[i].num_tokens));
     const Status st = a.seq->Reserve(start + chunks[i].size());
-    PC_CHECK(st.ok());  // the scheduler reserved the worst case at admission
+    PC_CHECK(st.ok());  // PlanWithBlocks reserved them
   }
   std::vector<BatchToken> batch;
   for (size_t i = 0; i < work.size(); ++i) {
@@ -441,6 +509,13 @@ void Engine::DescribeMetrics() {
   m.Describe("promptcache_itl_seconds", "histogram", "Gap between consecutive tokens of a request.");
   m.Describe("promptcache_e2e_seconds", "histogram", "Arrival to last token.");
   m.Describe("promptcache_queue_seconds", "histogram", "Arrival to admission into the running batch.");
+  m.Describe("promptcache_preemptions_total", "counter",
+             "Running sequences sent back to the queue because the KV pool ran short.");
+  m.Describe("promptcache_resumed_cached_tokens_total", "counter",
+             "Tokens a preempted sequence found in the prefix cache when it resumed.");
+  m.Describe("promptcache_step_seconds", "histogram", "Duration of one forward step (decode and prefill together).");
+  m.Describe("promptcache_step_tokens_total", "counter", "Tokens computed in steps, by kind.",
+             {"kind=\"decode\"", "kind=\"prefill\""});
   m.Describe("promptcache_tier_load_seconds", "histogram", "Time to bring cached KV back from a tier.",
              std::vector<std::string>(tier_labels.begin() + 1, tier_labels.end()));
   m.Describe("promptcache_requests_total", "counter", "Finished requests by finish reason.",

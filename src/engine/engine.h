@@ -4,6 +4,10 @@
 // chunks; one Model::Forward runs them all (the kernels are batch-invariant,
 // so a request's output does not depend on what it was batched with).
 //
+// Blocks are taken as sequences grow; when the pool runs short the most
+// recently admitted sequence is preempted and resumed later from the prefix
+// cache (scheduler.h), so outputs do not depend on memory pressure.
+//
 // Clients Submit a request and read its RequestStream: token events, then one
 // done event with timings and usage. Cancel() (a client that went away) ends
 // the sequence at the next step and frees its blocks.
@@ -25,6 +29,7 @@
 
 #include "engine/metrics.h"
 #include "engine/scheduler.h"
+#include "engine/step_budget.h"
 #include "kvcache/prefix_cache.h"
 #include "kvcache/tier_stack.h"
 #include "model/generate.h"
@@ -37,6 +42,11 @@ struct EngineOptions {
   // trained length. Either way capped by the KV pool's capacity.
   size_t ctx_tokens = 0;
   size_t max_batch_tokens = 256;    // tokens per step
+  // Step-time target: while streams are decoding, each step prefills only
+  // as many prompt tokens as keep it near this many milliseconds, so the
+  // inter-token gap stays near it however long the queued prompts are
+  // (step_budget.h). 0: no target (steps take max_batch_tokens).
+  double max_step_ms = 0;
   size_t max_running = 32;
   size_t max_waiting = 256;
   TierStack* tiers = nullptr;  // spill tiers below the pool (not owned; outlives the engine)
@@ -142,6 +152,8 @@ class Engine {
   void StartSequence(Active& a, int64_t now_ns, const std::map<std::string, size_t>& loaded_tokens);
   void InstallLoads(int64_t now_ns);
   void DropCancelled();
+  void Requeue(Active& a, bool preempted);
+  std::vector<WorkItem> PlanWithBlocks();
   void SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns);
   void Finish(Active& a, FinishReason reason, int64_t now_ns, const std::string& error = "");
   void DescribeMetrics();
@@ -156,6 +168,7 @@ class Engine {
   mutable std::mutex mu_;  // guards scheduler_, active_, next_id_, draining_, stop_
   std::condition_variable wake_;
   Scheduler scheduler_;
+  StepBudget step_budget_;  // loop thread only
   std::unordered_map<uint64_t, std::unique_ptr<Active>> active_;
   uint64_t next_id_ = 1;
   bool draining_ = false;

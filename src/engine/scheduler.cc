@@ -36,20 +36,44 @@ bool Scheduler::IsWaitingForPrefix(uint64_t id) const {
   return false;
 }
 
-std::vector<uint64_t> Scheduler::Admit(int64_t /*now_ns*/) {
+size_t Scheduler::PromptBlocks(const SchedRequest& r, size_t cached_leading) const {
+  const size_t blocks = (r.num_prompt_tokens + opt_.block_size - 1) / opt_.block_size + 1;  // +1: first decode or a full-hit copy
+  return blocks - std::min(cached_leading, blocks);
+}
+
+// Blocks an admitted request will still allocate for its prompt: all of its
+// uncached prompt blocks until it starts, then those not yet computed.
+size_t Scheduler::Promised(const Running& r) const {
+  if (r.started && !r.in_prefill()) return 0;
+  const size_t done = std::max(r.cached_blocks_at_admit, r.num_computed / opt_.block_size);
+  return PromptBlocks(r.req, done);
+}
+
+size_t Scheduler::num_promised_blocks() const {
+  size_t n = 0;
+  for (const auto& [id, r] : running_) n += Promised(r);
+  return n;
+}
+
+std::vector<uint64_t> Scheduler::Admit(int64_t /*now_ns*/, const PoolView& pool) {
   std::vector<uint64_t> admitted;
+  const size_t reserved = num_promised_blocks() + opt_.watermark_blocks;
+  size_t avail = pool.free_blocks > reserved ? pool.free_blocks - reserved : 0;
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if (running_.size() >= opt_.max_running) break;
-    const size_t need = BlocksNeeded(*it);
-    if (reserved_blocks_ + need > opt_.num_blocks) break;  // keep FIFO fairness for big requests
     if (SharesPendingBlock(*it)) {
       ++it;  // its prefix is being computed: wait for it, let others pass
       continue;
     }
+    const size_t cached = pool.cached_leading_blocks ? pool.cached_leading_blocks(*it) : 0;
+    const size_t need = PromptBlocks(*it, cached);
+    // Keep FIFO order for big requests, but never leave the pool idle: a
+    // request that fits an empty running set goes (Submit checked the pool).
+    if (pool.free_blocks != SIZE_MAX && need > avail && !running_.empty()) break;
+    avail -= std::min(need, avail);
     Running r;
     r.req = std::move(*it);
-    r.reserved = need;
-    reserved_blocks_ += need;
+    r.cached_blocks_at_admit = cached;
     const uint64_t id = r.req.id;
     // Until Started reports the hit length, assume every block is computed
     // here, so later arrivals with the same prefix wait.
@@ -89,7 +113,13 @@ void Scheduler::Started(uint64_t id, size_t num_cached_tokens) {
   ReleasePending(r, 0);
 }
 
-std::vector<WorkItem> Scheduler::Plan() const {
+size_t Scheduler::NumDecoding() const {
+  size_t n = 0;
+  for (const auto& [id, r] : running_) n += r.started && !r.in_prefill();
+  return std::min(n, opt_.max_batch_tokens);
+}
+
+std::vector<WorkItem> Scheduler::Plan(size_t max_prefill_tokens) const {
   std::vector<WorkItem> work;
   size_t budget = opt_.max_batch_tokens;
   for (uint64_t id : order_) {  // decode first: running streams never stall
@@ -98,6 +128,7 @@ std::vector<WorkItem> Scheduler::Plan() const {
     work.push_back({id, 1, true, false});
     --budget;
   }
+  budget = std::min(budget, max_prefill_tokens);
   for (uint64_t id : order_) {
     const Running& r = running_.at(id);
     if (!r.started || !r.in_prefill() || budget == 0) continue;
@@ -123,6 +154,16 @@ void Scheduler::Advanced(uint64_t id, size_t num_tokens) {
   }
 }
 
+// Blocks it never computed are no longer pending on its account.
+void Scheduler::DropPending(const Running& r) {
+  const size_t done_blocks = r.started ? std::min(r.num_computed / opt_.block_size, r.req.block_hashes.size()) : 0;
+  for (size_t k = done_blocks; k < r.req.block_hashes.size(); ++k) {
+    auto p = pending_.find(r.req.block_hashes[k]);
+    PC_CHECK(p != pending_.end());
+    if (--p->second == 0) pending_.erase(p);
+  }
+}
+
 bool Scheduler::Finish(uint64_t id) {
   auto w = std::find_if(waiting_.begin(), waiting_.end(), [&](const SchedRequest& r) { return r.id == id; });
   if (w != waiting_.end()) {
@@ -131,18 +172,29 @@ bool Scheduler::Finish(uint64_t id) {
   }
   auto it = running_.find(id);
   if (it == running_.end()) return false;
-  Running& r = it->second;
-  // Blocks it never computed are no longer pending on its account.
-  const size_t done_blocks = r.started ? std::min(r.num_computed / opt_.block_size, r.req.block_hashes.size()) : 0;
-  for (size_t k = done_blocks; k < r.req.block_hashes.size(); ++k) {
-    auto p = pending_.find(r.req.block_hashes[k]);
-    PC_CHECK(p != pending_.end());
-    if (--p->second == 0) pending_.erase(p);
-  }
-  reserved_blocks_ -= r.reserved;
+  DropPending(it->second);
   order_.erase(std::find(order_.begin(), order_.end(), id));
   running_.erase(it);
   return true;
+}
+
+std::optional<uint64_t> Scheduler::NewestStarted() const {
+  for (auto it = order_.rbegin(); it != order_.rend(); ++it) {
+    if (running_.at(*it).started) return *it;
+  }
+  return std::nullopt;
+}
+
+size_t Scheduler::NumStarted() const {
+  size_t n = 0;
+  for (const auto& [id, r] : running_) n += r.started;
+  return n;
+}
+
+void Scheduler::Preempt(uint64_t id, SchedRequest resumed) {
+  PC_CHECK(resumed.id == id && running_.count(id) != 0);
+  Finish(id);
+  waiting_.push_front(std::move(resumed));
 }
 
 }  // namespace pc

@@ -2,18 +2,29 @@
 // clock of its own; times are passed in). The engine loop drives it:
 //
 //   Submit(req)                 a request joins the waiting queue
-//   Admit(now_ns) -> ids        requests to start now (the engine looks up
+//   Admit(now_ns, pool) -> ids  requests to start now (the engine looks up
 //                               their cached prefix and calls Started)
 //   Started(id, num_cached)     prefix-cache hit length of an admitted request
-//   Plan() -> work              one step: 1 decode token for every running
-//                               sequence past its prompt, the rest of the
-//                               token budget as prefill chunks, oldest first
+//   Plan(prefill) -> work       one step: 1 decode token for every running
+//                               sequence past its prompt, then prefill
+//                               chunks, oldest first, up to `prefill` tokens
+//                               and the step's token budget
 //   Advanced(id, n)             n tokens of that work item were computed
-//   Finish(id) / Cancel(id)     the sequence ends; its reservation is freed
+//   Preempt(id, resumed)        the pool ran short: the sequence goes back to
+//                               the head of the queue as `resumed` (its prompt
+//                               now includes what it generated)
+//   Finish(id) / Cancel(id)     the sequence ends
 //
-// Admission is bounded by a running-sequence cap and by KV blocks: each
-// running request reserves its worst case (prompt + max new tokens, plus one
-// block for a full-hit copy), so a step never runs out of blocks midway.
+// Admission is bounded by a running-sequence cap and by KV blocks, counted
+// as a paged server should: a request needs the blocks of its prompt that
+// the pool does not already hold (a prefix cached or shared with a running
+// request costs nothing), plus one; blocks for generated tokens are taken
+// as sequences grow, so a request without max_tokens costs what it uses.
+// Blocks promised to admitted prompts not yet computed are counted until
+// they are, and a watermark stays free for running sequences to grow. When
+// the pool still runs short in a step the engine preempts the most recently
+// admitted sequence (NewestStarted); its computed blocks stay in the prefix
+// cache, so resuming it is a prefix hit.
 // Cache-aware ordering: a waiting request whose prompt shares a block that a
 // running request is still computing waits for it (and is then admitted with
 // a cache hit) instead of computing the same prefix twice; requests behind it
@@ -23,6 +34,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 #include <unordered_map>
 #include <vector>
@@ -37,7 +49,9 @@ struct SchedulerOptions {
   size_t max_waiting = 256;       // queue bound; Submit refuses past it
   size_t num_blocks = 0;          // KV pool size
   size_t block_size = 16;         // tokens per block
+  size_t watermark_blocks = 1;    // kept free at admission for running sequences to grow
 };
+
 
 struct SchedRequest {
   uint64_t id = 0;
@@ -47,6 +61,13 @@ struct SchedRequest {
   // bypasses the cache: it neither waits for nor is waited on).
   std::vector<Hash128> block_hashes;
   int64_t arrival_ns = 0;
+};
+
+// The pool as admission sees it. The defaults admit on the running cap alone.
+struct PoolView {
+  size_t free_blocks = SIZE_MAX;  // empty plus cached-unreferenced blocks
+  // Leading blocks of the request's prompt that the pool holds now.
+  std::function<size_t(const SchedRequest&)> cached_leading_blocks;
 };
 
 struct WorkItem {
@@ -63,19 +84,32 @@ class Scheduler {
   explicit Scheduler(const SchedulerOptions& opt);
 
   SubmitResult Submit(SchedRequest req);
-  std::vector<uint64_t> Admit(int64_t now_ns);
+  std::vector<uint64_t> Admit(int64_t now_ns, const PoolView& pool = {});
   void Started(uint64_t id, size_t num_cached_tokens);
-  std::vector<WorkItem> Plan() const;
+  std::vector<WorkItem> Plan(size_t max_prefill_tokens = SIZE_MAX) const;
+  // Running sequences past their prompt: the decode items of the next Plan.
+  size_t NumDecoding() const;
   void Advanced(uint64_t id, size_t num_tokens);
   // Removes the request wherever it is; false if unknown.
   bool Finish(uint64_t id);
   bool Cancel(uint64_t id) { return Finish(id); }
+  // The most recently admitted running sequence that has started, if any.
+  std::optional<uint64_t> NewestStarted() const;
+  size_t NumStarted() const;
+  // Removes a running sequence and puts `resumed` (same id) at the head of
+  // the queue, past the queue bound: it was admitted once already.
+  void Preempt(uint64_t id, SchedRequest resumed);
 
   size_t num_waiting() const { return waiting_.size(); }
   size_t num_running() const { return running_.size(); }
-  size_t num_reserved_blocks() const { return reserved_blocks_; }
-  // Blocks a request needs in the worst case.
+  // Blocks admitted prompts will still take from the pool (see above).
+  size_t num_promised_blocks() const;
+  // Blocks a request holds at most (prompt + max new tokens, plus one for a
+  // full-hit copy): more than the pool has is refused at Submit.
   size_t BlocksNeeded(const SchedRequest& r) const;
+  // Blocks admission counts for a request's prompt, given how many of its
+  // leading blocks the pool holds.
+  size_t PromptBlocks(const SchedRequest& r, size_t cached_leading) const;
   // Whether the waiting request waits for another's prefix (for tests).
   bool IsWaitingForPrefix(uint64_t id) const;
 
@@ -84,13 +118,15 @@ class Scheduler {
     SchedRequest req;
     size_t num_computed = 0;  // prompt tokens with K/V (cached or prefilled)
     size_t num_generated = 0;
-    size_t reserved = 0;
+    size_t cached_blocks_at_admit = 0;  // leading prompt blocks the pool held then
     bool started = false;
     bool in_prefill() const { return num_computed < req.num_prompt_tokens; }
   };
   bool SharesPendingBlock(const SchedRequest& r) const;
   void MarkPending(const Running& r, size_t from_block);
   void ReleasePending(Running& r, size_t old_computed);
+  void DropPending(const Running& r);
+  size_t Promised(const Running& r) const;
 
   SchedulerOptions opt_;
   std::deque<SchedRequest> waiting_;
@@ -98,7 +134,6 @@ class Scheduler {
   std::unordered_map<uint64_t, Running> running_;
   // Block hash -> number of running requests that will compute it.
   std::unordered_map<Hash128, int, Hash128Hasher> pending_;
-  size_t reserved_blocks_ = 0;
 };
 
 }  // namespace pc

@@ -22,6 +22,7 @@ struct ServeFlags {
   std::string model, host = "127.0.0.1", api_key, api_key_file, chat_template, chat_template_file, alias, kv_type = "f16";
   int port = 8080, threads = 0;
   size_t kv_mem = 0, ctx_size = 0, block_size = 16, batch_tokens = 256, max_running = 32, max_queue = 256;
+  double max_step_ms = 50;
   double drain_timeout_s = 30;
   size_t host_cache_mem = 0, disk_cache_size = size_t{8} << 30;
   std::string disk_cache, redis, redis_ns = "promptcache";
@@ -161,6 +162,7 @@ int Serve(const ServeFlags& f) {
                  (*model)->config().n_ctx);
   }
   eo.max_batch_tokens = f.batch_tokens;
+  eo.max_step_ms = f.max_step_ms;
   eo.max_running = f.max_running;
   eo.max_waiting = f.max_queue;
   eo.request_log_path = f.request_log;
@@ -214,6 +216,10 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   c->add_option("--block-size", f->block_size, "Tokens per KV block")->check(CLI::Range(1, 4096));
   c->add_option("--kv-type", f->kv_type, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}));
   c->add_option("--batch-tokens", f->batch_tokens, "Tokens per engine step (decode + prefill chunks)")->check(CLI::Range(1, 1 << 16));
+  c->add_option("--max-step-ms", f->max_step_ms,
+                "Step-time target while streams decode: prefill chunks are sized to keep each step (the "
+                "inter-token gap) near it; 0: off")
+      ->check(CLI::Range(0.0, 60000.0));
   c->add_option("--max-running", f->max_running, "Sequences decoded together")->check(CLI::Range(1, 4096));
   c->add_option("--max-queue", f->max_queue, "Waiting requests before answering 429")->check(CLI::Range(0, 1 << 20));
   c->add_option("--host-cache-mem", f->host_cache_mem, "Host-RAM tier bytes for blocks evicted from the pool (0: off)");

@@ -1,0 +1,44 @@
+// How many prompt tokens the next step may prefill so that the step, and
+// with it every running stream's inter-token gap, stays near a target
+// duration. Pure bookkeeping: the engine reports each step's composition and
+// measured duration; the budget learns two costs from them (exponentially
+// weighted): milliseconds per decode sequence (steps without prefill) and
+// milliseconds per prefill token (what the rest of a mixed step took).
+//
+//   budget = (target_ms - n_decode * decode_ms) / prefill_ms_per_token
+//
+// clamped to [min_chunk, max_tokens - n_decode], so prompts always advance.
+// With no decode in the step nobody waits on it: the whole token budget.
+// Until a cost has been measured, a conservative first guess stands in.
+// Thread-safety: none; owned by the engine loop.
+#pragma once
+#include <cstddef>
+
+namespace pc {
+
+struct StepBudgetOptions {
+  double target_ms = 0;     // 0: no target (every step may use max_tokens)
+  size_t max_tokens = 256;  // tokens per step (decode + prefill)
+  size_t min_chunk = 16;    // prefill tokens a step may always take
+  double smoothing = 0.2;   // weight of the newest measurement
+};
+
+class StepBudget {
+ public:
+  explicit StepBudget(const StepBudgetOptions& opt) : opt_(opt) {}
+
+  // Prefill tokens for a step that also decodes n_decode sequences.
+  size_t PrefillTokens(size_t n_decode) const;
+  // A finished step: its decode sequences, prefill tokens and duration.
+  void Observe(size_t n_decode, size_t n_prefill, double ms);
+
+  double decode_ms_per_seq() const { return decode_ms_; }
+  double prefill_ms_per_token() const { return prefill_ms_; }
+
+ private:
+  StepBudgetOptions opt_;
+  double decode_ms_ = -1;   // per decode sequence; < 0 until measured
+  double prefill_ms_ = -1;  // per prefill token; < 0 until measured
+};
+
+}  // namespace pc

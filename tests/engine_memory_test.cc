@@ -1,0 +1,168 @@
+// The engine under memory pressure: blocks are taken as sequences grow, a
+// shared prefix is held once, and a pool too small for the running set
+// preempts and resumes sequences without changing any output.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include "base/check.h"
+#include "engine/engine.h"
+#include "model/make_model.h"
+#include "test_support.h"
+
+namespace pc {
+namespace {
+
+struct Loaded {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tok;
+};
+
+// A small random-weight model made here (no shared data needed): 2 layers,
+// GQA, F32, so every test runs everywhere.
+Loaded MakeTiny() {
+  MakeModelOptions mo;
+  mo.shape = {"engine-memory", 64, 2, 4, 2, 128, true, 2048};
+  mo.type = TensorType::kF32;
+  mo.vocab_size = 512;
+  const std::string path = test::TempPath("engine-memory.gguf");
+  PC_CHECK(MakeModel(mo, path).ok());
+  Loaded l;
+  l.model = std::move(*Model::Load(path, 1));
+  l.tok = std::make_unique<Tokenizer>(std::move(*Tokenizer::FromGguf(l.model->gguf())));
+  return l;
+}
+
+// Bytes for `blocks` blocks of 16 tokens in F16 K and V.
+size_t PoolBytes(const ModelConfig& c, size_t blocks) {
+  return blocks * 2 * static_cast<size_t>(c.n_layer) * 16 * static_cast<size_t>(c.kv_dim()) * 2;
+}
+
+std::vector<int32_t> Prompt(int i, size_t n) {
+  std::vector<int32_t> p = {1};
+  for (size_t k = 1; k < n; ++k) p.push_back(static_cast<int32_t>(3 + (i * 131 + k * 17 + k * k) % 500));
+  return p;
+}
+
+EngineRequest Greedy(std::vector<int32_t> prompt, int n) {
+  EngineRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = n;
+  r.sampling.temperature = 0;
+  r.ignore_eos = true;
+  r.top_logprobs = 2;
+  return r;
+}
+
+struct Output {
+  std::vector<int32_t> ids;
+  std::vector<std::vector<std::pair<int32_t, float>>> tops;
+  FinishReason finish = FinishReason::kError;
+};
+
+Output Drain(RequestStream& s) {
+  Output o;
+  for (;;) {
+    std::optional<StreamEvent> ev = s.Next(60000);
+    PC_CHECK(ev.has_value());
+    if (ev->done) {
+      o.finish = ev->finish;
+      return o;
+    }
+    o.ids.push_back(ev->token);
+    o.tops.push_back(ev->top);
+  }
+}
+
+double Counter(Engine& e, const std::string& name) {
+  const std::string text = e.RenderMetrics();
+  const size_t at = text.find("\n" + name + " ");
+  if (at == std::string::npos) return 0;
+  return std::stod(text.substr(at + name.size() + 2));
+}
+
+TEST(EngineMemory, APoolTooSmallPreemptsAndResumesWithUnchangedOutputs) {
+  Loaded l = MakeTiny();
+  const ModelConfig& c = l.model->config();
+  // Six requests of 40 prompt + 56 new tokens: 6 blocks each at the end,
+  // 36 together; the pool has 14, so the running set outgrows it.
+  constexpr int kRequests = 6, kNew = 56;
+  std::vector<Output> alone(kRequests);
+  {
+    EngineOptions big;
+    big.cache.mem_bytes = PoolBytes(c, 64);
+    Engine e(*l.model, *l.tok, big);
+    for (int i = 0; i < kRequests; ++i) {
+      alone[i] = Drain(*e.Submit(Greedy(Prompt(i, 40), kNew)).stream);
+      ASSERT_EQ(alone[i].ids.size(), static_cast<size_t>(kNew));
+    }
+  }
+  EngineOptions small;
+  small.cache.mem_bytes = PoolBytes(c, 14);
+  small.max_batch_tokens = 64;
+  Engine e(*l.model, *l.tok, small);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < kRequests; ++i) {
+    SubmitOutcome sub = e.Submit(Greedy(Prompt(i, 40), kNew));
+    ASSERT_TRUE(sub.stream) << sub.message;
+    streams.push_back(sub.stream);
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    const Output got = Drain(*streams[i]);
+    EXPECT_EQ(got.finish, FinishReason::kLength) << "request " << i;
+    ASSERT_EQ(got.ids, alone[i].ids) << "request " << i;
+    for (size_t t = 0; t < got.tops.size(); ++t) {
+      for (size_t j = 0; j < got.tops[t].size(); ++j) {
+        EXPECT_EQ(got.tops[t][j].first, alone[i].tops[t][j].first);
+        EXPECT_FLOAT_EQ(got.tops[t][j].second, alone[i].tops[t][j].second) << "request " << i << " token " << t;
+      }
+    }
+  }
+  EXPECT_GT(Counter(e, "promptcache_preemptions_total"), 0) << "the pool was never short: the test tests nothing";
+  EXPECT_GT(Counter(e, "promptcache_resumed_cached_tokens_total"), 0);
+  for (int tries = 0; tries < 100 && !e.Idle(); ++tries) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const EngineSnapshot s = e.Snapshot();
+  EXPECT_EQ(s.num_used_blocks, 0u) << "blocks leaked";
+  EXPECT_EQ(s.num_running + s.num_waiting, 0u);
+}
+
+TEST(EngineMemory, ThirtyTwoChatsWithoutMaxTokensShareOnePrefixAndAllRun) {
+  Loaded l = MakeTiny();
+  const ModelConfig& c = l.model->config();
+  // A 1,000-token shared prefix is 63 blocks; 32 requests each reserving
+  // their worst case (the whole 2,048-token context, 128 blocks) would need
+  // 4,096. The pool has 200: the prefix once plus each request's own tail.
+  EngineOptions eo;
+  eo.cache.mem_bytes = PoolBytes(c, 200);
+  eo.max_running = 32;
+  eo.max_batch_tokens = 256;
+  Engine e(*l.model, *l.tok, eo);
+  const std::vector<int32_t> system = Prompt(99, 1000);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < 32; ++i) {
+    std::vector<int32_t> p = system;
+    for (int k = 0; k < 8; ++k) p.push_back(static_cast<int32_t>(10 + i * 8 + k));
+    EngineRequest r = Greedy(p, static_cast<int>(e.context_length() - p.size()));  // what the server sends without max_tokens
+    SubmitOutcome sub = e.Submit(r);
+    ASSERT_TRUE(sub.stream) << "request " << i << " refused: " << sub.message;
+    streams.push_back(sub.stream);
+  }
+  // Every stream yields 4 tokens before any is cancelled: all 32 were
+  // running at once (none can finish on its own before the context ends).
+  for (auto& s : streams) {
+    for (int k = 0; k < 4; ++k) {
+      std::optional<StreamEvent> ev = s->Next(60000);
+      ASSERT_TRUE(ev.has_value());
+      ASSERT_FALSE(ev->done) << "finished early: " << ev->error;
+    }
+  }
+  EXPECT_EQ(e.Snapshot().num_running, 32u);
+  EXPECT_EQ(Counter(e, "promptcache_preemptions_total"), 0);
+  e.CancelAll();
+  for (auto& s : streams) EXPECT_EQ(Drain(*s).finish, FinishReason::kCancelled);
+}
+
+}  // namespace
+}  // namespace pc

@@ -1,0 +1,53 @@
+// The step-time budget against a simulated machine whose step costs are
+// known: it learns them from its own steps and keeps steps near the target.
+#include <gtest/gtest.h>
+
+#include "engine/step_budget.h"
+
+namespace pc {
+namespace {
+
+// A machine: 1 ms fixed, 0.5 ms per decode sequence, 0.2 ms per prefill token.
+double StepMs(size_t n_decode, size_t n_prefill) { return 1.0 + 0.5 * n_decode + 0.2 * n_prefill; }
+
+TEST(StepBudget, NoTargetOrNoDecodeTakesTheWholeStep) {
+  StepBudget off(StepBudgetOptions{0, 256, 16});
+  EXPECT_EQ(off.PrefillTokens(4), 252u);
+  StepBudget on(StepBudgetOptions{30, 256, 16});
+  EXPECT_EQ(on.PrefillTokens(0), 256u);  // nobody is waiting on this step
+}
+
+TEST(StepBudget, LearnsTheCostsAndHoldsStepsNearTheTarget) {
+  StepBudget b(StepBudgetOptions{30, 256, 16});
+  const size_t n_decode = 8;
+  EXPECT_EQ(b.PrefillTokens(n_decode), 16u);  // nothing measured yet: the minimum
+  b.Observe(n_decode, 0, StepMs(n_decode, 0));  // a decode-only step
+  double last_ms = 0;
+  for (int step = 0; step < 40; ++step) {
+    const size_t p = b.PrefillTokens(n_decode);
+    last_ms = StepMs(n_decode, p);
+    b.Observe(n_decode, p, last_ms);
+    if (step % 5 == 0) b.Observe(n_decode, 0, StepMs(n_decode, 0));
+  }
+  EXPECT_NEAR(last_ms, 30.0, 3.0);
+  EXPECT_GT(b.PrefillTokens(n_decode), 100u);
+  // More decoding sequences leave less room for prefill; never below the minimum.
+  EXPECT_LT(b.PrefillTokens(40), b.PrefillTokens(8));
+  EXPECT_EQ(b.PrefillTokens(200), 16u);
+  EXPECT_EQ(b.PrefillTokens(250), 6u);  // the step's token budget still bounds it
+}
+
+TEST(StepBudget, ASlowerMachineGetsSmallerChunks) {
+  StepBudget fast(StepBudgetOptions{30, 512, 16}), slow(StepBudgetOptions{30, 512, 16});
+  for (int i = 0; i < 30; ++i) {
+    fast.Observe(4, 0, 2.0);
+    fast.Observe(4, 100, 2.0 + 100 * 0.1);
+    slow.Observe(4, 0, 8.0);
+    slow.Observe(4, 100, 8.0 + 100 * 0.8);
+  }
+  EXPECT_NEAR(static_cast<double>(fast.PrefillTokens(4)), 280.0, 15.0);  // (30 - 2) / 0.1
+  EXPECT_NEAR(static_cast<double>(slow.PrefillTokens(4)), 27.0, 3.0);    // (30 - 8) / 0.8
+}
+
+}  // namespace
+}  // namespace pc
