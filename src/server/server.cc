@@ -129,6 +129,10 @@ std::optional<std::string> Server::Authenticate(const httplib::Request& req, htt
 
 void Server::Routes() {
   httplib::Server& s = *http_;
+  // Tokens are small writes: with Nagle's algorithm the kernel holds each
+  // one until the previous is acknowledged, and a client that delays its
+  // ACKs (40-200 ms) then receives tokens in bursts.
+  s.set_tcp_nodelay(true);
   s.Post("/v1/completions", [this](const httplib::Request& q, httplib::Response& r) {
     HandleGenerate(static_cast<int>(ApiKind::kCompletion), q, r);
   });

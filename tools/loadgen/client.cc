@@ -103,6 +103,7 @@ RequestRecord RunRequest(const Target& t, const BenchRequest& r, double run_star
   httplib::Client cli(t.host, t.port);
   cli.set_read_timeout(static_cast<time_t>(t.timeout_s), 0);
   cli.set_connection_timeout(10, 0);
+  cli.set_tcp_nodelay(true);  // the request leaves at once; timing starts at the send
   httplib::Headers headers;
   if (!t.api_key.empty()) headers.emplace("Authorization", "Bearer " + t.api_key);
   if (std::string key = PrefixKey(r.prompt, r.tokens_per_key, t.prefix_key_tokens); !key.empty()) {
