@@ -8,6 +8,14 @@
 #       llama-bench, run alternately: pp512 and tg128 tokens/s and the ratios.
 #       Prints a Markdown table.
 #
+#   scripts/compare.sh trace [--trace F] [--requests N] [--step-ms "50 0"] [--no-reference]
+#       A window of a real trace replayed with its arrival times (token scale
+#       1/32, output scale 0.05, at most 16 output tokens, as issue 19 set it)
+#       against `promptcache serve -t 2` once per --max-step-ms value, then
+#       against the reference's llama-server -t 2 (defaults), one after the
+#       other, through `promptcache bench -w trace`: ITL p50/p99, TPOT, TTFT,
+#       output tokens/s and the cached share (with the ideal bench prints).
+#
 # Needs build/promptcache (scripts/setup.sh or scripts/test.sh builds it).
 # Models are made once into ~/.cache/promptcache. 2 threads each.
 set -euo pipefail
@@ -54,7 +62,77 @@ models() {
   done
 }
 
+free_port() {  # a loopback port nothing listens on now
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+serve_and_bench() {  # NAME PORT OUT_JSON BENCH_ARGS... (the server is already starting on PORT)
+  local name=$1 port=$2 json=$3; shift 3
+  local deadline=$((SECONDS + 120))
+  until curl -fsS -o /dev/null "http://127.0.0.1:$port/health" 2>/dev/null; do
+    [ $SECONDS -lt $deadline ] || { echo "compare.sh: $name did not start" >&2; return 1; }
+    sleep 0.5
+  done
+  "$bin" bench --url "http://127.0.0.1:$port" -w trace "$@" --no-progress --json "$json" >"${json%.json}.txt" 2>&1
+}
+
+trace() {
+  local tr=../shared/traces/azure_conv_2023.jsonl requests=600 steps="50 0" reference=1 out=compare-trace
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --trace) tr="$2"; shift 2 ;;
+      --requests) requests="$2"; shift 2 ;;
+      --step-ms) steps="$2"; shift 2 ;;
+      --no-reference) reference=0; shift ;;
+      --out) out="$2"; shift 2 ;;
+      *) echo "compare.sh trace: unknown option $1" >&2; exit 2 ;;
+    esac
+  done
+  mkdir -p "$out"
+  local f; f=$(model_for q8_0)
+  local name; name=$(basename "$tr" .jsonl)
+  local args=(--trace "$tr" --requests "$requests" --token-scale 0.03125 --output-scale 0.05 --max-output-tokens 16)
+  local port arms=()
+  for ms in $steps; do
+    port=$(free_port)
+    "$bin" serve -m "$f" --host 127.0.0.1 --port "$port" -t 2 --max-step-ms "$ms" >"$out/serve-$ms.log" 2>&1 &
+    local pid=$!
+    serve_and_bench "promptcache" "$port" "$out/$name-promptcache-step$ms.json" "${args[@]}" || true
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" || true
+    arms+=("promptcache-step$ms")
+  done
+  if [ "$reference" = 1 ]; then
+    port=$(free_port)
+    "$anchor/llama-server" -m "$f" --host 127.0.0.1 --port "$port" -t 2 >"$out/reference.log" 2>&1 &
+    local pid=$!
+    serve_and_bench "reference" "$port" "$out/$name-reference.json" "${args[@]}" || true
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" || true
+    arms+=(reference)
+  fi
+  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $name, $requests requests"
+  python3 - "$out" "$name" "${arms[@]}" <<'EOF'
+import json, sys
+out, name, arms = sys.argv[1], sys.argv[2], sys.argv[3:]
+print("| server | ITL p50 | ITL p99 | TPOT p50 | TTFT p50 | TTFT p99 | output tok/s | cached (ideal) | wall |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for arm in arms:
+    try:
+        j = json.load(open(f"{out}/{name}-{arm}.json"))
+    except OSError:
+        print(f"| {arm} | failed: see {out}/{name}-{arm}.txt |"); continue
+    g = next(g for g in j["groups"] if g["name"] == "all")
+    ideal = j["meta"].get("ideal_cached_fraction")
+    ideal = f" ({100 * ideal:.1f}%)" if ideal is not None else ""
+    print(f"| {arm} | {g['itl_ms']['p50']:.0f} ms | {g['itl_ms']['p99']:.0f} ms | {g['tpot_ms']['p50']:.0f} ms | "
+          f"{g['ttft_ms']['p50']:,.0f} ms | {g['ttft_ms']['p99']:,.0f} ms | {g['throughput_tok_s']:.1f} | "
+          f"{100 * g['cached_fraction']:.1f}%{ideal} | {j['meta']['wall_s']:.0f} s |")
+EOF
+}
+
 case "${1:-}" in
   models) shift; models "$@" ;;
-  *) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  trace) shift; trace "$@" ;;
+  *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

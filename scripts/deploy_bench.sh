@@ -4,7 +4,7 @@
 # with and without the shared Redis tier) against one server with 2 threads
 # and the same total KV memory, on a shared trace; then a replica killed
 # mid-replay. Each arm starts a fresh cluster (empty caches, empty Redis).
-#   scripts/deploy_bench.sh [--trace F] [--out DIR] [--kill-at S] [-- BENCH_ARGS...]
+#   scripts/deploy_bench.sh [--trace F] [--out DIR] [--kill-at S] [--arms "single prefix ..."] [-- BENCH_ARGS...]
 # Default bench arguments: the Mooncake trace, every 4th request (999), token
 # scale 1/64 (served with 8-token blocks, the trace's block at that scale),
 # 16 output tokens, replayed 8x faster, at most 4 in flight.
@@ -14,6 +14,7 @@ trace=../shared/traces/mooncake_synthetic.jsonl
 out=deploy-bench
 port=18080
 kill_at=60
+arms="single prefix roundrobin roundrobin-no-redis prefix-kill"
 kv_mem=$((1 << 30))
 bench_args=()
 while [ $# -gt 0 ]; do
@@ -21,6 +22,7 @@ while [ $# -gt 0 ]; do
     --trace) trace="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     --kill-at) kill_at="$2"; shift 2 ;;
+    --arms) arms="$2"; shift 2 ;;
     --) shift; bench_args=("$@"); break ;;
     *) echo "deploy_bench.sh: unknown option $1" >&2; exit 2 ;;
   esac
@@ -53,11 +55,16 @@ arm() {  # NAME REPLICAS THREADS PORT_OFFSET(0 prefix, 1 round robin) KV_BYTES_E
   scripts/cluster.sh down --dir "$out/run" >/dev/null
 }
 
-arm single 1 2 0 $((2 * kv_mem))
-arm prefix 2 1 0 "$kv_mem"
-arm roundrobin 2 1 1 "$kv_mem"
-arm roundrobin-no-redis 2 1 1 "$kv_mem" no-redis
-arm prefix-kill 2 1 0 "$kv_mem" kill
+for a in $arms; do
+  case "$a" in
+    single) arm single 1 2 0 $((2 * kv_mem)) ;;
+    prefix) arm prefix 2 1 0 "$kv_mem" ;;
+    roundrobin) arm roundrobin 2 1 1 "$kv_mem" ;;
+    roundrobin-no-redis) arm roundrobin-no-redis 2 1 1 "$kv_mem" no-redis ;;
+    prefix-kill) arm prefix-kill 2 1 0 "$kv_mem" kill ;;
+    *) echo "deploy_bench.sh: unknown arm $a" >&2; exit 2 ;;
+  esac
+done
 
 python3 - "$out" "$name" <<'EOF'
 # One table: cached share (and the part of it that came from Redis), TTFT and

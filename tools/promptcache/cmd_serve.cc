@@ -22,7 +22,7 @@ struct ServeFlags {
   std::string model, host = "127.0.0.1", api_key, api_key_file, chat_template, chat_template_file, alias, kv_type = "f16";
   int port = 8080, threads = 0;
   size_t kv_mem = 0, ctx_size = 0, block_size = 16, batch_tokens = 256, max_running = 32, max_queue = 256;
-  double max_step_ms = 50;
+  double max_step_ms = 25;
   double drain_timeout_s = 30;
   size_t host_cache_mem = 0, disk_cache_size = size_t{8} << 30;
   std::string disk_cache, redis, redis_ns = "promptcache";
