@@ -4,7 +4,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <thread>
 
 #include "base/check.h"
@@ -162,6 +165,43 @@ TEST(EngineMemory, ThirtyTwoChatsWithoutMaxTokensShareOnePrefixAndAllRun) {
   EXPECT_EQ(Counter(e, "promptcache_preemptions_total"), 0);
   e.CancelAll();
   for (auto& s : streams) EXPECT_EQ(Drain(*s).finish, FinishReason::kCancelled);
+}
+
+}  // namespace
+}  // namespace pc
+
+namespace pc {
+namespace {
+
+// The request log (serve --request-log) is written by the loop outside the
+// engine lock; every finished request gets its line, shared blocks the same
+// ids, and the line of a hit reports its cached tokens.
+TEST(EngineLog, EveryFinishedRequestIsLoggedWithItsBlocks) {
+  Loaded l = MakeTiny();
+  const std::string path = test::TempPath("engine-requests.jsonl");
+  std::remove(path.c_str());
+  {
+    EngineOptions eo;
+    eo.cache.mem_bytes = PoolBytes(l.model->config(), 64);
+    eo.request_log_path = path;
+    Engine e(*l.model, *l.tok, eo);
+    std::vector<int32_t> shared = Prompt(5, 64);
+    std::vector<int32_t> second = shared;
+    second.push_back(77);
+    EXPECT_EQ(Drain(*e.Submit(Greedy(shared, 3)).stream).finish, FinishReason::kLength);
+    EXPECT_EQ(Drain(*e.Submit(Greedy(second, 2)).stream).finish, FinishReason::kLength);
+  }  // the engine flushes what it has not written yet
+  std::istringstream in(test::ReadText(path));
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(lines[0]["input_tokens"], 64);
+  EXPECT_EQ(lines[0]["output_tokens"], 3);
+  EXPECT_EQ(lines[1]["input_tokens"], 65);
+  EXPECT_EQ(lines[0]["prefix_blocks"].size(), 4u);
+  EXPECT_EQ(lines[1]["prefix_blocks"], lines[0]["prefix_blocks"]);  // 65 tokens: the same 4 full blocks
+  EXPECT_EQ(lines[0]["cached_tokens"], 0);
+  EXPECT_EQ(lines[1]["cached_tokens"], 64);
 }
 
 }  // namespace

@@ -171,6 +171,46 @@ TEST(Scheduler, APreemptedRequestResumesFirstWithItsGeneratedTokens) {
   EXPECT_TRUE(w[1].last_prompt_chunk);
 }
 
+SchedRequest TenantReq(uint64_t id, uint64_t tenant, size_t prompt) {
+  SchedRequest r = Req(id, prompt, 4);
+  r.tenant = tenant;
+  return r;
+}
+
+TEST(Scheduler, AQuietTenantIsNotQueuedBehindAnotherTenantsBurst) {
+  Scheduler s(Opts(64, 1000, 3, 32));
+  for (uint64_t id = 1; id <= 10; ++id) s.Submit(TenantReq(id, 1, 40));
+  s.Submit(TenantReq(11, 2, 40));
+  // Tenant 1's waiting requests rank 0, 1, 2, ...; tenant 2's only one 0.
+  EXPECT_EQ(s.Admit(0), (std::vector<uint64_t>{1, 11, 2}));
+  // Running requests count: tenant 1 has two running, 2 none once 11 ends,
+  // so 2's new request goes before 1's eight older ones.
+  EXPECT_TRUE(s.Finish(11));
+  s.Submit(TenantReq(12, 2, 40));
+  EXPECT_EQ(s.Admit(0), std::vector<uint64_t>{12});
+  // One tenant alone is first come, first served.
+  Scheduler one(Opts(64, 1000, 3, 32));
+  for (uint64_t id = 1; id <= 5; ++id) one.Submit(TenantReq(id, 7, 40));
+  EXPECT_EQ(one.Admit(0), (std::vector<uint64_t>{1, 2, 3}));
+}
+
+TEST(Scheduler, TenantsTakeTurnsAtPrefill) {
+  Scheduler s(Opts(16, 1000, 8, 32));  // 16 prefill tokens per step
+  for (uint64_t id = 1; id <= 3; ++id) s.Submit(TenantReq(id, 1, 64));
+  s.Submit(TenantReq(4, 2, 64));
+  ASSERT_EQ(s.Admit(0).size(), 4u);
+  for (uint64_t id = 1; id <= 4; ++id) s.Started(id, 0);
+  std::vector<uint64_t> served;
+  for (int step = 0; step < 6; ++step) {
+    const std::vector<WorkItem> w = s.Plan();
+    ASSERT_EQ(w.size(), 1u);
+    served.push_back(w[0].id);
+    s.Advanced(w[0].id, w[0].num_tokens);
+  }
+  // Tenant 2's one prompt gets every other step, not the fourth turn.
+  EXPECT_EQ(served, (std::vector<uint64_t>{1, 4, 1, 4, 1, 4}));
+}
+
 TEST(Scheduler, RefusesWhatCanNeverFitAndBoundsTheQueue) {
   Scheduler s(Opts(64, 10, 8, 2));
   EXPECT_EQ(s.Submit(Req(1, 200, 10)), SubmitResult::kTooLarge);

@@ -31,9 +31,11 @@ TEST(StepBudget, LearnsTheCostsAndHoldsStepsNearTheTarget) {
   }
   EXPECT_NEAR(last_ms, 30.0, 3.0);
   EXPECT_GT(b.PrefillTokens(n_decode), 100u);
-  // More decoding sequences leave less room for prefill; never below the minimum.
-  EXPECT_LT(b.PrefillTokens(40), b.PrefillTokens(8));
-  EXPECT_EQ(b.PrefillTokens(200), 16u);
+  // More decoding sequences leave less room for prefill...
+  EXPECT_LT(b.PrefillTokens(30), b.PrefillTokens(8));
+  // ...until the decodes alone fill the target: then prefill gets as long as
+  // they take (100 x 0.6 ms: about 300 tokens, here the 156 the step has left).
+  EXPECT_EQ(b.PrefillTokens(100), 156u);
   EXPECT_EQ(b.PrefillTokens(250), 6u);  // the step's token budget still bounds it
 }
 

@@ -50,6 +50,9 @@ struct Engine::Active {
   // The prompt, then every generated token: what a preempted sequence
   // prefills again when it resumes.
   std::vector<int32_t> tokens;
+  // Chained block hashes of the prompt under its salt, computed once at
+  // Submit for the scheduler, the first tier lookup and the request log.
+  std::vector<Hash128> prompt_hashes;
   size_t num_preemptions = 0;
   std::shared_ptr<RequestStream> stream = std::make_shared<RequestStream>();
   std::unique_ptr<CachedSequence> seq;
@@ -66,6 +69,10 @@ struct Engine::Active {
 };
 
 namespace {
+uint64_t TenantId(const std::string& tenant) {
+  return tenant.empty() ? 0 : std::hash<std::string>{}(tenant) | 1;
+}
+
 // The default pool holds a few contexts of the length served, not of the
 // model's trained length (which may be 128k tokens).
 CacheOptions WithDefaultMemory(ModelConfig c, size_t ctx_tokens, CacheOptions o) {
@@ -106,6 +113,7 @@ Engine::~Engine() {
   }
   wake_.notify_all();
   loop_.join();
+  FlushRequestLog();  // the loop has stopped: this thread owns the log now
   std::lock_guard<std::mutex> lock(mu_);
   for (auto& [id, a] : active_) {
     StreamEvent ev;
@@ -139,7 +147,8 @@ SubmitOutcome Engine::Submit(EngineRequest req) {
     return invalid(fmt::format("this model's maximum context length is {} tokens; the prompt has {} and max_tokens asks "
                                "for {} more", context_length(), req.prompt.size(), req.max_tokens));
   }
-  const std::vector<Hash128> hashes = req.use_cache ? cache_.BlockHashes(req.prompt, req.salt) : std::vector<Hash128>{};
+  std::vector<Hash128> hashes;
+  if (req.use_cache || request_log_) hashes = cache_.BlockHashes(req.prompt, req.salt);
   std::lock_guard<std::mutex> lock(mu_);
   if (draining_ || stop_) {
     out.error = SubmitError::kDraining;
@@ -147,7 +156,8 @@ SubmitOutcome Engine::Submit(EngineRequest req) {
     return out;
   }
   const uint64_t id = next_id_++;
-  SchedRequest sr{id, req.prompt.size(), static_cast<size_t>(req.max_tokens), hashes, NowNs()};
+  SchedRequest sr{id, req.prompt.size(), static_cast<size_t>(req.max_tokens),
+                  req.use_cache ? hashes : std::vector<Hash128>{}, NowNs(), TenantId(req.tenant)};
   const SubmitResult r = scheduler_.Submit(sr);
   if (r == SubmitResult::kTooLarge) {
     return invalid(fmt::format("the request needs {} KV blocks; the pool has {}", scheduler_.BlocksNeeded(sr),
@@ -160,6 +170,7 @@ SubmitOutcome Engine::Submit(EngineRequest req) {
   }
   auto a = std::make_unique<Active>(id, std::move(req), tok_);
   a->arrival_ns = sr.arrival_ns;
+  a->prompt_hashes = std::move(hashes);
   out.stream = a->stream;
   active_.emplace(id, std::move(a));
   wake_.notify_one();
@@ -222,18 +233,26 @@ void Engine::Finish(Active& a, FinishReason reason, int64_t now_ns, const std::s
   RefreshPoolSnapshot();
 }
 
-// One line per finished request. Block ids are the chained (salted) block
-// hashes cut to 53 bits, so they stay exact as JSON numbers anywhere.
+// One line per finished request, kept until the loop writes it outside the
+// lock (FlushRequestLog). Block ids are the chained (salted) block hashes cut
+// to 53 bits, so they stay exact as JSON numbers anywhere.
 void Engine::LogRequest(const Active& a) {
   std::string blocks;
-  for (const Hash128& h : cache_.BlockHashes(a.req.prompt, a.req.salt)) {
+  for (const Hash128& h : a.prompt_hashes) {
     blocks += fmt::format("{}{}", blocks.empty() ? "" : ",", h.lo & ((uint64_t{1} << 53) - 1));
   }
-  *request_log_ << fmt::format(
+  pending_log_.push_back(fmt::format(
       "{{\"t_ms\":{:.3f},\"input_tokens\":{},\"output_tokens\":{},\"prefix_blocks\":[{}],\"block_size\":{},"
       "\"cached_tokens\":{}}}\n",
-      NsToMs(a.arrival_ns - start_ns_), a.req.prompt.size(), a.num_generated, blocks, cache_.block_size(), a.num_cached);
+      NsToMs(a.arrival_ns - start_ns_), a.req.prompt.size(), a.num_generated, blocks, cache_.block_size(), a.num_cached));
+}
+
+// Loop thread, without mu_: file I/O never holds up Submit or /metrics.
+void Engine::FlushRequestLog() {
+  if (!request_log_ || pending_log_.empty()) return;
+  for (const std::string& line : pending_log_) *request_log_ << line;
   request_log_->flush();
+  pending_log_.clear();
 }
 
 void Engine::DropCancelled() {
@@ -256,7 +275,8 @@ void Engine::StartAdmitted(int64_t now_ns) {
     Active& a = *active_.at(id);
     if (a.num_preemptions == 0) a.admit_ns = now_ns;
     if (opt_.tiers && a.req.use_cache) {
-      const std::vector<Hash128> keys = cache_.BlockHashes(a.tokens, a.req.salt);
+      const std::vector<Hash128> keys =
+          a.num_preemptions == 0 ? a.prompt_hashes : cache_.BlockHashes(a.tokens, a.req.salt);
       const size_t k = cache_.NumPoolLeading(keys);
       if (k < keys.size()) {
         a.loading = true;
@@ -383,7 +403,7 @@ void Engine::Requeue(Active& a, bool preempted) {
   a.seq.reset();
   const std::vector<Hash128> hashes = a.req.use_cache ? cache_.BlockHashes(a.tokens, a.req.salt) : std::vector<Hash128>{};
   const size_t left = static_cast<size_t>(a.req.max_tokens) - a.num_generated;
-  scheduler_.Preempt(a.id, SchedRequest{a.id, a.tokens.size(), left, hashes, a.arrival_ns});
+  scheduler_.Preempt(a.id, SchedRequest{a.id, a.tokens.size(), left, hashes, a.arrival_ns, TenantId(a.req.tenant)});
   if (preempted) {
     ++a.num_preemptions;
     metrics_.Add("promptcache_preemptions_total", "", 1);
@@ -419,6 +439,7 @@ std::vector<WorkItem> Engine::PlanWithBlocks() {
 
 bool Engine::Step() {
   DropCancelled();
+  FlushRequestLog();
   std::vector<WorkItem> work;
   std::vector<Active*> acts;
   {
@@ -428,7 +449,10 @@ bool Engine::Step() {
     work = PlanWithBlocks();
     for (const WorkItem& w : work) acts.push_back(active_.at(w.id).get());
   }
-  if (work.empty()) return false;
+  if (work.empty()) {
+    FlushRequestLog();
+    return false;
+  }
   size_t n_decode = 0, n_prefill = 0;
   for (const WorkItem& w : work) (w.decode ? n_decode : n_prefill) += w.num_tokens;
   const int64_t t0 = NowNs();
@@ -438,8 +462,11 @@ bool Engine::Step() {
   metrics_.Observe("promptcache_step_seconds", "", ms / 1e3);
   metrics_.Add("promptcache_step_tokens_total", "kind=\"decode\"", static_cast<double>(n_decode));
   metrics_.Add("promptcache_step_tokens_total", "kind=\"prefill\"", static_cast<double>(n_prefill));
-  std::lock_guard<std::mutex> lock(mu_);
-  RefreshPoolSnapshot();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    RefreshPoolSnapshot();
+  }
+  FlushRequestLog();
   return true;
 }
 

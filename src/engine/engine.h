@@ -64,6 +64,7 @@ struct EngineRequest {
   bool want_logprobs = false;  // the sampled token's logprob
   std::vector<std::string> stop;
   std::string salt;  // cache namespace (tenant and user salt)
+  std::string tenant;  // API-key tenant: tenants share steps fairly (scheduler.h); "" without keys
   bool use_cache = true;
 };
 
@@ -158,6 +159,7 @@ class Engine {
   void Finish(Active& a, FinishReason reason, int64_t now_ns, const std::string& error = "");
   void DescribeMetrics();
   void LogRequest(const Active& a);
+  void FlushRequestLog();
 
   Model& model_;
   const Tokenizer& tok_;
@@ -175,6 +177,7 @@ class Engine {
   bool stop_ = false;
   EngineSnapshot pool_snapshot_;
   std::unique_ptr<std::ofstream> request_log_;
+  std::vector<std::string> pending_log_;  // loop thread only
   int64_t start_ns_ = 0;
   std::thread loop_;
 };

@@ -59,20 +59,19 @@ std::vector<uint64_t> Scheduler::Admit(int64_t /*now_ns*/, const PoolView& pool)
   std::vector<uint64_t> admitted;
   const size_t reserved = num_promised_blocks() + opt_.watermark_blocks;
   size_t avail = pool.free_blocks > reserved ? pool.free_blocks - reserved : 0;
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
+  std::vector<size_t> taken;  // indices into waiting_
+  for (size_t i : FairOrder()) {
     if (running_.size() >= opt_.max_running) break;
-    if (SharesPendingBlock(*it)) {
-      ++it;  // its prefix is being computed: wait for it, let others pass
-      continue;
-    }
-    const size_t cached = pool.cached_leading_blocks ? pool.cached_leading_blocks(*it) : 0;
-    const size_t need = PromptBlocks(*it, cached);
-    // Keep FIFO order for big requests, but never leave the pool idle: a
+    SchedRequest& w = waiting_[i];
+    if (SharesPendingBlock(w)) continue;  // its prefix is being computed: wait for it, let others pass
+    const size_t cached = pool.cached_leading_blocks ? pool.cached_leading_blocks(w) : 0;
+    const size_t need = PromptBlocks(w, cached);
+    // Keep the order for big requests, but never leave the pool idle: a
     // request that fits an empty running set goes (Submit checked the pool).
     if (pool.free_blocks != SIZE_MAX && need > avail && !running_.empty()) break;
     avail -= std::min(need, avail);
     Running r;
-    r.req = std::move(*it);
+    r.req = std::move(w);
     r.cached_blocks_at_admit = cached;
     const uint64_t id = r.req.id;
     // Until Started reports the hit length, assume every block is computed
@@ -81,9 +80,28 @@ std::vector<uint64_t> Scheduler::Admit(int64_t /*now_ns*/, const PoolView& pool)
     order_.push_back(id);
     running_.emplace(id, std::move(r));
     admitted.push_back(id);
-    it = waiting_.erase(it);
+    taken.push_back(i);
   }
+  std::sort(taken.rbegin(), taken.rend());
+  for (size_t i : taken) waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
   return admitted;
+}
+
+// Waiting requests in the order admission considers them: a tenant's k-th
+// waiting request ranks k plus the tenant's running sequences, ties in
+// arrival order. With one tenant this is FIFO; with several, a tenant that
+// floods the queue cannot keep a quiet one's request behind its whole burst.
+std::vector<size_t> Scheduler::FairOrder() const {
+  std::unordered_map<uint64_t, size_t> load;
+  for (const auto& [id, r] : running_) ++load[r.req.tenant];
+  std::vector<std::pair<size_t, size_t>> ranked;  // (rank, index)
+  ranked.reserve(waiting_.size());
+  for (size_t i = 0; i < waiting_.size(); ++i) ranked.emplace_back(load[waiting_[i].tenant]++, i);
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<size_t> order;
+  order.reserve(ranked.size());
+  for (const auto& [rank, i] : ranked) order.push_back(i);
+  return order;
 }
 
 void Scheduler::MarkPending(const Running& r, size_t from_block) {
@@ -111,6 +129,8 @@ void Scheduler::Started(uint64_t id, size_t num_cached_tokens) {
   r.started = true;
   r.num_computed = num_cached_tokens;
   ReleasePending(r, 0);
+  // A tenant new to prefilling joins the turns level with the least served.
+  if (served_.count(r.req.tenant) == 0) served_[r.req.tenant] = LeastServed();
 }
 
 size_t Scheduler::NumDecoding() const {
@@ -129,9 +149,22 @@ std::vector<WorkItem> Scheduler::Plan(size_t max_prefill_tokens) const {
     --budget;
   }
   budget = std::min(budget, max_prefill_tokens);
+  // Prompts take turns by tenant: the tenant whose prompts have had the
+  // fewest prefill tokens goes first (its oldest prompt first), so tenants
+  // share prefill steps evenly whatever their queue lengths (a tenant new
+  // to prefilling joins level with the least served one: Started).
+  const size_t level = LeastServed();
+  std::vector<std::pair<size_t, uint64_t>> prefills;  // (served tokens, id), admission order
   for (uint64_t id : order_) {
     const Running& r = running_.at(id);
-    if (!r.started || !r.in_prefill() || budget == 0) continue;
+    if (!r.started || !r.in_prefill()) continue;
+    auto it = served_.find(r.req.tenant);
+    prefills.emplace_back(it == served_.end() ? level : it->second, id);
+  }
+  std::stable_sort(prefills.begin(), prefills.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [t, id] : prefills) {
+    const Running& r = running_.at(id);
+    if (budget == 0) break;
     const size_t left = r.req.num_prompt_tokens - r.num_computed;
     const size_t n = std::min(left, budget);
     work.push_back({id, n, false, n == left});
@@ -149,6 +182,8 @@ void Scheduler::Advanced(uint64_t id, size_t num_tokens) {
     const size_t old = r.num_computed;
     r.num_computed += num_tokens;
     ReleasePending(r, old);
+    served_[r.req.tenant] += num_tokens;
+    if (!r.in_prefill()) ForgetIfNotPrefilling(r.req.tenant);
   } else {
     r.num_generated += num_tokens;
   }
@@ -173,9 +208,30 @@ bool Scheduler::Finish(uint64_t id) {
   auto it = running_.find(id);
   if (it == running_.end()) return false;
   DropPending(it->second);
+  const uint64_t tenant = it->second.req.tenant;
   order_.erase(std::find(order_.begin(), order_.end(), id));
   running_.erase(it);
+  ForgetIfNotPrefilling(tenant);
   return true;
+}
+
+size_t Scheduler::LeastServed() const {
+  size_t least = 0;
+  bool any = false;
+  for (const auto& [tenant, n] : served_) {
+    least = any ? std::min(least, n) : n;
+    any = true;
+  }
+  return least;
+}
+
+// A tenant with no prompt left to prefill leaves the turn order: coming
+// back later it starts level, neither owed nor owing.
+void Scheduler::ForgetIfNotPrefilling(uint64_t tenant) {
+  for (const auto& [id, r] : running_) {
+    if (r.req.tenant == tenant && r.in_prefill()) return;
+  }
+  served_.erase(tenant);
 }
 
 std::optional<uint64_t> Scheduler::NewestStarted() const {

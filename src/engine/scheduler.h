@@ -25,6 +25,10 @@
 // the pool still runs short in a step the engine preempts the most recently
 // admitted sequence (NewestStarted); its computed blocks stay in the prefix
 // cache, so resuming it is a prefix hit.
+// Fairness between tenants: admission ranks a tenant's waiting requests
+// after its running ones (FairOrder), and prefill goes to the tenant that
+// has had the fewest prefill tokens (Plan), so one tenant's burst does not
+// hold another's request behind all of it; with one tenant both are FIFO.
 // Cache-aware ordering: a waiting request whose prompt shares a block that a
 // running request is still computing waits for it (and is then admitted with
 // a cache hit) instead of computing the same prefix twice; requests behind it
@@ -61,6 +65,7 @@ struct SchedRequest {
   // bypasses the cache: it neither waits for nor is waited on).
   std::vector<Hash128> block_hashes;
   int64_t arrival_ns = 0;
+  uint64_t tenant = 0;  // API-key tenant (hashed); 0 without keys
 };
 
 // The pool as admission sees it. The defaults admit on the running cap alone.
@@ -126,6 +131,9 @@ class Scheduler {
   void MarkPending(const Running& r, size_t from_block);
   void ReleasePending(Running& r, size_t old_computed);
   void DropPending(const Running& r);
+  std::vector<size_t> FairOrder() const;
+  size_t LeastServed() const;
+  void ForgetIfNotPrefilling(uint64_t tenant);
   size_t Promised(const Running& r) const;
 
   SchedulerOptions opt_;
@@ -134,6 +142,8 @@ class Scheduler {
   std::unordered_map<uint64_t, Running> running_;
   // Block hash -> number of running requests that will compute it.
   std::unordered_map<Hash128, int, Hash128Hasher> pending_;
+  // Prefill tokens computed per tenant while it has prompts to prefill.
+  std::unordered_map<uint64_t, size_t> served_;
 };
 
 }  // namespace pc

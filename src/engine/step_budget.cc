@@ -13,7 +13,10 @@ size_t StepBudget::PrefillTokens(size_t n_decode) const {
   // measurement then says what a token costs.
   if (prefill_ms_ <= 0) return floor_tokens;
   const double decode_ms = decode_ms_ > 0 ? decode_ms_ * static_cast<double>(n_decode) : 0;
-  const double left_ms = opt_.target_ms - decode_ms;
+  // When the decodes alone take most of the target, the target cannot be
+  // met anyway; prefill still gets as much time as the decodes, so queued
+  // prompts keep advancing at half the machine instead of a block a step.
+  const double left_ms = std::max(opt_.target_ms - decode_ms, decode_ms);
   if (left_ms <= 0) return floor_tokens;
   const double tokens = std::floor(left_ms / prefill_ms_);
   return std::clamp(static_cast<size_t>(std::min(tokens, 1e9)), floor_tokens, room);

@@ -5,8 +5,12 @@
 // weighted): milliseconds per decode sequence (steps without prefill) and
 // milliseconds per prefill token (what the rest of a mixed step took).
 //
-//   budget = (target_ms - n_decode * decode_ms) / prefill_ms_per_token
+//   budget = max(target_ms - n_decode * decode_ms, n_decode * decode_ms)
+//            / prefill_ms_per_token
 //
+// (when the decodes alone fill the target, prefill gets as long as they
+// take: queued prompts keep advancing at half the machine's speed rather
+// than one block a step),
 // clamped to [min_chunk, max_tokens - n_decode], so prompts always advance.
 // With no decode in the step nobody waits on it: the whole token budget.
 // Until a cost has been measured, a conservative first guess stands in.

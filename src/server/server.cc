@@ -254,6 +254,7 @@ void Server::HandleGenerate(int kind_int, const httplib::Request& req, httplib::
   if (!parsed) return SendError(res, err);
   if (parsed->model.empty()) parsed->model = opt_.model_name;
   parsed->engine.salt = SaltFor(*tenant, parsed->engine.salt);
+  parsed->engine.tenant = *tenant;
   SubmitOutcome sub = engine_.Submit(parsed->engine);
   if (sub.error == SubmitError::kInvalid) return SendError(res, MakeError(400, "invalid_request_error", sub.message));
   if (sub.error == SubmitError::kDraining) return SendError(res, MakeError(503, "server_error", sub.message));
