@@ -211,6 +211,31 @@ TEST(Scheduler, TenantsTakeTurnsAtPrefill) {
   EXPECT_EQ(served, (std::vector<uint64_t>{1, 4, 1, 4, 1, 4}));
 }
 
+TEST(Scheduler, ATenantThatSentLittleLatelyPrefillsFirst) {
+  Scheduler s(Opts(16, 1000, 8, 32));
+  const int64_t sec = 1'000'000'000;
+  s.Submit(TenantReq(1, 1, 64));
+  s.Submit(TenantReq(2, 1, 64));
+  s.Admit(1 * sec);
+  s.Started(1, 0);
+  s.Started(2, 0);
+  s.Advanced(1, 64);  // tenant 1 has had 64 prefill tokens
+  s.Submit(TenantReq(3, 2, 64));
+  EXPECT_EQ(s.Admit(1 * sec), std::vector<uint64_t>{3});
+  s.Started(3, 0);
+  // Tenant 2 (nothing yet) goes before tenant 1's older prompt.
+  std::vector<WorkItem> w = s.Plan();
+  ASSERT_EQ(w.size(), 2u);  // [0] is request 1's decode
+  EXPECT_EQ(w[1].id, 3u);
+  // 40 s later tenant 1's 64 tokens count 4 (10 s half-life): after 16
+  // more for tenant 2, tenant 1's prompt goes first.
+  s.Admit(41 * sec);
+  s.Advanced(3, 16);
+  w = s.Plan();
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[1].id, 2u);
+}
+
 TEST(Scheduler, RefusesWhatCanNeverFitAndBoundsTheQueue) {
   Scheduler s(Opts(64, 10, 8, 2));
   EXPECT_EQ(s.Submit(Req(1, 200, 10)), SubmitResult::kTooLarge);

@@ -1,6 +1,7 @@
 #include "engine/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "base/check.h"
 
@@ -55,7 +56,8 @@ size_t Scheduler::num_promised_blocks() const {
   return n;
 }
 
-std::vector<uint64_t> Scheduler::Admit(int64_t /*now_ns*/, const PoolView& pool) {
+std::vector<uint64_t> Scheduler::Admit(int64_t now_ns, const PoolView& pool) {
+  DecayServed(now_ns);
   std::vector<uint64_t> admitted;
   const size_t reserved = num_promised_blocks() + opt_.watermark_blocks;
   size_t avail = pool.free_blocks > reserved ? pool.free_blocks - reserved : 0;
@@ -129,8 +131,6 @@ void Scheduler::Started(uint64_t id, size_t num_cached_tokens) {
   r.started = true;
   r.num_computed = num_cached_tokens;
   ReleasePending(r, 0);
-  // A tenant new to prefilling joins the turns level with the least served.
-  if (served_.count(r.req.tenant) == 0) served_[r.req.tenant] = LeastServed();
 }
 
 size_t Scheduler::NumDecoding() const {
@@ -149,17 +149,15 @@ std::vector<WorkItem> Scheduler::Plan(size_t max_prefill_tokens) const {
     --budget;
   }
   budget = std::min(budget, max_prefill_tokens);
-  // Prompts take turns by tenant: the tenant whose prompts have had the
-  // fewest prefill tokens goes first (its oldest prompt first), so tenants
-  // share prefill steps evenly whatever their queue lengths (a tenant new
-  // to prefilling joins level with the least served one: Started).
-  const size_t level = LeastServed();
-  std::vector<std::pair<size_t, uint64_t>> prefills;  // (served tokens, id), admission order
+  // Prompts take turns by tenant: the tenant that has had the fewest
+  // prefill tokens lately goes first (its oldest prompt first), so a tenant
+  // with a long queue cannot hold back one that sends little.
+  std::vector<std::pair<double, uint64_t>> prefills;  // (recent prefill tokens, id), admission order
   for (uint64_t id : order_) {
     const Running& r = running_.at(id);
     if (!r.started || !r.in_prefill()) continue;
     auto it = served_.find(r.req.tenant);
-    prefills.emplace_back(it == served_.end() ? level : it->second, id);
+    prefills.emplace_back(it == served_.end() ? 0.0 : it->second, id);
   }
   std::stable_sort(prefills.begin(), prefills.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   for (const auto& [t, id] : prefills) {
@@ -182,8 +180,7 @@ void Scheduler::Advanced(uint64_t id, size_t num_tokens) {
     const size_t old = r.num_computed;
     r.num_computed += num_tokens;
     ReleasePending(r, old);
-    served_[r.req.tenant] += num_tokens;
-    if (!r.in_prefill()) ForgetIfNotPrefilling(r.req.tenant);
+    served_[r.req.tenant] += static_cast<double>(num_tokens);
   } else {
     r.num_generated += num_tokens;
   }
@@ -208,30 +205,24 @@ bool Scheduler::Finish(uint64_t id) {
   auto it = running_.find(id);
   if (it == running_.end()) return false;
   DropPending(it->second);
-  const uint64_t tenant = it->second.req.tenant;
   order_.erase(std::find(order_.begin(), order_.end(), id));
   running_.erase(it);
-  ForgetIfNotPrefilling(tenant);
   return true;
 }
 
-size_t Scheduler::LeastServed() const {
-  size_t least = 0;
-  bool any = false;
-  for (const auto& [tenant, n] : served_) {
-    least = any ? std::min(least, n) : n;
-    any = true;
+// Recent prefill tokens per tenant fade with a 10 s half-life: fairness
+// over the last seconds, neither owed nor owing for older history.
+void Scheduler::DecayServed(int64_t now_ns) {
+  if (last_decay_ns_ == 0 || now_ns <= last_decay_ns_) {
+    last_decay_ns_ = std::max(last_decay_ns_, now_ns);
+    return;
   }
-  return least;
-}
-
-// A tenant with no prompt left to prefill leaves the turn order: coming
-// back later it starts level, neither owed nor owing.
-void Scheduler::ForgetIfNotPrefilling(uint64_t tenant) {
-  for (const auto& [id, r] : running_) {
-    if (r.req.tenant == tenant && r.in_prefill()) return;
+  const double factor = std::exp2(-static_cast<double>(now_ns - last_decay_ns_) / 10e9);
+  last_decay_ns_ = now_ns;
+  for (auto it = served_.begin(); it != served_.end();) {
+    it->second *= factor;
+    it = it->second < 1.0 ? served_.erase(it) : std::next(it);
   }
-  served_.erase(tenant);
 }
 
 std::optional<uint64_t> Scheduler::NewestStarted() const {

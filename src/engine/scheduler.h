@@ -27,8 +27,9 @@
 // cache, so resuming it is a prefix hit.
 // Fairness between tenants: admission ranks a tenant's waiting requests
 // after its running ones (FairOrder), and prefill goes to the tenant that
-// has had the fewest prefill tokens (Plan), so one tenant's burst does not
-// hold another's request behind all of it; with one tenant both are FIFO.
+// has had the fewest prefill tokens in the last seconds (Plan), so one
+// tenant's burst does not hold another's request behind all of it; with one
+// tenant both are FIFO.
 // Cache-aware ordering: a waiting request whose prompt shares a block that a
 // running request is still computing waits for it (and is then admitted with
 // a cache hit) instead of computing the same prefix twice; requests behind it
@@ -132,8 +133,7 @@ class Scheduler {
   void ReleasePending(Running& r, size_t old_computed);
   void DropPending(const Running& r);
   std::vector<size_t> FairOrder() const;
-  size_t LeastServed() const;
-  void ForgetIfNotPrefilling(uint64_t tenant);
+  void DecayServed(int64_t now_ns);
   size_t Promised(const Running& r) const;
 
   SchedulerOptions opt_;
@@ -142,8 +142,9 @@ class Scheduler {
   std::unordered_map<uint64_t, Running> running_;
   // Block hash -> number of running requests that will compute it.
   std::unordered_map<Hash128, int, Hash128Hasher> pending_;
-  // Prefill tokens computed per tenant while it has prompts to prefill.
-  std::unordered_map<uint64_t, size_t> served_;
+  // Recent prefill tokens per tenant (decayed, 10 s half-life).
+  std::unordered_map<uint64_t, double> served_;
+  int64_t last_decay_ns_ = 0;
 };
 
 }  // namespace pc
