@@ -7,7 +7,8 @@
 #   scripts/deploy_bench.sh [--trace F] [--out DIR] [--kill-at S] [--arms "single prefix ..."] [-- BENCH_ARGS...]
 # Default bench arguments: the Mooncake trace, every 4th request (999), token
 # scale 1/64 (served with 8-token blocks, the trace's block at that scale),
-# 16 output tokens, replayed 8x faster, at most 4 in flight.
+# 16 output tokens, replayed 8x faster (open loop: each request at its
+# arrival time).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 trace=../shared/traces/mooncake_synthetic.jsonl
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 [ ${#bench_args[@]} -gt 0 ] || bench_args=(--trace-sample 4 --requests 999 --token-scale 0.015625 --max-output-tokens 16
-  --speed 8 -c 4)
+  --speed 8)
 mkdir -p "$out"
 bin=build/promptcache
 name=$(basename "$trace" .jsonl)
