@@ -39,28 +39,43 @@ const Family kFamilies[] = {
 
 int Count(const std::vector<int32_t>& ids, int32_t id) { return static_cast<int>(std::count(ids.begin(), ids.end(), id)); }
 
+// A tiny model made here whose vocabulary has `markers` as control tokens,
+// served with `template_text` as its chat template (it is also the file's).
+struct ChatServer {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tok;
+  std::unique_ptr<test::Harness> harness;
+};
+Result<ChatServer> StartChatServer(const std::string& name, const std::vector<std::string>& markers,
+                                   const std::string& template_text) {
+  MakeModelOptions mo;
+  mo.shape = {"chat-test", 64, 1, 2, 2, 128, true, 1024};
+  mo.type = TensorType::kF32;
+  mo.vocab_size = 1024;
+  mo.control_tokens = markers;
+  mo.chat_template = template_text;
+  const std::string path = test::TempPath(name + ".gguf");
+  PC_RETURN_IF_ERROR(MakeModel(mo, path));
+  ChatServer cs;
+  PC_ASSIGN_OR_RETURN(cs.model, Model::Load(path, 1));
+  PC_ASSIGN_OR_RETURN(Tokenizer tok, Tokenizer::FromGguf(cs.model->gguf()));
+  cs.tok = std::make_unique<Tokenizer>(std::move(tok));
+  PC_ASSIGN_OR_RETURN(ChatTemplate tmpl, ChatTemplateForModel(cs.model->gguf(), *cs.tok));
+  ServerOptions so;
+  so.chat_template = std::make_shared<const ChatTemplate>(std::move(tmpl));
+  EngineOptions eo;
+  eo.cache.mem_bytes = 8 << 20;
+  cs.harness = std::make_unique<test::Harness>(*cs.model, *cs.tok, eo, so);
+  return cs;
+}
+
 TEST(ServerChat, MessageTextNeverBecomesSpecialTokensInAnyFamily) {
   for (const Family& fam : kFamilies) {
     PC_SHARED_OR_SKIP(tpath, std::string("templates/") + fam.template_name + ".jinja");
-    MakeModelOptions mo;
-    mo.shape = {"chat-test", 64, 1, 2, 2, 128, true, 1024};
-    mo.type = TensorType::kF32;
-    mo.vocab_size = 1024;
-    mo.control_tokens = fam.markers;
-    mo.chat_template = test::ReadText(tpath);
-    const std::string path = test::TempPath(std::string(fam.template_name) + ".gguf");
-    ASSERT_TRUE(MakeModel(mo, path).ok()) << fam.template_name;
-    auto model = Model::Load(path, 1);
-    ASSERT_TRUE(model.ok()) << model.status().message();
-    auto tok = Tokenizer::FromGguf((*model)->gguf());
-    ASSERT_TRUE(tok.ok());
-    auto tmpl = ChatTemplateForModel((*model)->gguf(), *tok);
-    ASSERT_TRUE(tmpl.ok()) << tmpl.status().message();
-    ServerOptions so;
-    so.chat_template = std::make_shared<const ChatTemplate>(std::move(*tmpl));
-    EngineOptions eo;
-    eo.cache.mem_bytes = 8 << 20;
-    test::Harness h(**model, *tok, eo, so);
+    auto cs = StartChatServer(fam.template_name, fam.markers, test::ReadText(tpath));
+    ASSERT_TRUE(cs.ok()) << fam.template_name << ": " << cs.status().message();
+    test::Harness& h = *cs->harness;
+    const std::unique_ptr<Tokenizer>& tok = cs->tok;
     httplib::Client c = h.Client();
     auto tokens = [&](const std::string& user) {
       const json body = {{"messages", {{{"role", "user"}, {"content", user}}}}};
@@ -95,25 +110,9 @@ TEST(ServerChat, MessageTextNeverBecomesSpecialTokensInAnyFamily) {
 // message.
 TEST(ServerChat, ApplyTemplateContinuationAndKwargs) {
   PC_SHARED_OR_SKIP(tpath, "templates/Qwen-Qwen3-0.6B.jinja");
-  MakeModelOptions mo;
-  mo.shape = {"chat-test", 64, 1, 2, 2, 128, true, 1024};
-  mo.type = TensorType::kF32;
-  mo.vocab_size = 1024;
-  mo.control_tokens = {"<|im_start|>", "<|im_end|>", "<think>", "</think>"};
-  mo.chat_template = test::ReadText(tpath);
-  const std::string path = test::TempPath("qwen3-chat.gguf");
-  ASSERT_TRUE(MakeModel(mo, path).ok());
-  auto model = Model::Load(path, 1);
-  ASSERT_TRUE(model.ok());
-  auto tok = Tokenizer::FromGguf((*model)->gguf());
-  ASSERT_TRUE(tok.ok());
-  auto tmpl = ChatTemplateForModel((*model)->gguf(), *tok);
-  ASSERT_TRUE(tmpl.ok());
-  ServerOptions so;
-  so.chat_template = std::make_shared<const ChatTemplate>(std::move(*tmpl));
-  EngineOptions eo;
-  eo.cache.mem_bytes = 8 << 20;
-  test::Harness h(**model, *tok, eo, so);
+  auto cs = StartChatServer("qwen3-chat", {"<|im_start|>", "<|im_end|>", "<think>", "</think>"}, test::ReadText(tpath));
+  ASSERT_TRUE(cs.ok()) << cs.status().message();
+  test::Harness& h = *cs->harness;
   httplib::Client c = h.Client();
   auto apply = [&](json body, int* status = nullptr) {
     auto res = c.Post("/apply-template", body.dump(), "application/json");

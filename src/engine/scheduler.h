@@ -7,7 +7,8 @@
 //   Started(id, num_cached)     prefix-cache hit length of an admitted request
 //   Plan(prefill) -> work       one step: 1 decode token for every running
 //                               sequence past its prompt, then prefill
-//                               chunks, oldest first, up to `prefill` tokens
+//                               chunks (tenants in turn, each tenant's
+//                               oldest first), up to `prefill` tokens
 //                               and the step's token budget
 //   Advanced(id, n)             n tokens of that work item were computed
 //   Preempt(id, resumed)        the pool ran short: the sequence goes back to
