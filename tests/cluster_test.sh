@@ -41,6 +41,17 @@ echo "round robin: first cached $r1, second cached $r2 ($redis2 from Redis)"
 [ "$redis2" -gt 500 ] || { echo "FAIL: the other replica did not load the prefix from Redis"; exit 1; }
 [ "$u1" = "$u2" ] || { echo "FAIL: outputs differ across replicas: $u1 vs $u2"; exit 1; }
 
+# A body HAProxy cannot read as JSON (no routing key) still reaches a
+# replica, which answers 400 with an OpenAI-shaped error; both keep serving.
+code=$(curl -s -o "$run/bad.json" -w '%{http_code}' "http://127.0.0.1:$port/v1/chat/completions" \
+  -H 'Content-Type: application/json' -d '{"messages": [{"role": "user", "content": ')
+echo "malformed body through the prefix entry: HTTP $code $(cat "$run/bad.json")"
+[ "$code" = 400 ] || { echo "FAIL: a malformed body got HTTP $code"; exit 1; }
+python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["error"]["message"]' "$run/bad.json" ||
+  { echo "FAIL: the error is not OpenAI-shaped JSON"; exit 1; }
+read -r c3 _ t3 <<<"$(ask "$port" "$prompt")"
+[ "$t3" = "$t1" ] || { echo "FAIL: the cluster stopped serving after a malformed body"; exit 1; }
+
 pids=$(awk '{ print $2 }' "$run/pids")
 "$root/scripts/cluster.sh" down --dir "$run"
 for p in $pids; do
