@@ -117,6 +117,66 @@ TEST(ChatTemplate, AFinalAssistantMessageIsContinued) {
   EXPECT_EQ(no_assistant->Render(ms, false)->text, "<u>Hi<a>Hel");
 }
 
+// On a reasoning model a continued reply gets a closed, empty reasoning
+// block before its text; a reply that brings its own reasoning, a template
+// without reasoning markers and a generation prompt are left alone.
+TEST(ChatTemplate, AContinuedReplyOnAReasoningModelClosesItsReasoningFirst) {
+  const nlohmann::json ms = Msgs({{"user", "Hi"}, {"assistant", "Hel"}});
+  const std::string turns =
+      "{% for m in messages %}<|im_start|>{{ m.role }}\n{% if m.role == 'assistant' %}{% HEADER %}{% endif %}"
+      "{{ m.content }}<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n<think>\n{% endif %}";
+  auto make = [&](const std::string& header) {
+    std::string src = turns;
+    src.replace(src.find("{% HEADER %}"), 12, header);
+    auto t = ChatTemplate::FromSource(src, "think");
+    EXPECT_TRUE(t.ok());
+    return std::move(*t);
+  };
+  const std::string head = "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n";
+  // No block in the template's assistant turn: the fixed spelling.
+  EXPECT_EQ(make("").Render(ms, false)->text, head + "<think></think>Hel");
+  // A header that leaves a block open gets its close.
+  EXPECT_EQ(make("<think>\n").Render(ms, false)->text, head + "<think>\n</think>Hel");
+  // A template that renders reasoning_content spells the empty block itself.
+  EXPECT_EQ(make("{% if m.reasoning_content %}<think>\n{{ m.reasoning_content }}\n</think>\n\n{% endif %}")
+                .Render(ms, false)
+                ->text,
+            head + "<think>\n\n</think>\n\nHel");
+  // Reasoning of its own (a field, or a closed block in the content): as sent.
+  nlohmann::json own = ms;
+  own[1]["reasoning_content"] = "thought";
+  EXPECT_EQ(make("").Render(own, false)->text, head + "Hel");
+  own = Msgs({{"user", "Hi"}, {"assistant", "<think>x</think>Hel"}});
+  EXPECT_EQ(make("").Render(own, false)->text, head + "<think>x</think>Hel");
+  // A generation prompt is the template's.
+  EXPECT_EQ(make("").Render(Msgs({{"user", "Hi"}}), true)->text, head + "<think>\n");
+  // No reasoning markers in the template: nothing added.
+  EXPECT_EQ(RenderBuiltin("chatml", ms, false), head + "Hel");
+}
+
+// The families the reference engine spells in its own way, and a split turn
+// marker: the text from the split starts at the marker.
+TEST(ChatTemplate, ReasoningFamiliesAreKnownByTheirMarkers) {
+  EXPECT_EQ(ReasoningStyleOf("<|channel|>analysis<|message|>").via_thinking_field, true);
+  EXPECT_EQ(ReasoningStyleOf("{{ '<seed:think>' }}").fixed_block, "<seed:think></seed:think>\n");
+  EXPECT_EQ(ReasoningStyleOf("<|assistant|>{{ '<think></think>' }}").drop_space_before, true);
+  EXPECT_EQ(ReasoningStyleOf("[SYSTEM_PROMPT][ARGS]").fixed_block, "[THINK][/THINK]");
+  EXPECT_EQ(ReasoningStyleOf("[SYSTEM_PROMPT][ARGS][CALL_ID]").open, "");
+  EXPECT_EQ(ReasoningStyleOf("<|im_start|>{{ m.content }}").open, "");
+  // GLM: the template's own "\n<think></think>\n" becomes "<think></think>\n"
+  // right after the role marker.
+  const ReasoningStyle glm = ReasoningStyleOf("<|assistant|><think>");
+  EXPECT_EQ(CloseReasoningBlock("<|user|>\nHi<|assistant|>\n<think></think>\n", "Hel", "", glm),
+            "<|user|>\nHi<|assistant|><think></think>\n");
+  auto marker = ChatTemplate::FromSource(
+      "{% for m in messages %}{% if m.role == 'user' %}<|T|><|U|>{{ m.content }}<|E|>"
+      "{% else %}<|T|><|A|>{{ m.content }}<|E|>{% endif %}{% endfor %}<|T|><|S|>tools<|E|>",
+      "trailer");
+  ASSERT_TRUE(marker.ok());
+  EXPECT_EQ(marker->Render(Msgs({{"user", "Hi"}, {"assistant", "Hel"}}), false)->text,
+            "<|T|><|U|>Hi<|E|><|T|><|S|>tools<|E|><|T|><|A|>Hel");
+}
+
 class ApiParse : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "server/reasoning_block.h"
+
 namespace pc {
 namespace {
 
@@ -53,6 +55,27 @@ std::string BreakSpecials(const std::string& s, const Tokenizer& tok) {
   return out;
 }
 
+// k is where two renders part. When k falls inside a marker such as
+// `<|CHATBOT_TOKEN|>` (the renders share its first bytes), moves it back to
+// that marker's start, and then over the markers written right before it,
+// so that the text from k starts a turn.
+size_t MarkerStart(std::string_view s, size_t k) {
+  const size_t lt = s.substr(0, k).rfind('<');
+  // Two shared bytes ("<|") at least: `</s>` against `<|assistant|>` share
+  // only "<", and the reference renders keep that split (Phi-3.5).
+  if (lt == std::string_view::npos || k - lt < 2 || k - lt > 32 ||
+      s.substr(lt, k - lt).find('>') != std::string_view::npos) {
+    return k;
+  }
+  k = lt;
+  while (k > 0 && s[k - 1] == '>') {
+    const size_t prev = s.substr(0, k - 1).rfind('<');
+    if (prev == std::string_view::npos || k - prev > 32 || s.substr(prev, k - 1 - prev).find('>') != std::string_view::npos) break;
+    k = prev;
+  }
+  return k;
+}
+
 }  // namespace
 
 Result<ChatTemplate> ChatTemplate::FromSource(std::string_view source, std::string name) {
@@ -61,6 +84,8 @@ Result<ChatTemplate> ChatTemplate::FromSource(std::string_view source, std::stri
   ChatTemplate c;
   c.name_ = std::move(name);
   c.tmpl_ = std::move(*t);
+  c.reasoning_ = ReasoningStyleOf(source);
+  c.thinking_by_default_ = source.find("Deliberation: ") == std::string_view::npos;
   return c;
 }
 
@@ -90,10 +115,11 @@ Result<std::string> ChatTemplate::RenderText(const nlohmann::json& messages, boo
   char date[64], datetime[64];
   std::strftime(date, sizeof date, "%d %b %Y", &now);
   std::strftime(datetime, sizeof datetime, "%b %d %Y", &now);
-  // Defaults as the llama.cpp server sets them (templates read them when
-  // present): thinking on, today's date for templates that print one
-  // (Llama 3.x reads date_string, FireFunction v2 datetime).
-  ctx.object().Set("enable_thinking", jinja::Value(true));
+  // Defaults as the reference engine sets them (templates read them when
+  // present): thinking on except for Apertus, whose template leaves it off
+  // when undefined and whose renders show it off; today's date for templates
+  // that print one (Llama 3.x reads date_string, FireFunction v2 datetime).
+  ctx.object().Set("enable_thinking", jinja::Value(thinking_by_default_));
   ctx.object().Set("date_string", jinja::Value(std::string(date)));
   ctx.object().Set("datetime", jinja::Value(std::string(datetime)));
   if (extra.is_object()) {
@@ -120,6 +146,38 @@ Result<std::string> ChatTemplate::RenderText(const nlohmann::json& messages, boo
   return text;
 }
 
+// The last assistant message is continued, not closed. The render of the
+// conversation without it (no generation prompt) is kept as it is, and what
+// the full render adds after it is appended, cut right after that message's
+// content. "What it adds" is the full render past their common prefix (moved
+// back to the start of any turn markers it splits, as `<|START_OF_TURN_TOKEN|>
+// <|SYSTEM_TOKEN|>` against `...<|CHATBOT_TOKEN|>`), less any text the shorter
+// render already ends with (templates that place the system text in the last
+// user turn render that turn in both). A template that does not render the
+// message at all gets its generation prompt and the content. The result ends
+// with the content.
+Result<std::string> ChatTemplate::ContinueFinal(const nlohmann::json& msgs, const nlohmann::json& extra) const {
+  nlohmann::json head = msgs;
+  head.erase(head.end() - 1);
+  const std::string content = msgs.back()["content"].get<std::string>();
+  PC_ASSIGN_OR_RETURN(std::string prefix, RenderText(head, false, extra));
+  PC_ASSIGN_OR_RETURN(std::string full, RenderText(msgs, false, extra));
+  size_t k = 0;
+  while (k < prefix.size() && k < full.size() && prefix[k] == full[k]) ++k;
+  k = MarkerStart(full, k);
+  std::string_view added = std::string_view(full).substr(k);
+  const size_t at = content.empty() ? std::string_view::npos : added.rfind(content);
+  if (at == std::string_view::npos) {
+    PC_ASSIGN_OR_RETURN(std::string text, RenderText(head, true, extra));
+    return text + content;
+  }
+  added = added.substr(0, at + content.size());
+  const std::string_view rest = std::string_view(prefix).substr(k);
+  size_t overlap = std::min(rest.size(), at);
+  while (overlap > 0 && rest.substr(rest.size() - overlap) != added.substr(0, overlap)) --overlap;
+  return prefix + std::string(added.substr(overlap));
+}
+
 Result<ChatPrompt> ChatTemplate::Render(const nlohmann::json& messages, bool add_generation_prompt,
                                         const nlohmann::json& extra) const {
   if (!messages.is_array()) return Status::Error("'messages' must be an array");
@@ -137,34 +195,18 @@ Result<ChatPrompt> ChatTemplate::Render(const nlohmann::json& messages, bool add
                               msgs.back().value("role", "") == "assistant" && msgs.back().contains("content") &&
                               msgs.back()["content"].is_string();
   if (continue_final) {
-    // The last assistant message is continued, not closed. The render of the
-    // conversation without it (no generation prompt) is kept as it is, and
-    // what the full render adds after it is appended, cut right after that
-    // message's content. "What it adds" is the full render past their common
-    // prefix, less any text the shorter render already ends with (templates
-    // that place the system text in the last user turn render that turn in
-    // both). A template that does not render the message at all gets its
-    // generation prompt and the content. (The shared reference renders
-    // continue messages this way; see docs/TEMPLATES.md.)
-    nlohmann::json head = msgs;
-    head.erase(head.end() - 1);
     const std::string content = msgs.back()["content"].get<std::string>();
-    PC_ASSIGN_OR_RETURN(std::string prefix, RenderText(head, false, extra));
-    PC_ASSIGN_OR_RETURN(std::string full, RenderText(msgs, false, extra));
-    size_t k = 0;
-    while (k < prefix.size() && k < full.size() && prefix[k] == full[k]) ++k;
-    std::string_view added = std::string_view(full).substr(k);
-    const size_t at = content.empty() ? std::string_view::npos : added.rfind(content);
-    if (at == std::string_view::npos) {
-      PC_ASSIGN_OR_RETURN(text, RenderText(head, true, extra));
-      text += content;
-    } else {
-      added = added.substr(0, at + content.size());
-      const std::string_view rest = std::string_view(prefix).substr(k);
-      size_t overlap = std::min(rest.size(), at);
-      while (overlap > 0 && rest.substr(rest.size() - overlap) != added.substr(0, overlap)) --overlap;
-      text = prefix;
-      text.append(added.substr(overlap));
+    const bool close_reasoning = !reasoning_.open.empty() && !BringsOwnReasoning(msgs.back(), reasoning_);
+    if (close_reasoning && reasoning_.via_thinking_field) msgs.back()["thinking"] = "";
+    PC_ASSIGN_OR_RETURN(text, ContinueFinal(msgs, extra));
+    if (close_reasoning && !reasoning_.via_thinking_field && text.size() >= content.size()) {
+      std::string probe;
+      if (reasoning_.prefer_probe) {
+        msgs.back()["reasoning_content"] = std::string(kReasoningProbe);
+        if (Result<std::string> p = ContinueFinal(msgs, extra); p.ok()) probe = std::move(*p);
+      }
+      text.resize(text.size() - content.size());
+      text = CloseReasoningBlock(std::move(text), content, probe, reasoning_) + content;
     }
   } else {
     PC_ASSIGN_OR_RETURN(text, RenderText(msgs, add_generation_prompt, extra));

@@ -5,13 +5,14 @@
 // mistral, zephyr; `serve --chat-template NAME`).
 //
 // Variables given to the template: messages, add_generation_prompt,
-// bos_token, eos_token, and as the llama.cpp server sets them
-// enable_thinking (true) and date_string ("30 Nov 2026"), then any extra
-// request variables (chat_template_kwargs); strftime_now uses the real date
-// unless one is pinned. A bos_token text at the very start of the render is
-// removed: the tokenizer adds BOS itself where the vocabulary asks for it.
-// Without a generation prompt, a final assistant message is continued (the
-// prompt ends right after its content, as for a prefilled reply). A
+// bos_token, eos_token, enable_thinking (true but for Apertus), date_string
+// ("30 Nov 2026") and datetime, then any extra request variables
+// (chat_template_kwargs); strftime_now uses the real date unless one is
+// pinned. A bos_token text at the very start of the render is removed: the
+// tokenizer adds BOS itself where the vocabulary asks for it. Without a
+// generation prompt, a final assistant message is continued (the prompt ends
+// right after its content, as for a prefilled reply; on a reasoning model
+// after a closed, empty reasoning block: server/reasoning_block.h). A
 // template that raises on a system message gets it merged into the first
 // user message.
 //
@@ -36,6 +37,7 @@
 
 #include "base/status.h"
 #include "jinja/jinja.h"
+#include "server/reasoning_block.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pc {
@@ -73,10 +75,13 @@ class ChatTemplate {
  private:
   Result<std::string> RenderText(const nlohmann::json& messages, bool add_generation_prompt,
                                  const nlohmann::json& extra) const;
+  Result<std::string> ContinueFinal(const nlohmann::json& messages, const nlohmann::json& extra) const;
   std::string name_;
   jinja::Template tmpl_;
   std::string bos_ = "<s>", eos_ = "</s>";
   std::optional<std::tm> date_;
+  ReasoningStyle reasoning_;
+  bool thinking_by_default_ = true;
   const Tokenizer* tok_ = nullptr;
 };
 
