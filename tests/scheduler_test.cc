@@ -194,6 +194,23 @@ TEST(Scheduler, AQuietTenantIsNotQueuedBehindAnotherTenantsBurst) {
   EXPECT_EQ(one.Admit(0), (std::vector<uint64_t>{1, 2, 3}));
 }
 
+TEST(Scheduler, AFloodingTenantLeavesARunningSlotForAnother) {
+  Scheduler s(Opts(64, 1000, 4, 32));
+  s.Submit(TenantReq(100, 2, 16));  // tenant 2 was active a moment ago
+  ASSERT_EQ(s.Admit(0).size(), 1u);
+  s.Started(100, 0);
+  s.Advanced(100, 16);
+  ASSERT_TRUE(s.Finish(100));
+  for (uint64_t id = 1; id <= 10; ++id) s.Submit(TenantReq(id, 1, 40));
+  EXPECT_EQ(s.Admit(0).size(), 3u);  // one of the 4 slots stays free for tenant 2
+  s.Submit(TenantReq(11, 2, 40));
+  EXPECT_EQ(s.Admit(0), std::vector<uint64_t>{11});
+  // A tenant alone takes every slot.
+  Scheduler one(Opts(64, 1000, 4, 32));
+  for (uint64_t id = 1; id <= 10; ++id) one.Submit(TenantReq(id, 1, 40));
+  EXPECT_EQ(one.Admit(0).size(), 4u);
+}
+
 TEST(Scheduler, TenantsTakeTurnsAtPrefill) {
   Scheduler s(Opts(16, 1000, 8, 32));  // 16 prefill tokens per step
   for (uint64_t id = 1; id <= 3; ++id) s.Submit(TenantReq(id, 1, 64));
@@ -234,6 +251,58 @@ TEST(Scheduler, ATenantThatSentLittleLatelyPrefillsFirst) {
   w = s.Plan();
   ASSERT_EQ(w.size(), 2u);
   EXPECT_EQ(w[1].id, 2u);
+}
+
+// The step's prefill budget follows the standing of the tenant whose turn
+// it is: below its share with nothing waiting, the whole step; past it, only
+// what the target leaves; one tenant alone, the shared budget.
+TEST(Scheduler, ATenantsPrefillBudgetFollowsItsShareOfRecentPrefill) {
+  Scheduler s(Opts(256, 1000, 8, 32));
+  const PrefillBudget budget{40, 10, 200};
+  for (uint64_t id = 1; id <= 3; ++id) s.Submit(TenantReq(id, 1, 300));
+  ASSERT_EQ(s.Admit(0).size(), 3u);
+  for (uint64_t id = 1; id <= 3; ++id) s.Started(id, 0);
+  std::vector<WorkItem> w = s.Plan(budget);
+  ASSERT_EQ(w.size(), 1u);  // alone: shared
+  EXPECT_EQ(w[0].num_tokens, 40u);
+  EXPECT_EQ(s.StandingOf(1), Scheduler::Standing::kFair);
+  s.Advanced(1, 40);
+  // Tenant 2 arrives: it has had nothing, tenant 1 all of it.
+  s.Submit(TenantReq(4, 2, 300));
+  ASSERT_EQ(s.Admit(0), std::vector<uint64_t>{4});
+  s.Started(4, 0);
+  EXPECT_EQ(s.StandingOf(2), Scheduler::Standing::kBelowShare);
+  EXPECT_EQ(s.StandingOf(1), Scheduler::Standing::kPastShare);
+  w = s.Plan(budget);
+  ASSERT_EQ(w.size(), 1u);  // tenant 2 takes the whole step; tenant 1 nothing past it
+  EXPECT_EQ(w[0].id, 4u);
+  EXPECT_EQ(w[0].num_tokens, 200u);
+  s.Advanced(4, 200);
+  // Now tenant 2 has had 200 against 40: it is past its share, and tenant 1
+  // (far below) goes first with the whole step.
+  EXPECT_EQ(s.StandingOf(2), Scheduler::Standing::kPastShare);
+  w = s.Plan(budget);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].id, 1u);
+  EXPECT_EQ(w[0].num_tokens, 200u);
+  s.Advanced(1, 200);
+  // 240 against 200: tenant 2 is below its share with nothing waiting: the
+  // rest of its prompt in this step.
+  w = s.Plan(budget);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].id, 4u);
+  EXPECT_EQ(w[0].num_tokens, 100u);
+  s.Advanced(4, 100);
+  // 240 against 300: tenant 1 is below its share; but a tenant with a
+  // request waiting for admission asks for more than it runs: the shared
+  // budget, not the whole step.
+  EXPECT_EQ(s.StandingOf(1), Scheduler::Standing::kBelowShare);
+  s.Submit(TenantReq(5, 1, 300));
+  EXPECT_EQ(s.StandingOf(1), Scheduler::Standing::kFair);
+  w = s.Plan(budget);
+  ASSERT_EQ(w.size(), 2u);  // request 4 decodes, tenant 1 prefills
+  EXPECT_TRUE(w[0].decode);
+  EXPECT_EQ(w[1].num_tokens, 40u);
 }
 
 TEST(Scheduler, RefusesWhatCanNeverFitAndBoundsTheQueue) {

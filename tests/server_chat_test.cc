@@ -139,5 +139,33 @@ TEST(ServerChat, ApplyTemplateContinuationAndKwargs) {
   EXPECT_EQ(err["error"]["param"], "chat_template_kwargs");
 }
 
+// A non-streaming request writes nothing until its end; a client that
+// leaves before then cancels it instead of leaving it to generate on. The
+// model is made large enough that 1,500 tokens take seconds.
+TEST(ServerChat, ANonStreamingRequestIsCancelledWhenItsClientLeaves) {
+  MakeModelOptions mo;
+  mo.shape = {"slow", 512, 4, 8, 8, 2048, true, 2048};
+  mo.type = TensorType::kF32;
+  mo.vocab_size = 1024;
+  const std::string path = test::TempPath("slow.gguf");
+  ASSERT_TRUE(MakeModel(mo, path).ok());
+  auto model = Model::Load(path, 1);
+  ASSERT_TRUE(model.ok());
+  auto tok = Tokenizer::FromGguf((*model)->gguf());
+  ASSERT_TRUE(tok.ok());
+  EngineOptions eo;
+  eo.cache.mem_bytes = 64 << 20;
+  test::Harness h(**model, *tok, eo, ServerOptions{});
+  httplib::Client c = h.Client();
+  c.set_read_timeout(0, 300'000);  // the client gives up after 0.3 s and closes
+  const json body = {{"prompt", "once upon a time"}, {"max_tokens", 1500}, {"ignore_eos", true}};
+  EXPECT_FALSE(c.Post("/v1/completions", body.dump(), "application/json"));
+  for (int i = 0; i < 500 && !h.engine->Idle(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(h.engine->Idle());
+  EXPECT_EQ(h.engine->metrics().Get("promptcache_requests_total", "finish_reason=\"cancelled\""), 1);
+  EXPECT_LT(h.engine->metrics().Get("promptcache_generation_tokens_total"), 1500);
+  EXPECT_EQ(h.engine->Snapshot().num_used_blocks, 0u);
+}
+
 }  // namespace
 }  // namespace pc

@@ -37,6 +37,17 @@ TEST(StepBudget, LearnsTheCostsAndHoldsStepsNearTheTarget) {
   // they take (100 x 0.6 ms: about 300 tokens, here the 156 the step has left).
   EXPECT_EQ(b.PrefillTokens(100), 156u);
   EXPECT_EQ(b.PrefillTokens(250), 6u);  // the step's token budget still bounds it
+  // The three budgets between tenants: past its share a tenant gets only
+  // what the target leaves (with 100 decodes nothing: the minimum chunk),
+  // far below it the step's whole token budget.
+  const PrefillBudget many = b.Prefill(100);
+  EXPECT_EQ(many.shared, 156u);
+  EXPECT_EQ(many.within_target, 16u);
+  EXPECT_EQ(many.room, 156u);
+  const PrefillBudget few = b.Prefill(8);
+  EXPECT_EQ(few.shared, b.PrefillTokens(8));
+  EXPECT_EQ(few.within_target, few.shared);  // the target is not filled: no floor involved
+  EXPECT_EQ(few.room, 248u);
 }
 
 TEST(StepBudget, ASlowerMachineGetsSmallerChunks) {

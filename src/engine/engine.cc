@@ -416,7 +416,7 @@ void Engine::Requeue(Active& a, bool preempted) {
 // the step planned again (the oldest sequences always make progress).
 std::vector<WorkItem> Engine::PlanWithBlocks() {
   for (;;) {
-    std::vector<WorkItem> work = scheduler_.Plan(step_budget_.PrefillTokens(scheduler_.NumDecoding()));
+    std::vector<WorkItem> work = scheduler_.Plan(step_budget_.Prefill(scheduler_.NumDecoding()));
     bool short_of_blocks = false;
     for (const WorkItem& w : work) {
       CachedSequence& seq = *active_.at(w.id)->seq;

@@ -62,9 +62,19 @@ std::vector<uint64_t> Scheduler::Admit(int64_t now_ns, const PoolView& pool) {
   const size_t reserved = num_promised_blocks() + opt_.watermark_blocks;
   size_t avail = pool.free_blocks > reserved ? pool.free_blocks - reserved : 0;
   std::vector<size_t> taken;  // indices into waiting_
+  // With several tenants active lately, each leaves a running slot for
+  // every other: a flooding tenant cannot hold every slot while another's
+  // request waits for one to free.
+  std::unordered_map<uint64_t, size_t> slots;  // tenant -> running sequences
+  for (const auto& [t, v] : served_) slots.try_emplace(t, 0);
+  for (const SchedRequest& w : waiting_) slots.try_emplace(w.tenant, 0);
+  for (const auto& [id, r] : running_) ++slots[r.req.tenant];
+  const size_t others = slots.empty() ? 0 : slots.size() - 1;
+  const size_t per_tenant = opt_.max_running > others ? opt_.max_running - others : 1;
   for (size_t i : FairOrder()) {
     if (running_.size() >= opt_.max_running) break;
     SchedRequest& w = waiting_[i];
+    if (slots[w.tenant] >= per_tenant) continue;  // its slots are full; other tenants may go
     if (SharesPendingBlock(w)) continue;  // its prefix is being computed: wait for it, let others pass
     const size_t cached = pool.cached_leading_blocks ? pool.cached_leading_blocks(w) : 0;
     const size_t need = PromptBlocks(w, cached);
@@ -80,6 +90,7 @@ std::vector<uint64_t> Scheduler::Admit(int64_t now_ns, const PoolView& pool) {
     // here, so later arrivals with the same prefix wait.
     MarkPending(r, 0);
     order_.push_back(id);
+    ++slots[r.req.tenant];
     running_.emplace(id, std::move(r));
     admitted.push_back(id);
     taken.push_back(i);
@@ -140,6 +151,35 @@ size_t Scheduler::NumDecoding() const {
 }
 
 std::vector<WorkItem> Scheduler::Plan(size_t max_prefill_tokens) const {
+  return Plan(PrefillBudget{max_prefill_tokens, max_prefill_tokens, max_prefill_tokens});
+}
+
+Scheduler::Standing Scheduler::StandingOf(uint64_t tenant) const {
+  std::unordered_map<uint64_t, double> in_flight;  // tenant -> recent prefill tokens
+  auto note = [&](uint64_t t) {
+    auto it = served_.find(t);
+    in_flight[t] = it == served_.end() ? 0.0 : it->second;
+  };
+  bool backlog = false;  // requests of this tenant wait for admission
+  for (const auto& [id, r] : running_) note(r.req.tenant);
+  for (const SchedRequest& r : waiting_) {
+    note(r.tenant);
+    backlog = backlog || r.tenant == tenant;
+  }
+  note(tenant);
+  if (in_flight.size() < 2) return Standing::kFair;
+  double total = 0;
+  for (const auto& [t, v] : in_flight) total += v;
+  const double share = total / static_cast<double>(in_flight.size());
+  const double mine = in_flight[tenant];
+  if (mine > 1.25 * share) return Standing::kPastShare;
+  // Below its share and asking for no more than is running: what it sends
+  // is less than its share of the machine, so it is served at full speed.
+  if (mine < share && !backlog) return Standing::kBelowShare;
+  return Standing::kFair;
+}
+
+std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
   std::vector<WorkItem> work;
   size_t budget = opt_.max_batch_tokens;
   for (uint64_t id : order_) {  // decode first: running streams never stall
@@ -148,10 +188,10 @@ std::vector<WorkItem> Scheduler::Plan(size_t max_prefill_tokens) const {
     work.push_back({id, 1, true, false});
     --budget;
   }
-  budget = std::min(budget, max_prefill_tokens);
   // Prompts take turns by tenant: the tenant that has had the fewest
   // prefill tokens lately goes first (its oldest prompt first), so a tenant
-  // with a long queue cannot hold back one that sends little.
+  // with a long queue cannot hold back one that sends little. Each chunk is
+  // bounded by its tenant's budget less what the step has prefilled already.
   std::vector<std::pair<double, uint64_t>> prefills;  // (recent prefill tokens, id), admission order
   for (uint64_t id : order_) {
     const Running& r = running_.at(id);
@@ -160,13 +200,23 @@ std::vector<WorkItem> Scheduler::Plan(size_t max_prefill_tokens) const {
     prefills.emplace_back(it == served_.end() ? 0.0 : it->second, id);
   }
   std::stable_sort(prefills.begin(), prefills.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::unordered_map<uint64_t, size_t> tenant_budget;
+  size_t used = 0;
   for (const auto& [t, id] : prefills) {
     const Running& r = running_.at(id);
-    if (budget == 0) break;
+    auto [bt, fresh] = tenant_budget.try_emplace(r.req.tenant, 0);
+    if (fresh) {
+      const Standing st = StandingOf(r.req.tenant);
+      bt->second = st == Standing::kPastShare ? prefill.within_target
+                   : st == Standing::kBelowShare ? prefill.room : prefill.shared;
+    }
+    const size_t allowed = std::min(budget, bt->second > used ? bt->second - used : 0);
+    if (allowed == 0) continue;
     const size_t left = r.req.num_prompt_tokens - r.num_computed;
-    const size_t n = std::min(left, budget);
+    const size_t n = std::min(left, allowed);
     work.push_back({id, n, false, n == left});
     budget -= n;
+    used += n;
   }
   return work;
 }

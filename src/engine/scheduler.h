@@ -8,8 +8,9 @@
 //   Plan(prefill) -> work       one step: 1 decode token for every running
 //                               sequence past its prompt, then prefill
 //                               chunks (tenants in turn, each tenant's
-//                               oldest first), up to `prefill` tokens
-//                               and the step's token budget
+//                               oldest first), up to `prefill` tokens (by
+//                               the standing of the tenant whose turn it
+//                               is: StepBudget) and the step's token budget
 //   Advanced(id, n)             n tokens of that work item were computed
 //   Preempt(id, resumed)        the pool ran short: the sequence goes back to
 //                               the head of the queue as `resumed` (its prompt
@@ -27,10 +28,17 @@
 // admitted sequence (NewestStarted); its computed blocks stay in the prefix
 // cache, so resuming it is a prefix hit.
 // Fairness between tenants: admission ranks a tenant's waiting requests
-// after its running ones (FairOrder), and prefill goes to the tenant that
+// after its running ones (FairOrder) and, while several tenants are active,
+// keeps a running slot free for each other tenant; prefill goes to the tenant that
 // has had the fewest prefill tokens in the last seconds (Plan), so one
 // tenant's burst does not hold another's request behind all of it; with one
-// tenant both are FIFO.
+// tenant both are FIFO. Among the tenants with requests in flight, one that
+// has had more than 1.25x its equal share of recent prefill tokens prefills
+// only in what the step target leaves after the decodes (its own flood then
+// queues instead of growing everyone's steps), and one below its share with
+// nothing waiting for admission (it sends less than its share of the
+// machine) prefills in the whole step, so its prompt is not cut into slices
+// between the others' decode batches; the rest get the shared budget.
 // Cache-aware ordering: a waiting request whose prompt shares a block that a
 // running request is still computing waits for it (and is then admitted with
 // a cache hit) instead of computing the same prefix twice; requests behind it
@@ -46,6 +54,7 @@
 #include <vector>
 
 #include "base/hash128.h"
+#include "engine/step_budget.h"
 
 namespace pc {
 
@@ -94,6 +103,10 @@ class Scheduler {
   std::vector<uint64_t> Admit(int64_t now_ns, const PoolView& pool = {});
   void Started(uint64_t id, size_t num_cached_tokens);
   std::vector<WorkItem> Plan(size_t max_prefill_tokens = SIZE_MAX) const;
+  std::vector<WorkItem> Plan(const PrefillBudget& budget) const;
+  // A tenant's share of recent prefill tokens among those in flight.
+  enum class Standing { kFair, kPastShare, kBelowShare };
+  Standing StandingOf(uint64_t tenant) const;
   // Running sequences past their prompt: the decode items of the next Plan.
   size_t NumDecoding() const;
   void Advanced(uint64_t id, size_t num_tokens);

@@ -22,6 +22,19 @@ size_t StepBudget::PrefillTokens(size_t n_decode) const {
   return std::clamp(static_cast<size_t>(std::min(tokens, 1e9)), floor_tokens, room);
 }
 
+PrefillBudget StepBudget::Prefill(size_t n_decode) const {
+  PrefillBudget b;
+  b.room = opt_.max_tokens > n_decode ? opt_.max_tokens - n_decode : 0;
+  b.shared = PrefillTokens(n_decode);
+  b.within_target = b.shared;
+  if (opt_.target_ms > 0 && n_decode > 0 && prefill_ms_ > 0) {
+    const double decode_ms = decode_ms_ > 0 ? decode_ms_ * static_cast<double>(n_decode) : 0;
+    const double tokens = std::floor(std::max(opt_.target_ms - decode_ms, 0.0) / prefill_ms_);
+    b.within_target = std::clamp(static_cast<size_t>(std::min(tokens, 1e9)), std::min(opt_.min_chunk, b.room), b.shared);
+  }
+  return b;
+}
+
 void StepBudget::Observe(size_t n_decode, size_t n_prefill, double ms) {
   if (!(ms > 0) || (n_decode == 0 && n_prefill == 0)) return;
   const double w = opt_.smoothing;

@@ -13,9 +13,15 @@
 // than one block a step),
 // clamped to [min_chunk, max_tokens - n_decode], so prompts always advance.
 // With no decode in the step nobody waits on it: the whole token budget.
+// Between tenants (Scheduler::Plan) the step offers three budgets: the one
+// above for a tenant at its fair share, the target's remainder alone (no
+// half-the-machine floor) for a tenant past its share, and the whole token
+// budget for a tenant far below it.
 // Until a cost has been measured, a conservative first guess stands in.
 // Thread-safety: none; owned by the engine loop.
 #pragma once
+#include <cstddef>
+#include <cstdint>
 #include <cstddef>
 
 namespace pc {
@@ -27,12 +33,21 @@ struct StepBudgetOptions {
   double smoothing = 0.2;   // weight of the newest measurement
 };
 
+// Prefill tokens a step may take, by the standing of the tenant whose turn
+// it is (see above). within_target <= shared <= room.
+struct PrefillBudget {
+  size_t shared = SIZE_MAX;         // at its fair share (or the only tenant)
+  size_t within_target = SIZE_MAX;  // past its share: what the target leaves
+  size_t room = SIZE_MAX;           // far below its share: the step's tokens
+};
+
 class StepBudget {
  public:
   explicit StepBudget(const StepBudgetOptions& opt) : opt_(opt) {}
 
   // Prefill tokens for a step that also decodes n_decode sequences.
   size_t PrefillTokens(size_t n_decode) const;
+  PrefillBudget Prefill(size_t n_decode) const;
   // A finished step: its decode sequences, prefill tokens and duration.
   void Observe(size_t n_decode, size_t n_prefill, double ms);
 

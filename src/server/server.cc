@@ -10,6 +10,7 @@
 #include "base/check.h"
 #include "server/json_body.h"
 #include "server/openai_api.h"
+#include "server/peer_socket.h"
 
 namespace pc {
 
@@ -271,8 +272,17 @@ void Server::HandleGenerate(int kind_int, const httplib::Request& req, httplib::
       ~Done() { --n; }
     } done{num_inflight_};
     ResponseBuilder b(*parsed, tok_, id, created);
+    // Nothing is written until the end, so a client that leaves is seen by
+    // polling its socket between tokens (found once the wait gets long).
+    int peer = -2;
+    auto last_check = std::chrono::steady_clock::now();
     for (;;) {
-      std::optional<StreamEvent> ev = sub.stream->Next(1000);
+      std::optional<StreamEvent> ev = sub.stream->Next(200);
+      if (const auto now = std::chrono::steady_clock::now(); now - last_check >= std::chrono::milliseconds(200)) {
+        last_check = now;
+        if (peer == -2) peer = FindPeerSocket(req.remote_addr, req.remote_port, req.local_port);
+        if (PeerClosed(peer)) sub.stream->Cancel();
+      }
       if (!ev) continue;
       if (!ev->done) {
         b.OnToken(*ev);
