@@ -16,6 +16,15 @@
 #       other, through `promptcache bench -w trace`: ITL p50/p99, TPOT, TTFT,
 #       output tokens/s and the cached share (with the ideal bench prints).
 #
+#   scripts/compare.sh server [-r REPS] [--type TYPE] [--prompt-tokens N] [--cached N] [--new N]
+#       Both servers, one after the other (-t 2, defaults otherwise; the
+#       reference with -c 16384), on the same streamed /v1/completions
+#       requests: a cold N-token prompt (default 4,266), the same prompt
+#       repeated, then a cold prompt of --cached tokens (4,000) followed by
+#       it plus --new (256) tokens (a partial hit). Client-side TTFT (send to
+#       first text) and ITL (mean gap) per case, medians over REPS fresh prompts,
+#       and the ratios (ours / reference) in one table.
+#
 # Needs build/promptcache (scripts/setup.sh or scripts/test.sh builds it).
 # Models are made once into ~/.cache/promptcache. 2 threads each.
 set -euo pipefail
@@ -131,8 +140,61 @@ for arm in arms:
 EOF
 }
 
+wait_health() {  # NAME PORT
+  local deadline=$((SECONDS + 120))
+  until curl -fsS -o /dev/null "http://127.0.0.1:$2/health" 2>/dev/null; do
+    [ $SECONDS -lt $deadline ] || { echo "compare.sh: $1 did not start" >&2; return 1; }
+    sleep 0.5
+  done
+}
+
+server() {
+  local reps=3 type=q8_0 total=4266 cached=4000 new=256 out=compare-server
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      -r) reps="$2"; shift 2 ;;
+      --type) type="$2"; shift 2 ;;
+      --prompt-tokens) total="$2"; shift 2 ;;
+      --cached) cached="$2"; shift 2 ;;
+      --new) new="$2"; shift 2 ;;
+      --out) out="$2"; shift 2 ;;
+      *) echo "compare.sh server: unknown option $1" >&2; exit 2 ;;
+    esac
+  done
+  mkdir -p "$out"
+  local f; f=$(model_for "$type")
+  local port pid
+  for arm in promptcache reference; do
+    port=$(free_port)
+    if [ "$arm" = promptcache ]; then
+      "$bin" serve -m "$f" --host 127.0.0.1 --port "$port" -t 2 >"$out/$arm.log" 2>&1 &
+    else
+      "$anchor/llama-server" -m "$f" --host 127.0.0.1 --port "$port" -t 2 -c 16384 >"$out/$arm.log" 2>&1 &
+    fi
+    pid=$!
+    wait_health "$arm" "$port" && python3 scripts/ttft_cases.py --url "http://127.0.0.1:$port" --reps "$reps" \
+      --prompt-tokens "$total" --cached "$cached" --new "$new" --json "$out/$arm.json" || true
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" || true
+  done
+  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; bench-135m $type, $reps reps"
+  python3 - "$out" <<'PYEOF'
+import json, sys
+out = sys.argv[1]
+a, b = (json.load(open(f"{out}/{n}.json")) for n in ("promptcache", "reference"))
+print("| case | prompt tokens (ours / ref) | cached (ours / ref) | TTFT ours | TTFT reference | ratio | ITL ours | ITL reference |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+for case in a["cases"]:
+    x, y = a["cases"][case], b["cases"][case]
+    print(f"| {case} | {x['prompt_tokens']} / {y['prompt_tokens']} | {x['cached_tokens']} / {y['cached_tokens']} | "
+          f"{x['ttft_ms']:,.1f} ms | {y['ttft_ms']:,.1f} ms | {x['ttft_ms'] / y['ttft_ms']:.2f}x | "
+          f"{x['itl_ms']:.1f} ms | {y['itl_ms']:.1f} ms |")
+PYEOF
+}
+
 case "${1:-}" in
   models) shift; models "$@" ;;
   trace) shift; trace "$@" ;;
-  *) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  server) shift; server "$@" ;;
+  *) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

@@ -7,8 +7,9 @@
 #include <fstream>
 
 #include "kernels/quant.h"
-#include "model/generate.h"
+#include "model/sequence.h"
 #include "model/make_model.h"
+#include "reference_generate.h"
 #include "test_support.h"
 
 namespace pc {

@@ -9,7 +9,7 @@
 
 #include "base/check.h"
 #include "model/forward.h"
-#include "model/generate.h"
+#include "model/sequence.h"
 #include "test_support.h"
 
 namespace pc {

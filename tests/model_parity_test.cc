@@ -6,7 +6,8 @@
 #include <sstream>
 
 #include "kernels/ops.h"
-#include "model/generate.h"
+#include "model/sequence.h"
+#include "reference_generate.h"
 #include "test_support.h"
 
 namespace pc {

@@ -7,6 +7,7 @@
 #include <random>
 
 #include "kvcache/prefix_cache.h"
+#include "reference_generate.h"
 #include "test_support.h"
 
 namespace pc {
@@ -124,6 +125,35 @@ TEST_P(PrefixCacheTest, FullPartialAndMissAreExact) {
   const Outcome ext = Cached(cache, extended);
   EXPECT_EQ(ext.cached, 64u);
   ExpectSame(Cold(extended), ext);
+}
+
+// A prompt is hashed once on its way in: given its keys (as the engine
+// computes them at Submit), Start and the prefill hash nothing of the
+// prompt again; only blocks the generated tokens fill are hashed. The
+// outcome is the same as without keys.
+TEST_P(PrefixCacheTest, StartWithTheKeysHashesThePromptOnce) {
+  PrefixCache cache = MakeCache(64);
+  const auto prompt = Prompt(64, 3);  // four full blocks
+  const std::vector<Hash128> keys = cache.BlockHashes(prompt, "");
+  ASSERT_EQ(keys.size(), 4u);
+  EXPECT_EQ(cache.num_block_hashes(), 4u);
+  auto seq = cache.Start(prompt, "", true, keys);
+  ASSERT_TRUE(seq.ok());
+  Outcome r;
+  auto st = Generate(*model_, *tok_, **seq, prompt, Opts(), [&](const TokenEvent& e) {
+    r.ids.push_back(e.id);
+    r.tops.push_back(e.top);
+    return true;
+  });
+  ASSERT_TRUE(st.ok());
+  // 64 prompt + 11 generated tokens with K/V: no new full block past the prompt.
+  EXPECT_EQ(cache.num_block_hashes(), 4u);
+  ExpectSame(Cold(prompt), r);
+  seq->reset();
+  // The blocks were registered under those keys: a second start hits them.
+  const Outcome again = Cached(cache, prompt);
+  EXPECT_EQ(again.cached, 63u);
+  EXPECT_EQ(cache.num_block_hashes(), 8u);  // that Start was given no keys: hashed the prompt itself
 }
 
 // Every adoption checks the tokens a block holds. A block indexed under a

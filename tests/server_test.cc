@@ -11,6 +11,7 @@
 #include "base/check.h"
 #include "server/server.h"
 #include "server_harness.h"
+#include "reference_generate.h"
 #include "test_support.h"
 
 namespace pc {

@@ -21,6 +21,7 @@
 #include "kvcache/redis_tier.h"
 
 #include <hiredis/hiredis.h>
+#include "reference_generate.h"
 #include "test_support.h"
 
 namespace pc {

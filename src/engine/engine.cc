@@ -51,8 +51,10 @@ struct Engine::Active {
   // prefills again when it resumes.
   std::vector<int32_t> tokens;
   // Chained block hashes of the prompt under its salt, computed once at
-  // Submit for the scheduler, the first tier lookup and the request log.
-  std::vector<Hash128> prompt_hashes;
+  // Submit (the request log's block ids), and of `tokens` as last queued
+  // (the same until a preemption): the scheduler, the tier lookup and the
+  // prefix cache use these, so a prompt is hashed once on its way in.
+  std::vector<Hash128> prompt_hashes, keys;
   size_t num_preemptions = 0;
   std::shared_ptr<RequestStream> stream = std::make_shared<RequestStream>();
   std::unique_ptr<CachedSequence> seq;
@@ -170,6 +172,7 @@ SubmitOutcome Engine::Submit(EngineRequest req) {
   }
   auto a = std::make_unique<Active>(id, std::move(req), tok_);
   a->arrival_ns = sr.arrival_ns;
+  a->keys = hashes;
   a->prompt_hashes = std::move(hashes);
   out.stream = a->stream;
   active_.emplace(id, std::move(a));
@@ -275,8 +278,7 @@ void Engine::StartAdmitted(int64_t now_ns) {
     Active& a = *active_.at(id);
     if (a.num_preemptions == 0) a.admit_ns = now_ns;
     if (opt_.tiers && a.req.use_cache) {
-      const std::vector<Hash128> keys =
-          a.num_preemptions == 0 ? a.prompt_hashes : cache_.BlockHashes(a.tokens, a.req.salt);
+      const std::vector<Hash128>& keys = a.keys;
       const size_t k = cache_.NumPoolLeading(keys);
       if (k < keys.size()) {
         a.loading = true;
@@ -327,7 +329,7 @@ void Engine::InstallLoads(int64_t now_ns) {
 
 // Requires mu_.
 void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string, size_t>& loaded_tokens) {
-  Result<std::unique_ptr<CachedSequence>> seq = cache_.Start(a.tokens, a.req.salt, a.req.use_cache);
+  Result<std::unique_ptr<CachedSequence>> seq = cache_.Start(a.tokens, a.req.salt, a.req.use_cache, a.keys);
   if (!seq.ok()) {
     // No block for a full-hit copy: others hold the pool; wait for them.
     if (scheduler_.NumStarted() > 0) return Requeue(a, /*preempted=*/false);
@@ -401,9 +403,9 @@ void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now
 // what it prefills then, and its sampler keeps its state.
 void Engine::Requeue(Active& a, bool preempted) {
   a.seq.reset();
-  const std::vector<Hash128> hashes = a.req.use_cache ? cache_.BlockHashes(a.tokens, a.req.salt) : std::vector<Hash128>{};
+  a.keys = a.req.use_cache ? cache_.BlockHashes(a.tokens, a.req.salt) : std::vector<Hash128>{};
   const size_t left = static_cast<size_t>(a.req.max_tokens) - a.num_generated;
-  scheduler_.Preempt(a.id, SchedRequest{a.id, a.tokens.size(), left, hashes, a.arrival_ns, TenantId(a.req.tenant)});
+  scheduler_.Preempt(a.id, SchedRequest{a.id, a.tokens.size(), left, a.keys, a.arrival_ns, TenantId(a.req.tenant)});
   if (preempted) {
     ++a.num_preemptions;
     metrics_.Add("promptcache_preemptions_total", "", 1);
@@ -521,6 +523,7 @@ EngineSnapshot Engine::Snapshot() const {
 void Engine::RefreshPoolSnapshot() {
   const BlockPool& p = cache_.pool();
   pool_snapshot_.num_blocks = static_cast<size_t>(p.num_blocks());
+  pool_snapshot_.kv_bytes = cache_.store().bytes();
   pool_snapshot_.num_used_blocks = static_cast<size_t>(p.num_blocks() - p.num_free());
   pool_snapshot_.num_cached_blocks = static_cast<size_t>(p.num_cached());
   pool_snapshot_.block_size = cache_.block_size();

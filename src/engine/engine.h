@@ -32,7 +32,7 @@
 #include "engine/step_budget.h"
 #include "kvcache/prefix_cache.h"
 #include "kvcache/tier_stack.h"
-#include "model/generate.h"
+#include "model/sequence.h"
 
 namespace pc {
 
@@ -122,6 +122,7 @@ struct SubmitOutcome {
 struct EngineSnapshot {
   size_t num_running = 0, num_waiting = 0;
   size_t num_blocks = 0, num_used_blocks = 0, num_cached_blocks = 0, block_size = 0;
+  size_t kv_bytes = 0;  // the pool's K/V store
 };
 
 class Engine {

@@ -41,15 +41,19 @@ PrefixCache::PrefixCache(const ModelConfig& c, const Hash128& fingerprint, const
 }
 
 Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32_t> prompt,
-                                                           std::string_view salt, bool use_cache) {
+                                                           std::string_view salt, bool use_cache,
+                                                           std::span<const Hash128> keys) {
   if (prompt.empty()) return Status::Error("the prompt is empty");
   std::unique_ptr<CachedSequence> seq(new CachedSequence(*this, ChainRoot(fingerprint_, salt), use_cache));
   if (!use_cache) return seq;
   const size_t bs = block_size();
+  const bool have_keys = keys.size() == prompt.size() / bs;
+  if (have_keys) seq->prompt_keys_.assign(keys.begin(), keys.end());
   Hash128 h = seq->last_hash_;
   for (size_t k = 0; (k + 1) * bs <= prompt.size(); ++k) {
     const std::span<const int32_t> block = prompt.subspan(k * bs, bs);
-    const Hash128 next = ChainBlock(h, block);
+    if (!have_keys) ++block_hashes_;
+    const Hash128 next = have_keys ? keys[k] : ChainBlock(h, block);
     const std::optional<int32_t> b = pool_.Lookup(next);
     if (!b) break;
     const std::span<const int32_t> held = TokensOf(*b);
@@ -94,6 +98,7 @@ std::vector<Hash128> PrefixCache::BlockHashes(std::span<const int32_t> prompt, s
   for (size_t k = 0; (k + 1) * bs <= prompt.size(); ++k) {
     h = ChainBlock(h, prompt.subspan(k * bs, bs));
     out.push_back(h);
+    ++block_hashes_;
   }
   return out;
 }
@@ -170,7 +175,12 @@ void CachedSequence::Computed(std::span<const int32_t> tokens) {
   while ((num_hashed_blocks_ + 1) * bs <= tokens_.size()) {
     const size_t k = num_hashed_blocks_;
     const std::span<const int32_t> block = std::span<const int32_t>(tokens_).subspan(k * bs, bs);
-    last_hash_ = ChainBlock(last_hash_, block);
+    if (k < prompt_keys_.size()) {
+      last_hash_ = prompt_keys_[k];  // hashed once, before Start
+    } else {
+      last_hash_ = ChainBlock(last_hash_, block);
+      ++cache_.block_hashes_;
+    }
     if (use_cache_ && cache_.pool_.Register(table_[k], last_hash_)) {
       std::copy(block.begin(), block.end(), cache_.TokensOf(table_[k]).begin());
       if (cache_.listener_) cache_.listener_->OnRegistered(last_hash_, cache_.BlockBytes(table_[k]));

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "kvcache/block_pool.h"
-#include "model/generate.h"
+#include "model/sequence.h"
 
 namespace pc {
 
@@ -72,6 +72,7 @@ class PoolListener {
   std::vector<int32_t> tokens_;  // tokens whose K/V are in table_
   Hash128 last_hash_;            // chain hash of the last full block
   size_t num_hashed_blocks_ = 0;
+  std::vector<Hash128> prompt_keys_;  // the prompt's chain hashes, when Start was given them
   size_t num_cached_tokens_ = 0;
   bool use_cache_;
 };
@@ -83,8 +84,10 @@ class PrefixCache {
   // Starts a sequence for `prompt`, adopting the longest chain of cached full
   // blocks (none when use_cache is false). At least one prompt token is left
   // to compute, since the first output needs its logits.
+  // keys: the prompt's chain hashes (BlockHashes) when the caller has them
+  // already, so a prompt is hashed once on its way in; empty: computed here.
   Result<std::unique_ptr<CachedSequence>> Start(std::span<const int32_t> prompt, std::string_view salt,
-                                                bool use_cache = true);
+                                                bool use_cache = true, std::span<const Hash128> keys = {});
 
   // Chain hashes of the prompt's full blocks under this salt: the keys Start
   // would look up (used by the scheduler to spot shared prefixes).
@@ -108,6 +111,9 @@ class PrefixCache {
   // Adoptions refused because a block's tokens were not the ones its key
   // stands for (from the pool's index or from a tier).
   uint64_t num_token_mismatches() const { return token_mismatches_; }
+  // Blocks hashed so far (BlockHashes, Start without keys, blocks filled by
+  // sequences): how the tests see that a prompt is hashed once.
+  uint64_t num_block_hashes() const { return block_hashes_; }
 
   KvStore& store() { return store_; }
   const KvStore& store() const { return store_; }
@@ -131,6 +137,7 @@ class PrefixCache {
   PoolListener* listener_ = nullptr;
   std::vector<int32_t> block_tokens_;  // [num_blocks][block_size]
   uint64_t token_mismatches_ = 0;
+  mutable uint64_t block_hashes_ = 0;
 };
 
 // Blocks that fit in mem_bytes for this model (at least 1).

@@ -14,7 +14,7 @@
 #include "base/clock.h"
 #include "commands.h"
 #include "kernels/roofline.h"
-#include "model/generate.h"
+#include "model/sequence.h"
 
 namespace pc::cli {
 namespace {

@@ -1,7 +1,8 @@
 // promptcache bench-prefix: what the prefix cache does to TTFT and ITL on
 // one model, in one process: cold vs full hit vs partial hit, and decode
-// speed after a long cached prefix vs after a short prompt. A benchmark, not
-// a test: run it on an idle machine.
+// speed after a long cached prefix vs after a short prompt, each request
+// alone through the serving engine. A benchmark, not a test: run it on an
+// idle machine.
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -9,7 +10,7 @@
 #include <cstdio>
 
 #include "commands.h"
-#include "kvcache/prefix_cache.h"
+#include "engine/engine.h"
 
 namespace pc::cli {
 namespace {
@@ -53,15 +54,21 @@ std::vector<int32_t> SyntheticPrompt(size_t len, int32_t n_vocab, uint64_t seed)
   return p;
 }
 
-Result<Sample> Measure(Model& m, const Tokenizer& tok, PrefixCache& cache, const std::vector<int32_t>& prompt,
-                       int n, bool use_cache) {
-  PC_ASSIGN_OR_RETURN(std::unique_ptr<CachedSequence> seq, cache.Start(prompt, "", use_cache));
-  GenerateOptions opt;
-  opt.max_tokens = n;
-  opt.sampling.temperature = 0;
-  opt.ignore_eos = true;
-  PC_ASSIGN_OR_RETURN(GenerateStats st, Generate(m, tok, *seq, prompt, opt, [](const TokenEvent&) { return true; }));
-  return Sample{st.ttft_ms, st.mean_itl_ms(), st.num_cached_tokens};
+Result<Sample> Measure(Engine& engine, const std::vector<int32_t>& prompt, int n, bool use_cache) {
+  EngineRequest req;
+  req.prompt = prompt;
+  req.max_tokens = n;
+  req.sampling.temperature = 0;
+  req.ignore_eos = true;
+  req.use_cache = use_cache;
+  SubmitOutcome sub = engine.Submit(std::move(req));
+  if (sub.error != SubmitError::kNone) return Status::Error(sub.message);
+  for (;;) {
+    std::optional<StreamEvent> ev = sub.stream->Next(1000);
+    if (!ev || !ev->done) continue;
+    if (ev->finish == FinishReason::kError || ev->finish == FinishReason::kCancelled) return Status::Error(ev->error);
+    return Sample{ev->timings.ttft_ms, ev->timings.mean_itl_ms(), ev->num_cached_tokens};
+  }
 }
 
 int Bench(const Flags& f) {
@@ -72,9 +79,10 @@ int Bench(const Flags& f) {
   Model& m = **model;
   const int32_t nv = m.config().n_vocab;
   if (f.prompt_len + f.n > m.config().n_ctx || f.partial_cached >= f.prompt_len) return Fail("prompt lengths do not fit the context");
-  CacheOptions co;
-  co.block_size = f.block_size;
-  co.mem_bytes = DefaultKvCacheBytes(m.config(), co);
+  EngineOptions eo;
+  eo.cache.block_size = f.block_size;
+  eo.max_batch_tokens = kPrefillChunkTokens;
+  eo.max_running = 1;
   std::map<std::string, Stat> stats;
   for (int r = 0; r < f.reps; ++r) {
     // Fresh prompts per repetition so each cold run is really cold.
@@ -83,9 +91,9 @@ int Bench(const Flags& f) {
     const auto tail = SyntheticPrompt(f.partial_new + 1, nv, 900 + r);
     partial.insert(partial.end(), tail.begin() + 1, tail.end());
     const auto short_prompt = SyntheticPrompt(f.short_len, nv, 500 + r);
-    PrefixCache cache(m.config(), m.fingerprint(), co);
+    Engine engine(m, *tok, eo);  // a fresh cache per repetition
     auto run = [&](const char* name, const std::vector<int32_t>& p, bool use) -> bool {
-      auto s = Measure(m, *tok, cache, p, f.n, use);
+      auto s = Measure(engine, p, f.n, use);
       if (!s.ok()) {
         Fail(s.status().message());
         return false;

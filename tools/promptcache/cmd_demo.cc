@@ -13,7 +13,7 @@
 
 #include "bench_driver.h"
 #include "server/server.h"
-#include "model/generate.h"
+#include "model/sequence.h"
 #include "model/make_model.h"
 
 namespace pc::cli {

@@ -1,4 +1,6 @@
-// promptcache run: stream a completion for a prompt.
+// promptcache run: stream a completion for a prompt, through the same
+// engine (scheduler, prefix cache, decode loop) that serves requests: one
+// sequence at a time, whole 512-token prefill chunks, no step-time target.
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -7,7 +9,7 @@
 #include <sstream>
 
 #include "commands.h"
-#include "kvcache/prefix_cache.h"
+#include "engine/engine.h"
 
 namespace pc::cli {
 namespace {
@@ -50,9 +52,9 @@ Result<std::string> ReadFile(const std::string& path) {
   return text;
 }
 
-void PrintToken(const RunFlags& f, const Tokenizer& t, const TokenEvent& ev) {
+void PrintToken(const RunFlags& f, const Tokenizer& t, const StreamEvent& ev) {
   if (f.json) {
-    nlohmann::json j = {{"id", ev.id}, {"text", t.Piece(ev.id)}};
+    nlohmann::json j = {{"id", ev.token}, {"text", t.Piece(ev.token)}};
     if (f.logprobs > 0) {
       nlohmann::json top = nlohmann::json::array();
       for (const auto& [id, lp] : ev.top) top.push_back({id, lp});
@@ -65,60 +67,76 @@ void PrintToken(const RunFlags& f, const Tokenizer& t, const TokenEvent& ev) {
   std::fflush(stdout);
 }
 
+Result<std::vector<int32_t>> Prompt(const RunFlags& f, const Tokenizer& tok) {
+  if (!f.prompt_tokens.empty()) return ParseIds(f.prompt_tokens);  // verbatim, no BOS
+  std::string text = f.prompt;
+  if (!f.prompt_file.empty()) {
+    PC_ASSIGN_OR_RETURN(text, ReadFile(f.prompt_file));
+  }
+  return tok.Encode(text, {.add_special = true, .parse_special = true});
+}
+
+// One request through the engine: tokens printed as they come (first
+// repetition only), the done event's figures returned.
+Result<StreamEvent> RunOnce(Engine& engine, const RunFlags& f, const Tokenizer& tok, const std::vector<int32_t>& prompt,
+                            bool print) {
+  EngineRequest req;
+  req.prompt = prompt;
+  req.max_tokens = f.n;
+  req.sampling = {f.temp, f.top_k, f.top_p, f.seed};
+  req.ignore_eos = f.ignore_eos;
+  req.top_logprobs = f.logprobs;
+  req.salt = f.salt;
+  req.use_cache = !f.no_cache;
+  SubmitOutcome sub = engine.Submit(std::move(req));
+  if (sub.error != SubmitError::kNone) return Status::Error(sub.message);
+  for (;;) {
+    std::optional<StreamEvent> ev = sub.stream->Next(1000);
+    if (!ev) continue;
+    if (!ev->done) {
+      if (print) PrintToken(f, tok, *ev);
+      continue;
+    }
+    if (ev->finish == FinishReason::kError || ev->finish == FinishReason::kCancelled) {
+      return Status::Error(ev->error.empty() ? "the request was cancelled" : ev->error);
+    }
+    return std::move(*ev);
+  }
+}
+
 int Run(const RunFlags& f) {
   const Numerics numerics = f.numerics == "ggml" ? Numerics::kGgmlCompat : Numerics::kPrecise;
   Result<std::unique_ptr<Model>> model = Model::Load(f.model, f.threads, numerics);
   if (!model.ok()) return Fail(model.status().message());
   Result<Tokenizer> tok = Tokenizer::FromGguf((*model)->gguf());
   if (!tok.ok()) return Fail(tok.status().message());
-  std::vector<int32_t> prompt;
-  if (!f.prompt_tokens.empty()) {
-    Result<std::vector<int32_t>> ids = ParseIds(f.prompt_tokens);  // verbatim, no BOS
-    if (!ids.ok()) return Fail(ids.status().message());
-    prompt = *ids;
-  } else {
-    std::string text = f.prompt;
-    if (!f.prompt_file.empty()) {
-      Result<std::string> t = ReadFile(f.prompt_file);
-      if (!t.ok()) return Fail(t.status().message());
-      text = *t;
-    }
-    prompt = tok->Encode(text, {.add_special = true, .parse_special = true});
-  }
-  GenerateOptions opt;
-  opt.max_tokens = f.n;
-  opt.sampling = {f.temp, f.top_k, f.top_p, f.seed};
-  opt.ignore_eos = f.ignore_eos;
-  opt.logprobs = f.logprobs;
-  CacheOptions co;
-  co.block_size = f.block_size;
-  co.dtype = f.kv_type == "f32" ? KvDtype::kF32 : KvDtype::kF16;
-  co.mem_bytes = f.kv_mem > 0 ? f.kv_mem : DefaultKvCacheBytes((*model)->config(), co);
-  PrefixCache cache((*model)->config(), (*model)->fingerprint(), co);
+  Result<std::vector<int32_t>> prompt = Prompt(f, *tok);
+  if (!prompt.ok()) return Fail(prompt.status().message());
+  EngineOptions eo;
+  eo.cache.block_size = f.block_size;
+  eo.cache.dtype = f.kv_type == "f32" ? KvDtype::kF32 : KvDtype::kF16;
+  eo.cache.mem_bytes = f.kv_mem;  // 0: the default for the model's context
+  eo.max_batch_tokens = kPrefillChunkTokens;
+  eo.max_running = 1;
+  Engine engine(**model, *tok, eo);
   {  // the pool size, always stated at start
-    std::fprintf(stderr, "KV cache: %.1f MiB, %d blocks of %zu tokens (%s)\n", cache.store().bytes() / 1048576.0,
-                 cache.pool().num_blocks(), co.block_size, f.kv_type.c_str());
+    const EngineSnapshot s = engine.Snapshot();
+    std::fprintf(stderr, "KV cache: %.1f MiB, %zu blocks of %zu tokens (%s)\n", s.kv_bytes / 1048576.0, s.num_blocks,
+                 s.block_size, f.kv_type.c_str());
   }
   for (int r = 0; r < f.repeat; ++r) {
-    const int64_t t0 = NowNs();
-    Result<std::unique_ptr<CachedSequence>> seq = cache.Start(prompt, f.salt, !f.no_cache);
-    if (!seq.ok()) return Fail(seq.status().message());
-    const double lookup_ms = NsToMs(NowNs() - t0);
-    const Tokenizer& t = *tok;
-    Result<GenerateStats> st = Generate(**model, t, **seq, prompt, opt, [&](const TokenEvent& ev) {
-      if (r == 0) PrintToken(f, t, ev);
-      return true;
-    });
-    if (!st.ok()) return Fail(st.status().message());
+    Result<StreamEvent> done = RunOnce(engine, f, *tok, *prompt, r == 0);
+    if (!done.ok()) return Fail(done.status().message());
     if (r == 0 && !f.json) std::printf("\n");
     if (f.repeat > 1 || f.stats) {
+      const RequestTimings& t = done->timings;
+      const double itl = t.mean_itl_ms();
       std::fprintf(stderr,
-                   "run %d: prompt %zu tokens, cached %zu, prefilled %zu; lookup %.2f ms, prefill %.1f ms, "
+                   "run %d: prompt %zu tokens, cached %zu, prefilled %zu; queue %.2f ms, prefill %.1f ms, "
                    "TTFT %.1f ms, first decode step %.2f ms, mean ITL %.2f ms over %zu gaps (%.1f tok/s)\n",
-                   r + 1, st->num_prompt_tokens, st->num_cached_tokens, st->num_prefill_tokens, lookup_ms,
-                   st->prefill_ms, st->ttft_ms, st->itl_ms.empty() ? 0.0 : st->itl_ms[0], st->mean_itl_ms(),
-                   st->itl_ms.size(),
-                   st->mean_itl_ms() > 0 ? 1e3 / st->mean_itl_ms() : 0.0);
+                   r + 1, done->num_prompt_tokens, done->num_cached_tokens,
+                   done->num_prompt_tokens - done->num_cached_tokens, t.queue_ms, t.prefill_ms, t.ttft_ms,
+                   t.itl_ms.empty() ? 0.0 : t.itl_ms[0], itl, t.itl_ms.size(), itl > 0 ? 1e3 / itl : 0.0);
     }
   }
   return 0;
@@ -142,7 +160,7 @@ void RegisterRun(CLI::App& app, int* exit_code) {
   c->add_option("--block-size", f->block_size, "Tokens per KV block")->check(CLI::Range(1, 4096));
   c->add_option("--cache-salt", f->salt, "Cache namespace (tenant): different salts never share blocks");
   c->add_flag("--no-cache", f->no_cache, "Neither reuse nor store cached prefixes");
-  c->add_option("-n,--n-predict", f->n, "Tokens to generate")->check(CLI::Range(0, 1 << 20));
+  c->add_option("-n,--n-predict", f->n, "Tokens to generate")->check(CLI::Range(1, 1 << 20));
   c->add_option("--temp", f->temp, "Temperature (0: greedy)")->check(CLI::Range(0.0f, 100.0f));
   c->add_option("--top-k", f->top_k, "Top-k (0: off)")->check(CLI::Range(0, 1 << 24));
   c->add_option("--top-p", f->top_p, "Top-p (1: off)")->check(CLI::Range(0.0f, 1.0f));

@@ -1,4 +1,4 @@
-#include "model/generate.h"
+#include "reference_generate.h"
 
 #include "base/check.h"
 #include "base/clock.h"
@@ -6,53 +6,11 @@
 
 namespace pc {
 
-Session::Session(Model& model, size_t max_tokens, KvDtype dtype, size_t block_size)
-    : model_(model),
-      kv_(model.config().n_layer, model.config().kv_dim(), block_size,
-          (max_tokens + block_size - 1) / block_size, dtype) {
-  for (size_t b = 0; b < kv_.num_blocks(); ++b) table_.push_back(static_cast<int32_t>(b));
-}
-
-Status Session::Reserve(size_t num_tokens) {
-  if (num_tokens > capacity()) return Errorf("session holds {} tokens, {} needed", capacity(), num_tokens);
-  return OkStatus();
-}
-
-std::span<const float> Session::Prefill(std::span<const int32_t> tokens) {
-  Result<std::span<const float>> r = RunBatch(model_, *this, tokens, &logits_);
-  PC_CHECK(r.ok());
-  return *r;
-}
-
-std::span<const float> Session::Decode(int32_t token) { return Prefill({&token, 1}); }
-
 double GenerateStats::mean_itl_ms() const {
   if (itl_ms.empty()) return 0;
   double s = 0;
   for (double v : itl_ms) s += v;
   return s / static_cast<double>(itl_ms.size());
-}
-
-Result<std::span<const float>> RunBatch(Model& model, KvSequence& seq, std::span<const int32_t> tokens,
-                                        std::vector<float>* logits) {
-  PC_CHECK(!tokens.empty());
-  const size_t start = seq.num_computed();
-  PC_RETURN_IF_ERROR(seq.Reserve(start + tokens.size()));
-  const std::span<const int32_t> table = seq.block_table();
-  // Long prompts run in chunks of kPrefillChunkTokens (as llama.cpp's
-  // micro-batches of 512): activation scratch stays bounded, and results do
-  // not change since every kernel is batch-invariant.
-  std::vector<BatchToken> batch;
-  for (size_t c0 = 0; c0 < tokens.size(); c0 += kPrefillChunkTokens) {
-    const size_t c1 = std::min(tokens.size(), c0 + kPrefillChunkTokens);
-    batch.clear();
-    for (size_t i = c0; i < c1; ++i) {
-      batch.push_back({tokens[i], static_cast<int32_t>(start + i), table, i + 1 == tokens.size()});
-    }
-    model.Forward(batch, seq.store(), logits);
-  }
-  seq.Computed(tokens);
-  return std::span<const float>(*logits);
 }
 
 Result<GenerateStats> Generate(Model& model, const Tokenizer& tok, std::span<const int32_t> prompt,
