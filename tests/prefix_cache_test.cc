@@ -112,19 +112,58 @@ TEST_P(PrefixCacheTest, FullPartialAndMissAreExact) {
   mid[40] = 7;
   mid.resize(50);
   const Outcome mid_hit = Cached(cache, mid);
-  EXPECT_EQ(mid_hit.cached, 32u);
+  EXPECT_EQ(mid_hit.cached, 40u);  // two whole blocks and block 2's first 8 tokens
   ExpectSame(Cold(mid), mid_hit);
   auto edge = base;  // diverges exactly at the block boundary (position 48)
   edge[48] = 9;
   const Outcome edge_hit = Cached(cache, edge);
   EXPECT_EQ(edge_hit.cached, 48u);
   ExpectSame(Cold(edge), edge_hit);
-  // Generated tokens were cached too: the prompt plus its output hits further.
+  // Generated tokens were cached too (their partial block indexed as the
+  // sequence ended): the prompt plus its output hits all but its last token.
   auto extended = base;
   extended.insert(extended.end(), cold.ids.begin(), cold.ids.end() - 1);
   const Outcome ext = Cached(cache, extended);
-  EXPECT_EQ(ext.cached, 64u);
+  EXPECT_EQ(ext.cached, 74u);
   ExpectSame(Cold(extended), ext);
+}
+
+// Reuse is token-exact: a prompt repeated whole shares the leading tokens of
+// the block its first run filled with prompt and generated tokens (copied
+// into a private block), all but the last token; one that parts from it
+// inside that block shares up to the parting; outputs stay exact.
+TEST_P(PrefixCacheTest, APartialLastBlockIsReusedUpToTheFirstDifferentToken) {
+  PrefixCache cache = MakeCache(64);
+  const auto prompt = Prompt(74, 5);  // four full blocks and 10 tokens
+  const Outcome cold = Cold(prompt);
+  const Outcome first = Cached(cache, prompt);  // fills block 5 with 10 prompt + 6 generated tokens
+  EXPECT_EQ(first.cached, 0u);
+  ExpectSame(cold, first);
+  const Outcome again = Cached(cache, prompt);
+  EXPECT_EQ(again.cached, 73u);
+  ExpectSame(cold, again);
+  auto parted = prompt;  // the same up to position 69, then other tokens
+  parted[69] = 11;
+  parted[70] = 12;
+  const Outcome part = Cached(cache, parted);
+  EXPECT_EQ(part.cached, 69u);
+  ExpectSame(Cold(parted), part);
+  // Past the tail's block the next whole block is the prompt's own again.
+  auto longer = prompt;
+  longer.insert(longer.end(), first.ids.begin(), first.ids.begin() + 6);  // block 5 exactly as the first run filled it
+  longer.push_back(7);
+  longer.push_back(8);
+  const Outcome l = Cached(cache, longer);
+  EXPECT_EQ(l.cached, 80u);
+  ExpectSame(Cold(longer), l);
+  // A tail its sequence left partial (66 prompt + 11 generated tokens: 13 in
+  // block 5) is indexed when the sequence ends: the repeat shares 65.
+  const auto short_tail = Prompt(66, 6);
+  EXPECT_EQ(Cached(cache, short_tail).cached, 1u);  // BOS, which every prompt here starts with
+  const Outcome repeat = Cached(cache, short_tail);
+  EXPECT_EQ(repeat.cached, 65u);
+  ExpectSame(Cold(short_tail), repeat);
+  EXPECT_TRUE(cache.pool().CheckInvariants());
 }
 
 // A prompt is hashed once on its way in: given its keys (as the engine
@@ -176,7 +215,9 @@ TEST_P(PrefixCacheTest, AdoptionChecksTheTokensABlockHolds) {
   ASSERT_TRUE(planted);
   cache.ReleaseBlock(*planted);
   const Outcome got = Cached(cache, a);
-  EXPECT_EQ(got.cached, 0u);  // the lookup hits, the token check refuses
+  // The lookup hits, the token check refuses; only the first token (BOS,
+  // the same in both prompts) is shared, from b's first block.
+  EXPECT_EQ(got.cached, 1u);
   EXPECT_EQ(cache.num_token_mismatches(), 2u);
   ExpectSame(Cold(a), got);
 }
@@ -189,7 +230,7 @@ TEST_P(PrefixCacheTest, DifferentSaltMissesAndOptOutNeitherReadsNorWrites) {
   const Outcome other = Cached(cache, p, "tenant-b");
   EXPECT_EQ(other.cached, 0u);
   ExpectSame(cold, other);
-  EXPECT_EQ(Cached(cache, p, "tenant-a").cached, 32u);
+  EXPECT_EQ(Cached(cache, p, "tenant-a").cached, 39u);  // all but the last prompt token
   const int32_t cached_before = cache.pool().num_cached();
   auto seq = cache.Start(p, "tenant-a", /*use_cache=*/false);
   ASSERT_TRUE(seq.ok());
@@ -331,10 +372,15 @@ TEST(PrefixCacheStress, TenThousandRandomOperations) {
       const int32_t t = 20 + static_cast<int32_t>(rng() % 5);
       if (RunBatch(m, *live[i], {&t, 1}, &logits).ok()) live_tokens[i].push_back(t);
       ++ops[1];
-    } else if (kind < 9) {  // finish
+    } else if (kind < 9) {  // finish: a partial tail is indexed as the sequence ends
       const size_t i = rng() % live.size();
+      const std::vector<int32_t> table(live[i]->block_table().begin(), live[i]->block_table().end());
+      const std::vector<int32_t> toks = live_tokens[i];
       live.erase(live.begin() + static_cast<std::ptrdiff_t>(i));
       live_tokens.erase(live_tokens.begin() + static_cast<std::ptrdiff_t>(i));
+      if (toks.size() % 4 != 0 && toks.size() / 4 < table.size()) {
+        if (auto h = cache.pool().hash_of(table[toks.size() / 4])) prefix_of[{h->lo, h->hi}] = toks;
+      }
       ++ops[2];
     } else {  // lookup only
       const std::vector<int32_t> p = {1, 10 + static_cast<int32_t>(rng() % 3), 11, 12};
@@ -368,11 +414,13 @@ TEST(PrefixCacheStress, TenThousandRandomOperations) {
       const std::vector<int32_t>& prefix = it->second;
       Session fresh(m, prefix.size(), KvDtype::kF16, 4);
       fresh.Prefill(prefix);
-      const int32_t fb = fresh.block_table()[prefix.size() / 4 - 1];
+      const int32_t fb = fresh.block_table()[(prefix.size() - 1) / 4];
+      // A partial tail holds only its own rows.
+      const size_t bytes = cache.store().block_layer_bytes() / 4 * ((prefix.size() - 1) % 4 + 1);
       for (size_t l = 0; l < fresh.store().num_layers(); ++l) {
-        ASSERT_EQ(0, std::memcmp(fresh.store().BlockK(l, fb), cache.store().BlockK(l, b), cache.store().block_layer_bytes()))
+        ASSERT_EQ(0, std::memcmp(fresh.store().BlockK(l, fb), cache.store().BlockK(l, b), bytes))
             << "K of block " << b << " layer " << l;
-        ASSERT_EQ(0, std::memcmp(fresh.store().BlockV(l, fb), cache.store().BlockV(l, b), cache.store().block_layer_bytes()));
+        ASSERT_EQ(0, std::memcmp(fresh.store().BlockV(l, fb), cache.store().BlockV(l, b), bytes));
       }
     }
   }

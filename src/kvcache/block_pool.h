@@ -40,7 +40,7 @@ class BlockPool {
 
   // The block holding this hash, if indexed.
   std::optional<int32_t> Lookup(const Hash128& h) const;
-  // Indexes a full, computed block under h. Returns false (and changes
+  // Indexes a computed block (whole, or a finished sequence's partial tail) under h. Returns false (and changes
   // nothing) if h is already indexed by another block or b is indexed.
   bool Register(int32_t b, const Hash128& h);
 

@@ -38,6 +38,7 @@ PrefixCache::PrefixCache(const ModelConfig& c, const Hash128& fingerprint, const
   std::memcpy(buf.data() + 16, layout, 16);
   fingerprint_ = HashBytes(buf);
   block_tokens_.assign(static_cast<size_t>(pool_.num_blocks()) * opt.block_size, -1);
+  partial_.assign(static_cast<size_t>(pool_.num_blocks()), 0);
 }
 
 Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32_t> prompt,
@@ -69,6 +70,10 @@ Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32
   seq->last_hash_ = h;
   seq->num_hashed_blocks_ = seq->table_.size();
   seq->tokens_.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(matched));
+  if (matched < prompt.size() && prompt.size() - matched >= 2) {
+    // At least one token is left to compute (its logits start the output).
+    AdoptPartialBlock(*seq, prompt.subspan(matched), std::min(bs - 1, prompt.size() - matched - 1));
+  }
   if (matched == prompt.size()) {
     // The whole prompt is cached. The last prompt token is recomputed to get
     // its logits; its row lives in the last (shared) block, so that block is
@@ -117,7 +122,10 @@ std::vector<uint8_t> PrefixCache::BlockBytes(int32_t b) {
 std::optional<int32_t> PrefixCache::AllocateBlock() {
   std::optional<Hash128> evicted;
   std::optional<int32_t> b = pool_.Allocate(&evicted);
-  if (b && evicted && listener_) listener_->OnEvicted(*evicted, BlockBytes(*b));
+  if (!b) return b;
+  // A partial tail is not a tier entry (tiers hold whole blocks).
+  if (evicted && listener_ && partial_[static_cast<size_t>(*b)] == 0) listener_->OnEvicted(*evicted, BlockBytes(*b));
+  partial_[static_cast<size_t>(*b)] = 0;
   return b;
 }
 
@@ -148,7 +156,64 @@ std::optional<int32_t> PrefixCache::InstallBlock(const Hash128& key, std::span<c
   return b;
 }
 
+void PrefixCache::NoteChild(const Hash128& parent, const Hash128& child) {
+  // Stale entries (evicted children) are skipped at lookup and dropped here
+  // once they would outnumber the pool's blocks twice over.
+  if (children_.size() >= 2 * static_cast<size_t>(pool_.num_blocks())) {
+    for (auto it = children_.begin(); it != children_.end();) {
+      it = pool_.Lookup(it->second) ? std::next(it) : children_.erase(it);
+    }
+  }
+  children_.emplace(parent, child);
+}
+
+size_t PrefixCache::AdoptPartialBlock(CachedSequence& seq, std::span<const int32_t> rest, size_t limit) {
+  size_t best = 0;
+  int32_t from = -1;
+  const auto [lo, hi] = children_.equal_range(seq.last_hash_);
+  for (auto it = lo; it != hi; ++it) {
+    const std::optional<int32_t> b = pool_.Lookup(it->second);
+    if (!b) continue;
+    const std::span<const int32_t> held = TokensOf(*b);
+    size_t j = 0;
+    while (j < limit && j < rest.size() && held[j] == rest[j]) ++j;
+    if (j > best) best = j, from = *b;
+  }
+  if (best == 0) return 0;
+  pool_.Ref(from);  // the source must survive the allocation's eviction
+  std::optional<int32_t> copy = AllocateBlock();
+  if (copy) {
+    for (size_t l = 0; l < static_cast<size_t>(store_.num_layers()); ++l) {
+      std::memcpy(store_.BlockK(l, *copy), store_.BlockK(l, from), store_.block_layer_bytes());
+      std::memcpy(store_.BlockV(l, *copy), store_.BlockV(l, from), store_.block_layer_bytes());
+    }
+    seq.table_.push_back(*copy);
+    seq.tokens_.insert(seq.tokens_.end(), rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(best));
+  }
+  pool_.Unref(from);
+  return copy ? best : 0;
+}
+
+void PrefixCache::RegisterPartial(int32_t b, const Hash128& parent, std::span<const int32_t> tokens) {
+  Hash128 key = ChainBlock(parent, tokens);
+  key.hi ^= 0x7061727469616c31ull;  // "partial1": apart from every whole block's key
+  if (!pool_.Register(b, key)) return;
+  const std::span<int32_t> held = TokensOf(b);
+  std::fill(held.begin(), held.end(), -1);  // no token id: matching stops at the tail's end
+  std::copy(tokens.begin(), tokens.end(), held.begin());
+  partial_[static_cast<size_t>(b)] = 1;
+  NoteChild(parent, key);
+}
+
 CachedSequence::~CachedSequence() {
+  const size_t bs = cache_.block_size();
+  const size_t tail = tokens_.size() % bs;
+  // Only a tail this sequence computed rows of (not one it merely adopted).
+  if (use_cache_ && tail > 0 && tokens_.size() > num_cached_tokens_ && num_hashed_blocks_ == tokens_.size() / bs &&
+      table_.size() > num_hashed_blocks_) {
+    cache_.RegisterPartial(table_[num_hashed_blocks_], last_hash_,
+                           std::span<const int32_t>(tokens_).subspan(tokens_.size() - tail));
+  }
   for (int32_t b : table_) cache_.pool_.Unref(b);
 }
 
@@ -175,6 +240,7 @@ void CachedSequence::Computed(std::span<const int32_t> tokens) {
   while ((num_hashed_blocks_ + 1) * bs <= tokens_.size()) {
     const size_t k = num_hashed_blocks_;
     const std::span<const int32_t> block = std::span<const int32_t>(tokens_).subspan(k * bs, bs);
+    const Hash128 parent = last_hash_;
     if (k < prompt_keys_.size()) {
       last_hash_ = prompt_keys_[k];  // hashed once, before Start
     } else {
@@ -182,6 +248,7 @@ void CachedSequence::Computed(std::span<const int32_t> tokens) {
       ++cache_.block_hashes_;
     }
     if (use_cache_ && cache_.pool_.Register(table_[k], last_hash_)) {
+      cache_.NoteChild(parent, last_hash_);
       std::copy(block.begin(), block.end(), cache_.TokensOf(table_[k]).begin());
       if (cache_.listener_) cache_.listener_->OnRegistered(last_hash_, cache_.BlockBytes(table_[k]));
     }

@@ -7,11 +7,20 @@
 // H(key_{i-1}, tokens of block i). The salt enters at the root, so different
 // tenants never share a block. Only full blocks are indexed; the last partial
 // block is always private. Blocks a sequence adopts are shared read-only.
+// Past its last whole cached block a prompt may still share the first tokens
+// of an indexed block that follows it (a prompt repeated whole, whose last
+// block was filled by generated tokens, or was left partial when its
+// sequence ended: such a tail is indexed too, under a key of its own that no
+// whole block has, and never goes to a tier): that block's K/V are copied
+// into a private block and those tokens count as cached, so reuse is
+// token-exact rather than block-exact (children_ maps a key to the keys
+// indexed after it).
 // Thread-safety: none; owned by one step loop.
 #pragma once
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "kvcache/block_pool.h"
@@ -111,8 +120,8 @@ class PrefixCache {
   // Adoptions refused because a block's tokens were not the ones its key
   // stands for (from the pool's index or from a tier).
   uint64_t num_token_mismatches() const { return token_mismatches_; }
-  // Blocks hashed so far (BlockHashes, Start without keys, blocks filled by
-  // sequences): how the tests see that a prompt is hashed once.
+  // Whole blocks hashed so far (BlockHashes, Start without keys, blocks
+  // filled by sequences): how the tests see that a prompt is hashed once.
   uint64_t num_block_hashes() const { return block_hashes_; }
 
   KvStore& store() { return store_; }
@@ -136,6 +145,14 @@ class PrefixCache {
   Hash128 fingerprint_;
   PoolListener* listener_ = nullptr;
   std::vector<int32_t> block_tokens_;  // [num_blocks][block_size]
+  // Adopts the longest run of a child block's leading tokens (at most
+  // `limit`) into a private copy; returns the tokens adopted.
+  size_t AdoptPartialBlock(CachedSequence& seq, std::span<const int32_t> rest, size_t limit);
+  void NoteChild(const Hash128& parent, const Hash128& child);
+  // Indexes a sequence's last, partial block as it ends (see above).
+  void RegisterPartial(int32_t b, const Hash128& parent, std::span<const int32_t> tokens);
+  std::vector<uint8_t> partial_;  // per block: indexed as a partial tail
+  std::unordered_multimap<Hash128, Hash128, Hash128Hasher> children_;
   uint64_t token_mismatches_ = 0;
   mutable uint64_t block_hashes_ = 0;
 };
