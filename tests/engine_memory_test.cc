@@ -18,25 +18,9 @@
 namespace pc {
 namespace {
 
-struct Loaded {
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tok;
-};
-
 // A small random-weight model made here (no shared data needed): 2 layers,
 // GQA, F32, so every test runs everywhere.
-Loaded MakeTiny() {
-  MakeModelOptions mo;
-  mo.shape = {"engine-memory", 64, 2, 4, 2, 128, true, 2048};
-  mo.type = TensorType::kF32;
-  mo.vocab_size = 512;
-  const std::string path = test::TempPath("engine-memory.gguf");
-  PC_CHECK(MakeModel(mo, path).ok());
-  Loaded l;
-  l.model = std::move(*Model::Load(path, 1));
-  l.tok = std::make_unique<Tokenizer>(std::move(*Tokenizer::FromGguf(l.model->gguf())));
-  return l;
-}
+test::MadeModel MakeTiny() { return test::MakeTestModel({"engine-memory", 64, 2, 4, 2, 128, true, 2048}, TensorType::kF32, 512); }
 
 // Bytes for `blocks` blocks of 16 tokens in F16 K and V.
 size_t PoolBytes(const ModelConfig& c, size_t blocks) {
@@ -87,7 +71,7 @@ double Counter(Engine& e, const std::string& name) {
 }
 
 TEST(EngineMemory, APoolTooSmallPreemptsAndResumesWithUnchangedOutputs) {
-  Loaded l = MakeTiny();
+  test::MadeModel l = MakeTiny();
   const ModelConfig& c = l.model->config();
   // Six requests of 40 prompt + 56 new tokens: 6 blocks each at the end,
   // 36 together; the pool has 14, so the running set outgrows it.
@@ -132,7 +116,7 @@ TEST(EngineMemory, APoolTooSmallPreemptsAndResumesWithUnchangedOutputs) {
 }
 
 TEST(EngineMemory, ThirtyTwoChatsWithoutMaxTokensShareOnePrefixAndAllRun) {
-  Loaded l = MakeTiny();
+  test::MadeModel l = MakeTiny();
   const ModelConfig& c = l.model->config();
   // A 1,000-token shared prefix is 63 blocks; 32 requests each reserving
   // their worst case (the whole 2,048-token context, 128 blocks) would need
@@ -177,7 +161,7 @@ namespace {
 // engine lock; every finished request gets its line, shared blocks the same
 // ids, and the line of a hit reports its cached tokens.
 TEST(EngineLog, EveryFinishedRequestIsLoggedWithItsBlocks) {
-  Loaded l = MakeTiny();
+  test::MadeModel l = MakeTiny();
   const std::string path = test::TempPath("engine-requests.jsonl");
   std::remove(path.c_str());
   {

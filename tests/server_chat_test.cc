@@ -143,19 +143,10 @@ TEST(ServerChat, ApplyTemplateContinuationAndKwargs) {
 // leaves before then cancels it instead of leaving it to generate on. The
 // model is made large enough that 1,500 tokens take seconds.
 TEST(ServerChat, ANonStreamingRequestIsCancelledWhenItsClientLeaves) {
-  MakeModelOptions mo;
-  mo.shape = {"slow", 512, 4, 8, 8, 2048, true, 2048};
-  mo.type = TensorType::kF32;
-  mo.vocab_size = 1024;
-  const std::string path = test::TempPath("slow.gguf");
-  ASSERT_TRUE(MakeModel(mo, path).ok());
-  auto model = Model::Load(path, 1);
-  ASSERT_TRUE(model.ok());
-  auto tok = Tokenizer::FromGguf((*model)->gguf());
-  ASSERT_TRUE(tok.ok());
+  const test::MadeModel m = test::MakeTestModel({"slow", 512, 4, 8, 8, 2048, true, 2048}, TensorType::kF32, 1024);
   EngineOptions eo;
   eo.cache.mem_bytes = 64 << 20;
-  test::Harness h(**model, *tok, eo, ServerOptions{});
+  test::Harness h(*m.model, *m.tok, eo, ServerOptions{});
   httplib::Client c = h.Client();
   c.set_read_timeout(0, 300'000);  // the client gives up after 0.3 s and closes
   const json body = {{"prompt", "once upon a time"}, {"max_tokens", 1500}, {"ignore_eos", true}};

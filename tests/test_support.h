@@ -6,7 +6,12 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <memory>
 #include <vector>
+
+#include "model/forward.h"
+#include "model/make_model.h"
+#include "tokenizer/tokenizer.h"
 
 namespace pc::test {
 
@@ -64,5 +69,13 @@ float CheckGreedyAgainstReference(const RefCase& c, float tol, const GenerateFn&
 
 // n normally distributed floats (mean 0, sd scale) from a fixed seed.
 std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f);
+
+// A random-weight model made by make-model into the temp dir and loaded on
+// one thread, with its tokenizer: tests that need no shared data.
+struct MadeModel {
+  std::unique_ptr<Model> model;
+  std::unique_ptr<Tokenizer> tok;
+};
+MadeModel MakeTestModel(const ModelShape& shape, TensorType type, int vocab_size);
 
 }  // namespace pc::test
