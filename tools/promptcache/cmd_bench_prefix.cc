@@ -1,8 +1,11 @@
 // promptcache bench-prefix: what the prefix cache does to TTFT and ITL on
 // one model, in one process: cold vs full hit vs partial hit, and decode
 // speed after a long cached prefix vs after a short prompt, each request
-// alone through the serving engine. A benchmark, not a test: run it on an
-// idle machine.
+// alone through the serving engine. The partial hit's cost per new token is
+// compared with a cold prompt's cost per token at the same depth: the TTFT
+// of a cold (cached + new)-token prompt less that of a cold cached-token
+// prompt, over the new tokens. A benchmark, not a test: run it on an idle
+// machine.
 #include <nlohmann/json.hpp>
 
 #include <cmath>
@@ -105,8 +108,13 @@ int Bench(const Flags& f) {
                    s->ttft_ms, s->itl_ms);
       return true;
     };
+    // Cold prompts of the partial hit's two lengths, uncached, for the cost
+    // per token at that depth.
+    const auto depth_a = SyntheticPrompt(f.partial_cached, nv, 700 + r);
+    const auto depth_b = SyntheticPrompt(f.partial_cached + f.partial_new, nv, 800 + r);
     if (!run("cold", prompt, true) || !run("hit", prompt, true) || !run("partial", partial, true) ||
-        !run("short", short_prompt, false)) {
+        !run("short", short_prompt, false) || !run("cold_at_cached", depth_a, false) ||
+        !run("cold_at_cached_plus_new", depth_b, false)) {
       return 1;
     }
   }
@@ -119,6 +127,10 @@ int Bench(const Flags& f) {
   j["itl_hit_over_cold"] = stats["hit.itl_ms"].mean() / stats["cold.itl_ms"].mean();
   j["itl_long_prefix_over_short"] = stats["hit.itl_ms"].mean() / stats["short.itl_ms"].mean();
   j["partial_cost_per_new_token_over_cold_per_token"] = partial_per_new / cold_per_tok;
+  const double cold_at_depth =
+      (stats["cold_at_cached_plus_new.ttft_ms"].mean() - stats["cold_at_cached.ttft_ms"].mean()) / f.partial_new;
+  j["cold_cost_per_token_at_partial_depth_ms"] = cold_at_depth;
+  j["partial_cost_per_new_token_over_cold_at_same_depth"] = partial_per_new / cold_at_depth;
   if (f.json) {
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
@@ -130,8 +142,12 @@ int Bench(const Flags& f) {
   std::printf("  mean ITL hit / cold:                       %.3f\n", j["itl_hit_over_cold"].get<double>());
   std::printf("  mean ITL after %d cached / after %d-token prompt: %.3f\n", f.prompt_len, f.short_len,
               j["itl_long_prefix_over_short"].get<double>());
-  std::printf("  partial hit: cost per new token / cold cost per token: %.2f\n",
+  std::printf("  partial hit: cost per new token / cold cost per token (whole prompt): %.2f\n",
               j["partial_cost_per_new_token_over_cold_per_token"].get<double>());
+  std::printf("  partial hit: cost per new token / cold cost per token at the same depth (%d..%d): %.2f "
+              "(%.2f / %.2f ms)\n",
+              f.partial_cached, f.partial_cached + f.partial_new,
+              j["partial_cost_per_new_token_over_cold_at_same_depth"].get<double>(), partial_per_new, cold_at_depth);
   return 0;
 }
 
