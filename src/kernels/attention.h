@@ -7,20 +7,9 @@
 #include <span>
 
 #include "kernels/dot.h"
+#include "kvcache/kv_layout.h"
 
 namespace pc {
-
-enum class KvDtype { kF32, kF16 };
-
-// One layer's K/V as seen by one sequence.
-struct KvLayerView {
-  const void* k = nullptr;  // layer base: [num_blocks][block_size][kv_dim]
-  const void* v = nullptr;
-  KvDtype dtype = KvDtype::kF16;
-  size_t block_size = 16;  // tokens per block
-  size_t kv_dim = 0;       // n_kv_heads * head_dim
-  std::span<const int32_t> block_table;
-};
 
 // Causal attention of one query token at position `pos` over positions
 // [0, pos] of its sequence (online softmax, K/V streamed once).

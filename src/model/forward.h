@@ -14,7 +14,7 @@
 #include "gguf/gguf.h"
 #include "kernels/ggml_compat.h"
 #include "model/config.h"
-#include "model/kv_cache.h"
+#include "kvcache/kv_store.h"
 #include "model/weights.h"
 #include "runtime/thread_pool.h"
 

@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include "kernels/attention.h"
+#include "kvcache/kv_layout.h"
 
 namespace pc {
 

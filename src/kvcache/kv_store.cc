@@ -1,4 +1,4 @@
-#include "model/kv_cache.h"
+#include "kvcache/kv_store.h"
 
 #include <cstring>
 
