@@ -50,11 +50,12 @@ struct Engine::Active {
   // The prompt, then every generated token: what a preempted sequence
   // prefills again when it resumes.
   std::vector<int32_t> tokens;
-  // Chained block hashes of the prompt under its salt, computed once at
-  // Submit (the request log's block ids), and of `tokens` as last queued
-  // (the same until a preemption): the scheduler, the tier lookup and the
-  // prefix cache use these, so a prompt is hashed once on its way in.
-  std::vector<Hash128> prompt_hashes, keys;
+  // Chained block hashes of `tokens` under the salt as last queued: the
+  // prompt's, computed once at Submit, until a preemption appends the
+  // generated tokens (their first entries are still the prompt's, which the
+  // request log prints). The scheduler, the tier lookup and the prefix cache
+  // use them, so a prompt is hashed once on its way in.
+  std::vector<Hash128> keys;
   size_t num_preemptions = 0;
   std::shared_ptr<RequestStream> stream = std::make_shared<RequestStream>();
   std::unique_ptr<CachedSequence> seq;
@@ -172,8 +173,7 @@ SubmitOutcome Engine::Submit(EngineRequest req) {
   }
   auto a = std::make_unique<Active>(id, std::move(req), tok_);
   a->arrival_ns = sr.arrival_ns;
-  a->keys = hashes;
-  a->prompt_hashes = std::move(hashes);
+  a->keys = std::move(hashes);
   out.stream = a->stream;
   active_.emplace(id, std::move(a));
   wake_.notify_one();
@@ -241,7 +241,8 @@ void Engine::Finish(Active& a, FinishReason reason, int64_t now_ns, const std::s
 // to 53 bits, so they stay exact as JSON numbers anywhere.
 void Engine::LogRequest(const Active& a) {
   std::string blocks;
-  for (const Hash128& h : a.prompt_hashes) {
+  const size_t prompt_blocks = std::min(a.keys.size(), a.req.prompt.size() / cache_.block_size());
+  for (const Hash128& h : std::span<const Hash128>(a.keys).first(prompt_blocks)) {
     blocks += fmt::format("{}{}", blocks.empty() ? "" : ",", h.lo & ((uint64_t{1} << 53) - 1));
   }
   pending_log_.push_back(fmt::format(
@@ -403,9 +404,10 @@ void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now
 // what it prefills then, and its sampler keeps its state.
 void Engine::Requeue(Active& a, bool preempted) {
   a.seq.reset();
-  a.keys = a.req.use_cache ? cache_.BlockHashes(a.tokens, a.req.salt) : std::vector<Hash128>{};
+  a.keys = a.req.use_cache || request_log_ ? cache_.BlockHashes(a.tokens, a.req.salt) : std::vector<Hash128>{};
   const size_t left = static_cast<size_t>(a.req.max_tokens) - a.num_generated;
-  scheduler_.Preempt(a.id, SchedRequest{a.id, a.tokens.size(), left, a.keys, a.arrival_ns, TenantId(a.req.tenant)});
+  std::vector<Hash128> sched_keys = a.req.use_cache ? a.keys : std::vector<Hash128>{};
+  scheduler_.Preempt(a.id, SchedRequest{a.id, a.tokens.size(), left, std::move(sched_keys), a.arrival_ns, TenantId(a.req.tenant)});
   if (preempted) {
     ++a.num_preemptions;
     metrics_.Add("promptcache_preemptions_total", "", 1);
