@@ -4,6 +4,7 @@
 // on its batch or on how spans were split across threads.
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <set>
 
@@ -24,7 +25,121 @@ using test::RandomFloats;
 std::vector<const DotKernels*> SimdTables() {
   std::vector<const DotKernels*> out;
   if (BestSupportedIsa() >= Isa::kAvx2 && Avx2DotKernels() != nullptr) out.push_back(Avx2DotKernels());
+  if (BestSupportedIsa() >= Isa::kAvx512 && Avx512DotKernels() != nullptr) out.push_back(Avx512DotKernels());
   return out;
+}
+
+bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
+
+// The lane kernels of every table that has them (the scalar twin included):
+// 16 queries of one K/V head in lanes (attend_lanes), and the same queries
+// one row at a time with K transposed (attend_cols), both against the
+// scalar attend_lanes, bit for bit, over head sizes, visible counts (0 leaves
+// a lane untouched) and running states that do and do not rescale.
+TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
+  const DotKernels& ref = ScalarDotKernels();
+  ASSERT_NE(ref.attend_lanes, nullptr);
+  std::vector<const DotKernels*> tables{&ref};
+  for (const DotKernels* k : SimdTables()) {
+    if (k->attend_lanes != nullptr) tables.push_back(k);
+  }
+  if (BestSupportedIsa() >= Isa::kAvx512) {
+    EXPECT_EQ(tables.size(), 2u) << "the avx512 table has lane kernels";
+  }
+  const size_t group = 4;  // queries per K/V head in the column calls
+  for (size_t hd : {1u, 3u, 8u, 16u, 24u, 40u, 64u, 72u, 128u, 136u}) {
+    const auto k = RandomFloats(kLaneTile * hd, 20, 2.0f), v = RandomFloats(kLaneTile * hd, 21);
+    const auto q = RandomFloats(kLaneTile * hd, 22);  // q[i * hd + d]
+    std::vector<float> qt(kLaneTile * hd);
+    for (size_t i = 0; i < kLaneTile; ++i) {
+      for (size_t d = 0; d < hd; ++d) qt[d * kLaneTile + i] = q[i * hd + d];
+    }
+    int32_t nv[kLaneTile];
+    for (size_t i = 0; i < kLaneTile; ++i) nv[i] = static_cast<int32_t>((i * 5 + hd) % 17);  // 0..16
+    nv[3] = 16;
+    for (float old_max : {-std::numeric_limits<float>::infinity(), -3.0f, 40.0f}) {
+      const auto acc0 = RandomFloats(kLaneTile * hd, 23);
+      std::vector<float> m0(kLaneTile, old_max), l0(kLaneTile, std::isinf(old_max) ? 0.0f : 2.5f);
+      std::vector<float> want_acct = acc0, want_m = m0, want_l = l0;
+      if (std::isinf(old_max)) std::fill(want_acct.begin(), want_acct.end(), 0.0f);
+      const std::vector<float> start_acct = want_acct;
+      ref.attend_lanes(qt.data(), k.data(), v.data(), hd, nv, want_m.data(), want_l.data(), want_acct.data());
+      for (const DotKernels* t : tables) {
+        std::vector<float> acct = start_acct, m = m0, l = l0;
+        t->attend_lanes(qt.data(), k.data(), v.data(), hd, nv, m.data(), l.data(), acct.data());
+        for (size_t i = 0; i < kLaneTile; ++i) {
+          ASSERT_TRUE(SameBits(m[i], want_m[i]) && SameBits(l[i], want_l[i])) << t->name << " hd=" << hd << " lane " << i;
+          for (size_t d = 0; d < hd; ++d) {
+            ASSERT_TRUE(SameBits(acct[d * kLaneTile + i], want_acct[d * kLaneTile + i])) << t->name << " hd=" << hd;
+          }
+        }
+        // The column form: queries with the same visible count in one call,
+        // K/V heads side by side (this tile for every head).
+        std::vector<float> kk, vv;
+        for (size_t g = 0; g < kLaneTile / group; ++g) {
+          kk.insert(kk.end(), k.begin(), k.end());
+          vv.insert(vv.end(), v.begin(), v.end());
+        }
+        std::vector<float> scratch(kk.size());
+        for (size_t i = 0; i < kLaneTile; ++i) {
+          if (nv[i] == 0) continue;
+          std::vector<float> acc(hd);
+          for (size_t d = 0; d < hd; ++d) acc[d] = start_acct[d * kLaneTile + i];
+          float mi = m0[i], li = l0[i];
+          // Query i alone, as query i % group of a call whose other queries
+          // are copies of it: its K/V head is (i % group) / group = 0.
+          std::vector<float> qs(group * hd), accs(group * hd), ms(group, mi), ls(group, li);
+          for (size_t c = 0; c < group; ++c) {
+            std::copy(q.begin() + i * hd, q.begin() + (i + 1) * hd, qs.begin() + c * hd);
+            std::copy(acc.begin(), acc.end(), accs.begin() + c * hd);
+          }
+          t->attend_cols(qs.data(), group, group, kk.data(), vv.data(), hd, static_cast<size_t>(nv[i]), scratch.data(),
+                         ms.data(), ls.data(), accs.data());
+          for (size_t c = 0; c < group; ++c) {
+            ASSERT_TRUE(SameBits(ms[c], want_m[i]) && SameBits(ls[c], want_l[i])) << t->name << " cols hd=" << hd;
+            for (size_t d = 0; d < hd; ++d) {
+              ASSERT_TRUE(SameBits(accs[c * hd + d], want_acct[d * kLaneTile + i])) << t->name << " cols hd=" << hd;
+            }
+          }
+        }
+      }
+      // Lanes with nothing visible keep their state.
+      for (size_t i = 0; i < kLaneTile; ++i) {
+        if (nv[i] != 0) continue;
+        EXPECT_TRUE(SameBits(want_m[i], m0[i]) && SameBits(want_l[i], l0[i]));
+        for (size_t d = 0; d < hd; ++d) EXPECT_TRUE(SameBits(want_acct[d * kLaneTile + i], start_acct[d * kLaneTile + i]));
+      }
+    }
+  }
+}
+
+// The lane kernels' softmax against the plain definition (double precision)
+// for one query over one tile from an empty state.
+TEST(TileKernels, LaneAttentionComputesTheSoftmaxAverage) {
+  const size_t hd = 24;
+  const auto k = RandomFloats(kLaneTile * hd, 30, 2.0f), v = RandomFloats(kLaneTile * hd, 31), q = RandomFloats(hd, 32);
+  for (const DotKernels* t : {&ScalarDotKernels(), &ActiveDotKernels()}) {
+    if (t->attend_cols == nullptr) continue;
+    for (size_t nv : {1u, 7u, 16u}) {
+      std::vector<float> scratch(kLaneTile * hd), acc(hd, 0.0f);
+      float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
+      t->attend_cols(q.data(), 1, 1, k.data(), v.data(), hd, nv, scratch.data(), &m, &l, acc.data());
+      std::vector<double> s(nv);
+      double mx = -1e300, sum = 0;
+      for (size_t j = 0; j < nv; ++j) {
+        for (size_t d = 0; d < hd; ++d) s[j] += static_cast<double>(q[d]) * k[j * hd + d];
+        mx = std::max(mx, s[j]);
+      }
+      for (size_t j = 0; j < nv; ++j) sum += std::exp(s[j] - mx);
+      EXPECT_NEAR(m, mx, 1e-5);
+      EXPECT_NEAR(l, sum, 1e-5 * sum);
+      for (size_t d = 0; d < hd; ++d) {
+        double want = 0;
+        for (size_t j = 0; j < nv; ++j) want += std::exp(s[j] - mx) / sum * v[j * hd + d];
+        EXPECT_NEAR(acc[d] / l, want, 1e-5) << t->name << " nv=" << nv;
+      }
+    }
+  }
 }
 
 const size_t kHeadDims[] = {1, 3, 8, 16, 24, 40, 64, 72, 128, 136};

@@ -141,15 +141,32 @@ void AttendHeadGgmlTiled(const float* q_head, const KvLayerView& kv, size_t pos,
   for (size_t d = 0; d < head_dim; ++d) out_head[d] = acc[d] * inv_denom;
 }
 
+namespace {
+
+static_assert(kAttnTile == kLaneTile, "the lane kernels take whole attention tiles");
+
+// Queries per K/V head from which a call runs them in lanes (attend_lanes);
+// fewer run one row at a time (attend_cols). Same bits either way.
+constexpr size_t kLanesMinQueries = 8;
+
+size_t LaneGroups(size_t rows, const AttnHeads& h) { return (rows * h.group() + kLaneTile - 1) / kLaneTile; }
+// One lane group: qt [head_dim][16], acct [head_dim][16], m[16], l[16].
+size_t LaneGroupFloats(size_t head_dim) { return 2 * kLaneTile * head_dim + 2 * kLaneTile; }
+
+}  // namespace
+
 size_t AttendScratchFloats(size_t rows, const AttnHeads& h) {
   const size_t nq = rows * h.n_head, kv_dim = h.n_kv_head * h.head_dim;
-  return 2 * kAttnTile * kv_dim + kAttnTile + nq * h.head_dim + 2 * AttnStateFloats(nq, h.head_dim);
+  const size_t tiles = 3 * kAttnTile * kv_dim + kAttnTile;  // K, V, K transposed, scores
+  const size_t lanes = h.n_kv_head * LaneGroups(rows, h) * LaneGroupFloats(h.head_dim);
+  return tiles + std::max(nq * h.head_dim, lanes) + 2 * AttnStateFloats(nq, h.head_dim);
 }
 
 namespace {
 
 // Whole K and V rows [p0, p0 + n) (every KV head: contiguous memory),
-// widened to F32 per head: kt[kv_head][j][head_dim], vt likewise.
+// widened to F32 per head: kt[kv_head][j][head_dim], vt likewise; rows
+// [n, kAttnTile) zero (the lane kernels read whole tiles).
 void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_t p0, size_t n, float* kt, float* vt) {
   const size_t dim = kv.kv_dim, n_kv = dim / head_dim;
   for (size_t j = 0; j < n; ++j) {
@@ -166,6 +183,10 @@ void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_
         std::memcpy(vd, static_cast<const float*>(kv.v) + elem + g * head_dim, head_dim * sizeof(float));
       }
     }
+  }
+  for (size_t g = 0; g < n_kv && n < kAttnTile; ++g) {
+    std::fill(kt + (g * kAttnTile + n) * head_dim, kt + (g + 1) * kAttnTile * head_dim, 0.0f);
+    std::fill(vt + (g * kAttnTile + n) * head_dim, vt + (g + 1) * kAttnTile * head_dim, 0.0f);
   }
 }
 
@@ -194,6 +215,124 @@ size_t MaxPos(const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1)
   return max_pos;
 }
 
+// The span's tiles [begin, last] in order, each loaded (and the next one
+// prefetched) before fn(p0, n) uses it.
+template <class Fn>
+void ForEachTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_t begin, size_t last, float* kt,
+                 float* vt, Fn&& fn) {
+  for (size_t p0 = begin; p0 <= last; p0 += kAttnTile) {
+    const size_t n = std::min(kAttnTile, last + 1 - p0);
+    if (p0 + n <= last) PrefetchTile(kv, p0 + n, std::min(kAttnTile, last + 1 - (p0 + n)));
+    LoadTile(k, kv, head_dim, p0, n, kt, vt);
+    fn(p0, n);
+  }
+}
+
+// Positions of a tile starting at p0 (n long) that a query at pos sees.
+size_t Visible(int32_t pos, size_t p0, size_t n) {
+  return static_cast<size_t>(pos) < p0 ? 0 : std::min(n, static_cast<size_t>(pos) - p0 + 1);
+}
+
+// Scaled query rows [r0, r1): qs[(r - r0) * n_head + head][head_dim].
+void ScaledQueries(const AttnRows& rows, size_t r0, size_t r1, const AttnHeads& h, float scale, float* qs) {
+  for (size_t r = r0; r < r1; ++r) {
+    const float* q = rows.q + r * rows.q_stride;
+    float* qd = qs + (r - r0) * h.n_head * h.head_dim;
+    for (size_t i = 0; i < h.n_head * h.head_dim; ++i) qd[i] = q[i] * scale;
+  }
+}
+
+struct SpanArgs {
+  const DotKernels& k;
+  const KvLayerView& kv;
+  const AttnRows& rows;
+  size_t r0, r1;
+  const AttnHeads& h;
+  size_t begin, last;
+  float scale;
+};
+
+// Many queries per K/V head (prefill): lane group gi of K/V head g holds its
+// queries u = gi * 16 + lane, row r0 + u / group, head g * group + u % group.
+void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, AttnState out) {
+  const size_t hd = a.h.head_dim, group = a.h.group(), per_kv = (a.r1 - a.r0) * group;
+  const size_t groups = LaneGroups(a.r1 - a.r0, a.h), floats = LaneGroupFloats(hd);
+  auto query = [&](size_t g, size_t u) { return (u / group) * a.h.n_head + g * group + u % group; };  // qi
+  for (size_t g = 0; g < a.h.n_kv_head; ++g) {
+    for (size_t gi = 0; gi < groups; ++gi) {
+      float* qt = work + (g * groups + gi) * floats;
+      std::fill(qt, qt + floats, 0.0f);
+      std::fill(qt + 2 * kLaneTile * hd, qt + 2 * kLaneTile * hd + kLaneTile, -std::numeric_limits<float>::infinity());
+      for (size_t i = 0, u = gi * kLaneTile; i < kLaneTile && u < per_kv; ++i, ++u) {
+        const float* q = a.rows.q + (a.r0 + u / group) * a.rows.q_stride + (g * group + u % group) * hd;
+        for (size_t d = 0; d < hd; ++d) qt[d * kLaneTile + i] = q[d] * a.scale;
+      }
+    }
+  }
+  ForEachTile(a.k, a.kv, hd, a.begin, a.last, kt, vt, [&](size_t p0, size_t n) {
+    for (size_t g = 0; g < a.h.n_kv_head; ++g) {
+      for (size_t gi = 0; gi < groups; ++gi) {
+        int32_t nv[kLaneTile] = {};
+        bool any = false;
+        // Lane i holds row r0 + u / group; counted without divisions.
+        size_t row = a.r0 + gi * kLaneTile / group, rem = gi * kLaneTile % group;
+        for (size_t i = 0, u = gi * kLaneTile; i < kLaneTile && u < per_kv; ++i, ++u) {
+          nv[i] = static_cast<int32_t>(Visible(a.rows.pos[row], p0, n));
+          any = any || nv[i] > 0;
+          if (++rem == group) rem = 0, ++row;
+        }
+        if (!any) continue;
+        float* qt = work + (g * groups + gi) * floats;
+        float* acct = qt + kLaneTile * hd;
+        float* m = acct + kLaneTile * hd;
+        a.k.attend_lanes(qt, kt + g * kAttnTile * hd, vt + g * kAttnTile * hd, hd, nv, m, m + kLaneTile, acct);
+      }
+    }
+  });
+  for (size_t g = 0; g < a.h.n_kv_head; ++g) {
+    for (size_t gi = 0; gi < groups; ++gi) {
+      const float* acct = work + (g * groups + gi) * floats + kLaneTile * hd;
+      const float* m = acct + kLaneTile * hd;
+      for (size_t i = 0, u = gi * kLaneTile; i < kLaneTile && u < per_kv; ++i, ++u) {
+        const size_t qi = query(g, u);
+        out.m[qi] = m[i];
+        out.l[qi] = m[kLaneTile + i];
+        for (size_t d = 0; d < hd; ++d) out.acc[qi * hd + d] = acct[d * kLaneTile + i];
+      }
+    }
+  }
+}
+
+// Few queries per K/V head (decode): a row's queries at a time.
+void SpanCols(const SpanArgs& a, float* kt, float* vt, float* ktt, float* qs, AttnState out) {
+  const size_t hd = a.h.head_dim;
+  ScaledQueries(a.rows, a.r0, a.r1, a.h, a.scale, qs);
+  ForEachTile(a.k, a.kv, hd, a.begin, a.last, kt, vt, [&](size_t p0, size_t n) {
+    for (size_t r = a.r0; r < a.r1; ++r) {
+      const size_t nv = Visible(a.rows.pos[r], p0, n), qi = (r - a.r0) * a.h.n_head;
+      if (nv == 0) continue;
+      a.k.attend_cols(qs + qi * hd, a.h.n_head, a.h.group(), kt, vt, hd, nv, ktt, out.m + qi, out.l + qi,
+                      out.acc + qi * hd);
+    }
+  });
+}
+
+// Tables without lane kernels: one query at a time, attend_tile.
+void SpanTiles(const SpanArgs& a, float* kt, float* vt, float* s, float* qs, AttnState out) {
+  const size_t hd = a.h.head_dim;
+  ScaledQueries(a.rows, a.r0, a.r1, a.h, a.scale, qs);
+  ForEachTile(a.k, a.kv, hd, a.begin, a.last, kt, vt, [&](size_t p0, size_t n) {
+    for (size_t r = a.r0; r < a.r1; ++r) {
+      const size_t nv = Visible(a.rows.pos[r], p0, n);
+      if (nv == 0) continue;
+      for (size_t head = 0; head < a.h.n_head; ++head) {
+        const size_t qi = (r - a.r0) * a.h.n_head + head, tile = head / a.h.group() * kAttnTile * hd;
+        a.k.attend_tile(qs + qi * hd, kt + tile, vt + tile, hd, nv, s, &out.m[qi], &out.l[qi], out.acc + qi * hd);
+      }
+    }
+  });
+}
+
 }  // namespace
 
 size_t AttnSpanCount(const AttnRows& rows, size_t r0, size_t r1) {
@@ -208,35 +347,25 @@ void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows
   PC_CHECK(kv_dim == h.n_kv_head * hd);
   float* kt = scratch;
   float* vt = kt + kAttnTile * kv_dim;
-  float* s = vt + kAttnTile * kv_dim;
-  float* qs = s + kAttnTile;  // [nq][head_dim] scaled queries
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  float* ktt = vt + kAttnTile * kv_dim;  // K transposed (attend_cols)
+  float* s = ktt + kAttnTile * kv_dim;   // scores (attend_tile)
+  float* work = s + kAttnTile;           // scaled queries, or lane groups
   const size_t begin = span * kAttnSpan;
-  const size_t last = std::min(MaxPos(kv, rows, r0, r1), begin + kAttnSpan - 1);
+  const SpanArgs a{k, kv, rows, r0, r1, h, begin, std::min(MaxPos(kv, rows, r0, r1), begin + kAttnSpan - 1),
+                   1.0f / std::sqrt(static_cast<float>(hd))};
   std::fill(out.acc, out.acc + nq * hd, 0.0f);
   std::fill(out.m, out.m + nq, -std::numeric_limits<float>::infinity());
   std::fill(out.l, out.l + nq, 0.0f);
-  if (last < begin) return;
-  for (size_t r = r0; r < r1; ++r) {
-    const float* q = rows.q + r * rows.q_stride;
-    float* qd = qs + (r - r0) * h.n_head * hd;
-    for (size_t i = 0; i < h.n_head * hd; ++i) qd[i] = q[i] * scale;
-  }
-  for (size_t p0 = begin; p0 <= last; p0 += kAttnTile) {
-    const size_t n = std::min(kAttnTile, last + 1 - p0);
-    if (p0 + n <= last) PrefetchTile(kv, p0 + n, std::min(kAttnTile, last + 1 - (p0 + n)));
-    LoadTile(k, kv, hd, p0, n, kt, vt);
-    for (size_t r = r0; r < r1; ++r) {
-      const size_t pos = static_cast<size_t>(rows.pos[r]);
-      if (pos < p0) continue;
-      const size_t nv = std::min(n, pos - p0 + 1);  // causal: positions <= pos
-      for (size_t head = 0; head < h.n_head; ++head) {
-        const size_t qi = (r - r0) * h.n_head + head, tile = head / h.group() * kAttnTile * hd;
-        k.attend_tile(qs + qi * hd, kt + tile, vt + tile, hd, nv, s, &out.m[qi], &out.l[qi], out.acc + qi * hd);
-      }
-    }
+  if (a.last < begin) return;
+  if (k.attend_lanes != nullptr && (r1 - r0) * h.group() >= kLanesMinQueries) {
+    SpanLanes(a, kt, vt, work, out);
+  } else if (k.attend_cols != nullptr) {
+    SpanCols(a, kt, vt, ktt, work, out);
+  } else {
+    SpanTiles(a, kt, vt, s, work, out);
   }
 }
+
 void MergeAttnState(AttnState into, AttnState part, size_t nq, size_t head_dim) {
   for (size_t qi = 0; qi < nq; ++qi) {
     if (part.l[qi] == 0.0f) continue;  // the span held none of this row's positions

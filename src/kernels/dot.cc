@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "base/check.h"
 #include "base/fp16.h"
@@ -26,6 +27,24 @@ float ExpPoly(float x) {
   p = p * f + 1.6666665459e-1f;
   p = p * f + 5.0000001201e-1f;
   p = p * f * f + f + 1.0f;
+  const int32_t bits = (static_cast<int32_t>(i) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return p * scale;
+}
+
+float ExpLane(float x) {
+  // ExpPoly's steps with its multiply-adds fused, as the AVX-512 lanes do.
+  if (x < -87.0f) return 0.0f;
+  x = std::min(x, 88.0f);
+  const float i = std::nearbyint(x * 1.44269504088896341f);
+  const float f = (x - i * 0.693145751953125f) - i * 1.428606765330187e-06f;
+  float p = 1.3981999507e-3f;
+  p = std::fma(p, f, 8.3334519073e-3f);
+  p = std::fma(p, f, 4.1665795894e-2f);
+  p = std::fma(p, f, 1.6666665459e-1f);
+  p = std::fma(p, f, 5.0000001201e-1f);
+  p = std::fma(p * f, f, f) + 1.0f;
   const int32_t bits = (static_cast<int32_t>(i) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, 4);
@@ -108,15 +127,70 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = Fp16ToFp32(x[i]);
 }
 
+// One query's step of attend_lanes / attend_cols (dot.h): scores s[16] in,
+// the state m, l, acc[head_dim] updated.
+void LaneStep(float* s, const float* v, size_t head_dim, size_t nv, float* m, float* l, float* acc) {
+  float mx = *m;
+  for (size_t j = 0; j < kLaneTile; ++j) {
+    if (j >= nv) s[j] = -std::numeric_limits<float>::infinity();
+    mx = std::max(mx, s[j]);
+  }
+  const float c = ExpLane(*m - mx);
+  float p[kLaneTile];
+  for (size_t j = 0; j < kLaneTile; ++j) p[j] = ExpLane(s[j] - mx);
+  float u[8], w[4];
+  for (int j = 0; j < 8; ++j) u[j] = p[j] + p[j + 8];
+  for (int j = 0; j < 4; ++j) w[j] = u[j] + u[j + 4];
+  *l = *l * c + ((w[0] + w[2]) + (w[1] + w[3]));
+  *m = mx;
+  for (size_t d = 0; d < head_dim; ++d) {
+    float a = acc[d] * c;
+    for (size_t j = 0; j < kLaneTile; ++j) a = std::fma(p[j], v[j * head_dim + d], a);
+    acc[d] = a;
+  }
+}
+
+float LaneScore(const float* q, size_t q_step, const float* k, size_t head_dim) {
+  float a = 0.0f;
+  for (size_t d = 0; d < head_dim; ++d) a = std::fma(q[d * q_step], k[d], a);
+  return a;
+}
+
+void AttendLanes(const float* qt, const float* k, const float* v, size_t head_dim, const int32_t* nv, float* m,
+                 float* l, float* acct) {
+  float s[kLaneTile], acc[512];
+  PC_CHECK(head_dim <= 512);
+  for (size_t i = 0; i < kLaneTile; ++i) {
+    if (nv[i] <= 0) continue;
+    for (size_t j = 0; j < kLaneTile; ++j) s[j] = LaneScore(qt + i, kLaneTile, k + j * head_dim, head_dim);
+    for (size_t d = 0; d < head_dim; ++d) acc[d] = acct[d * kLaneTile + i];
+    LaneStep(s, v, head_dim, static_cast<size_t>(nv[i]), m + i, l + i, acc);
+    for (size_t d = 0; d < head_dim; ++d) acct[d * kLaneTile + i] = acc[d];
+  }
+}
+
+void AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim, size_t nv,
+                float*, float* m, float* l, float* acc) {
+  float s[kLaneTile];
+  for (size_t i = 0; i < nq; ++i) {
+    const size_t off = i / group * kLaneTile * head_dim;
+    for (size_t j = 0; j < kLaneTile; ++j) s[j] = LaneScore(q + i * head_dim, 1, k + off + j * head_dim, head_dim);
+    LaneStep(s, v + off, head_dim, nv, m + i, l + i, acc + i * head_dim);
+  }
+}
+
 const DotKernels kScalar = {"scalar",  DotF32,     DotF16,    DotBf16, ConvertRowF16, GgmlQuantizeRowQ8_0,
                             F16ToF32,  AxpyF32,    AxpyF16,   DotF32F16, TileScores, TileAccum,
-                            ExpSum,    SiluMul,    AttendTile, nullptr, nullptr};
+                            ExpSum,    SiluMul,    AttendTile, nullptr, nullptr,   AttendLanes, AttendCols};
 
 }  // namespace
 
 const DotKernels& ScalarDotKernels() { return kScalar; }
 
 const DotKernels& DotKernelsFor(Isa isa) {
+  if (isa >= Isa::kAvx512) {
+    if (const DotKernels* k = Avx512DotKernels()) return *k;
+  }
   if (isa >= Isa::kAvx2) {
     if (const DotKernels* k = Avx2DotKernels()) return *k;
   }

@@ -53,14 +53,45 @@ struct DotKernels {
                    int nt, size_t nb, float* y, size_t y_stride);
   void (*tile_f16)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
                    int nt, size_t nb, float* y, size_t y_stride);
+  // Attention over one tile of kLaneTile = 16 positions, F32 K/V rows
+  // k/v [16][head_dim] (rows past the tile's end zero), in two shapes with
+  // the same arithmetic per query, so a query's bits do not depend on which
+  // one ran it (null in tables without them: AttendSpan then calls
+  // attend_tile). Per query with nv >= 1 visible positions:
+  //   s_j = fused chain over d = 0.. of q[d] * k[j][d] from 0; -inf for j >= nv
+  //   mx = max(m, max_j s_j); c = ExpLane(m - mx); p_j = ExpLane(s_j - mx)
+  //   l = l * c + sum_j p_j, summed as a tree: u_j = p_j + p_j+8 (j < 8),
+  //       w_j = u_j + u_j+4 (j < 4), then (w0 + w2) + (w1 + w3)
+  //   acc[d] = fused chain over j = 0..15 of p_j * v[j][d] from acc[d] * c
+  //   m = mx.
+  // attend_lanes: up to 16 query vectors of one K/V head, one per lane:
+  //   qt[d * 16 + i] is query i's element d; nv[i] in 0..16 (0: lane left
+  //   as it is); m[16], l[16] and acct[d * 16 + i] hold the lanes' state.
+  //   For prefill, where a K/V head has many queries.
+  // attend_cols: nq query vectors q[i * head_dim + d], query i reading K/V
+  //   head i / group of k/v [heads][16][head_dim], all seeing nv (1..16)
+  //   positions; state m[nq], l[nq], acc[i * head_dim + d]. kt_scratch:
+  //   16 * head_dim floats per K/V head read (K transposed there). For
+  //   decode, a few queries per K/V head.
+  void (*attend_lanes)(const float* qt, const float* k, const float* v, size_t head_dim, const int32_t* nv,
+                       float* m, float* l, float* acct);
+  void (*attend_cols)(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
+                      size_t nv, float* kt_scratch, float* m, float* l, float* acc);
 };
+
+constexpr size_t kLaneTile = 16;
 
 const DotKernels& ScalarDotKernels();
 // The scalar form of exp_sum's exponential (the AVX2 one computes the same
 // polynomial in 8 lanes).
 float ExpPoly(float x);
+// exp as attend_lanes/attend_cols compute it in every table: ExpPoly's
+// polynomial with fused steps (the AVX-512 lanes give the same bits).
+float ExpLane(float x);
 // Null where this binary was built without that level.
 const DotKernels* Avx2DotKernels();
+// The AVX2 table with AVX-512 attention (attend_lanes, attend_cols).
+const DotKernels* Avx512DotKernels();
 // The table for the active level (or the best one at or below it).
 const DotKernels& DotKernelsFor(Isa isa);
 const DotKernels& ActiveDotKernels();

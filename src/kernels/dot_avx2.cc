@@ -358,7 +358,8 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
 
 const DotKernels kAvx2 = {"avx2",    DotF32,     DotF16,    DotBf16,   ToF16,      QuantizeQ8_0,
                           F16ToF32,  AxpyF32,    AxpyF16,   DotF32F16, TileScores, TileAccum,
-                          ExpSum,    SiluMul,    AttendTile, FloatTile<float>, FloatTile<uint16_t>};
+                          ExpSum,    SiluMul,    AttendTile, FloatTile<float>, FloatTile<uint16_t>,
+                          nullptr,   nullptr};
 
 }  // namespace
 

@@ -278,7 +278,7 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   const AttnHeads h{static_cast<size_t>(c.n_head), static_cast<size_t>(c.n_kv_head), static_cast<size_t>(c.head_dim)};
   // Work items: chunks of up to kRows consecutive rows of one sequence, every
   // head; each streams its sequence's K/V once per span for all of them.
-  constexpr size_t kRows = 16;
+  constexpr size_t kRows = 32;
   struct Item {
     size_t r0, r1, num_spans, first_part;
   };

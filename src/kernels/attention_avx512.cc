@@ -1,0 +1,220 @@
+// AVX-512 attention tiles (attend_lanes, attend_cols of dot.h) and the
+// avx512 DotKernels table: the AVX2 table with these two. This file alone is
+// compiled with AVX-512 flags; it runs only after ActiveIsa() confirmed them.
+// No shared inline helpers are instantiated here (the linker could pick
+// this copy for callers on other CPUs): plain loops and intrinsics only.
+#include <immintrin.h>
+
+#include <limits>
+
+#include "kernels/dot.h"
+
+namespace pc {
+namespace {
+
+constexpr int kT = static_cast<int>(kLaneTile);
+
+// ExpLane in 16 lanes: the same operations, so the same bits per lane.
+inline __m512 Exp16(__m512 x) {
+  const __m512 lo = _mm512_set1_ps(-87.0f);
+  const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
+  x = _mm512_min_ps(_mm512_max_ps(x, lo), _mm512_set1_ps(88.0f));
+  const __m512 i = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_sub_ps(_mm512_sub_ps(x, _mm512_mul_ps(i, _mm512_set1_ps(0.693145751953125f))),
+                                 _mm512_mul_ps(i, _mm512_set1_ps(1.428606765330187e-06f)));
+  __m512 p = _mm512_set1_ps(1.3981999507e-3f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, f), f, f), _mm512_set1_ps(1.0f));
+  const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(i), _mm512_set1_epi32(127)), 23);
+  return _mm512_maskz_mul_ps(static_cast<__mmask16>(~under), p, _mm512_castsi512_ps(bits));
+}
+
+// The sum of 16 lanes by dot.h's tree: j + j+8, then j + j+4, j + j+2, j + j+1.
+inline float TreeSum(__m512 p) {
+  const __m512 u = _mm512_add_ps(p, _mm512_shuffle_f32x4(p, p, 0xEE));
+  const __m512 w = _mm512_add_ps(u, _mm512_shuffle_f32x4(u, u, 0x01));
+  const __m512 x = _mm512_add_ps(w, _mm512_permute_ps(w, 0x0E));
+  return _mm512_cvtss_f32(_mm512_add_ps(x, _mm512_permute_ps(x, 0x01)));
+}
+
+// acct[d][lanes] = acct * c, then the fused chain over the 16 positions,
+// 8 dimensions at a time held in registers (p: the 16 weight vectors).
+inline void AccumLanes(const __m512* p, const float* v, size_t head_dim, __m512 c, float* acct) {
+  size_t d0 = 0;
+  for (; d0 + 8 <= head_dim; d0 += 8) {
+    __m512 a[8];
+    for (int t = 0; t < 8; ++t) a[t] = _mm512_mul_ps(_mm512_loadu_ps(acct + (d0 + t) * kT), c);
+    for (int j = 0; j < kT; ++j) {
+      const float* vj = v + j * head_dim + d0;
+      for (int t = 0; t < 8; ++t) a[t] = _mm512_fmadd_ps(p[j], _mm512_set1_ps(vj[t]), a[t]);
+    }
+    for (int t = 0; t < 8; ++t) _mm512_storeu_ps(acct + (d0 + t) * kT, a[t]);
+  }
+  for (; d0 < head_dim; ++d0) {
+    __m512 a = _mm512_mul_ps(_mm512_loadu_ps(acct + d0 * kT), c);
+    for (int j = 0; j < kT; ++j) a = _mm512_fmadd_ps(p[j], _mm512_set1_ps(v[j * head_dim + d0]), a);
+    _mm512_storeu_ps(acct + d0 * kT, a);
+  }
+}
+
+void AttendLanes(const float* qt, const float* k, const float* v, size_t head_dim, const int32_t* nv, float* m,
+                 float* l, float* acct) {
+  const __m512i nvv = _mm512_loadu_si512(nv);
+  const __mmask16 active = _mm512_cmpgt_epi32_mask(nvv, _mm512_setzero_si512());
+  // Scores: one fused chain per (query lane, position j) over d.
+  __m512 s[kT];
+  for (int j = 0; j < kT; ++j) s[j] = _mm512_setzero_ps();
+  for (size_t d = 0; d < head_dim; ++d) {
+    const __m512 q = _mm512_loadu_ps(qt + d * kT);
+    for (int j = 0; j < kT; ++j) s[j] = _mm512_fmadd_ps(q, _mm512_set1_ps(k[j * head_dim + d]), s[j]);
+  }
+  const __m512 m_old = _mm512_loadu_ps(m), ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  __m512 mx = m_old;
+  for (int j = 0; j < kT; ++j) {
+    s[j] = _mm512_mask_blend_ps(_mm512_cmpgt_epi32_mask(nvv, _mm512_set1_epi32(j)), ninf, s[j]);
+    mx = _mm512_max_ps(mx, s[j]);
+  }
+  // Lanes without positions here: weights 0 (their scores are -inf), c = 1.
+  const __m512 sub = _mm512_maskz_mov_ps(active, mx);
+  const __m512 c = _mm512_mask_blend_ps(active, _mm512_set1_ps(1.0f), Exp16(_mm512_sub_ps(m_old, mx)));
+  _mm512_storeu_ps(m, _mm512_mask_blend_ps(active, m_old, mx));
+  __m512 p[kT];
+  for (int j = 0; j < kT; ++j) p[j] = Exp16(_mm512_sub_ps(s[j], sub));
+  __m512 u[8], w[4];
+  for (int j = 0; j < 8; ++j) u[j] = _mm512_add_ps(p[j], p[j + 8]);
+  for (int j = 0; j < 4; ++j) w[j] = _mm512_add_ps(u[j], u[j + 4]);
+  const __m512 y = _mm512_add_ps(_mm512_add_ps(w[0], w[2]), _mm512_add_ps(w[1], w[3]));
+  _mm512_storeu_ps(l, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(l), c), y));
+  AccumLanes(p, v, head_dim, c, acct);
+}
+
+// k [16][head_dim] to kt [head_dim][16]: 16 x 16 blocks transposed in
+// registers, the last head_dim % 16 columns element by element.
+void TransposeTile(const float* k, size_t head_dim, float* kt) {
+  size_t d0 = 0;
+  for (; d0 + 16 <= head_dim; d0 += 16) {
+    __m512 r[16], t[16];
+    for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(k + j * head_dim + d0);
+    for (int j = 0; j < 16; j += 2) {  // pairs of rows interleaved by element
+      t[j] = _mm512_unpacklo_ps(r[j], r[j + 1]);
+      t[j + 1] = _mm512_unpackhi_ps(r[j], r[j + 1]);
+    }
+    for (int j = 0; j < 16; j += 4) {  // then by pairs of elements
+      r[j] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[j]), _mm512_castps_pd(t[j + 2])));
+      r[j + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[j]), _mm512_castps_pd(t[j + 2])));
+      r[j + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t[j + 1]), _mm512_castps_pd(t[j + 3])));
+      r[j + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t[j + 1]), _mm512_castps_pd(t[j + 3])));
+    }
+    // r[4b + e] now holds, per 128-bit lane L, rows 4b..4b+3 of element
+    // 4L + e. Gather the four 128-bit lanes of each element across b.
+    for (int e = 0; e < 4; ++e) {
+      const __m512 a0 = _mm512_shuffle_f32x4(r[e], r[4 + e], 0x88);       // b0 L0, L2 | b1 L0, L2
+      const __m512 a1 = _mm512_shuffle_f32x4(r[e], r[4 + e], 0xDD);       // b0 L1, L3 | b1 L1, L3
+      const __m512 a2 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0x88);  // b2, b3 likewise
+      const __m512 a3 = _mm512_shuffle_f32x4(r[8 + e], r[12 + e], 0xDD);
+      t[e] = _mm512_shuffle_f32x4(a0, a2, 0x88);       // L0: b0 b1 b2 b3
+      t[4 + e] = _mm512_shuffle_f32x4(a1, a3, 0x88);   // L1
+      t[8 + e] = _mm512_shuffle_f32x4(a0, a2, 0xDD);   // L2
+      t[12 + e] = _mm512_shuffle_f32x4(a1, a3, 0xDD);  // L3
+    }
+    for (int e = 0; e < 16; ++e) _mm512_storeu_ps(kt + (d0 + e) * kT, t[e]);
+  }
+  for (; d0 < head_dim; ++d0) {
+    for (int j = 0; j < kT; ++j) kt[d0 * kT + j] = k[j * head_dim + d0];
+  }
+}
+
+// N queries' scores at once (N <= 8): independent fused chains over d,
+// each with the positions in the lanes (the same chain as attend_lanes').
+// qs[i]: query i's elements; kts[i]: its K/V head's transposed tile.
+template <int N>
+void ColScores(const float* const* qs, const float* const* kts, size_t head_dim, __m512* s) {
+  __m512 a[N];
+  for (int i = 0; i < N; ++i) a[i] = _mm512_setzero_ps();
+  for (size_t d = 0; d < head_dim; ++d) {
+    for (int i = 0; i < N; ++i) a[i] = _mm512_fmadd_ps(_mm512_set1_ps(qs[i][d]), _mm512_loadu_ps(kts[i] + d * kT), a[i]);
+  }
+  for (int i = 0; i < N; ++i) s[i] = a[i];
+}
+
+void ColScoresUpTo8(const float* const* qs, const float* const* kts, size_t n, size_t head_dim, __m512* s) {
+  switch (n) {
+    case 1: return ColScores<1>(qs, kts, head_dim, s);
+    case 2: return ColScores<2>(qs, kts, head_dim, s);
+    case 3: return ColScores<3>(qs, kts, head_dim, s);
+    case 4: return ColScores<4>(qs, kts, head_dim, s);
+    case 5: return ColScores<5>(qs, kts, head_dim, s);
+    case 6: return ColScores<6>(qs, kts, head_dim, s);
+    case 7: return ColScores<7>(qs, kts, head_dim, s);
+    default: return ColScores<8>(qs, kts, head_dim, s);
+  }
+}
+
+void AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim, size_t nv,
+                float* kt_scratch, float* m, float* l, float* acc) {
+  const size_t heads = (nq + group - 1) / group;
+  for (size_t g = 0; g < heads; ++g) TransposeTile(k + g * kT * head_dim, head_dim, kt_scratch + g * kT * head_dim);
+  const __mmask16 seen = static_cast<__mmask16>((1u << nv) - 1u);
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  alignas(64) float p[kT];
+  for (size_t q0 = 0; q0 < nq; q0 += 8) {
+    const size_t n = nq - q0 < 8 ? nq - q0 : 8;
+    const float* qs[8];
+    const float* kts[8];
+    for (size_t i = 0; i < n; ++i) {
+      qs[i] = q + (q0 + i) * head_dim;
+      kts[i] = kt_scratch + (q0 + i) / group * kT * head_dim;
+    }
+    __m512 s[8];
+    ColScoresUpTo8(qs, kts, n, head_dim, s);
+    for (size_t i = q0; i < nq && i < q0 + 8; ++i) {
+      const __m512 si = _mm512_mask_blend_ps(seen, ninf, s[i - q0]);
+      const float tile_max = _mm512_reduce_max_ps(si);
+      const float mx = tile_max > m[i] ? tile_max : m[i];
+      const __m512 vmx = _mm512_set1_ps(mx);
+      const float c = _mm512_cvtss_f32(Exp16(_mm512_set1_ps(m[i] - mx)));
+      const __m512 pv = Exp16(_mm512_sub_ps(si, vmx));
+      l[i] = l[i] * c + TreeSum(pv);
+      m[i] = mx;
+      _mm512_store_ps(p, pv);
+      const float* vi = v + i / group * kT * head_dim;
+      float* a = acc + i * head_dim;
+      size_t d = 0;
+      for (; d + 16 <= head_dim; d += 16) {
+        __m512 x = _mm512_mul_ps(_mm512_loadu_ps(a + d), _mm512_set1_ps(c));
+        for (int j = 0; j < kT; ++j) x = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_loadu_ps(vi + j * head_dim + d), x);
+        _mm512_storeu_ps(a + d, x);
+      }
+      if (d < head_dim) {
+        const __mmask16 tail = static_cast<__mmask16>((1u << (head_dim - d)) - 1u);
+        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, a + d), _mm512_set1_ps(c));
+        for (int j = 0; j < kT; ++j) {
+          x = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(tail, vi + j * head_dim + d), x);
+        }
+        _mm512_mask_storeu_ps(a + d, tail, x);
+      }
+    }
+  }
+}
+
+DotKernels MakeAvx512Table() {
+  DotKernels t = *Avx2DotKernels();
+  t.name = "avx512";
+  t.attend_lanes = AttendLanes;
+  t.attend_cols = AttendCols;
+  return t;
+}
+
+}  // namespace
+
+const DotKernels* Avx512DotKernels() {
+  if (Avx2DotKernels() == nullptr) return nullptr;
+  static const DotKernels table = MakeAvx512Table();
+  return &table;
+}
+
+}  // namespace pc
