@@ -1,5 +1,7 @@
 #include "kernels/ops.h"
 
+#include "base/check.h"
+
 #include <cmath>
 
 namespace pc {
@@ -13,17 +15,26 @@ void RmsNorm(const float* x, const float* w, float* out, size_t n, float eps) {
   for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
-void Rope(float* x, size_t n_heads, int32_t pos, const RopeParams& p) {
+void RopeAngles(int32_t pos, const RopeParams& p, float* cs) {
+  const size_t rope_dim = p.rope_dim;
+  const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(rope_dim));
+  float theta_base = static_cast<float>(pos);
+  for (size_t i = 0; i < rope_dim / 2; ++i) {
+    float theta = p.freq_factors != nullptr ? theta_base / p.freq_factors[i] : theta_base;
+    if (p.freq_scale != 1.0f) theta *= p.freq_scale;
+    cs[2 * i] = std::cos(theta);
+    cs[2 * i + 1] = std::sin(theta);
+    theta_base *= theta_scale;
+  }
+}
+
+void RopeWith(float* x, size_t n_heads, const float* cs, const RopeParams& p) {
   const size_t rope_dim = p.rope_dim;
   const bool neox = p.neox;
-  const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(rope_dim));
   for (size_t h = 0; h < n_heads; ++h) {
     float* v = x + h * p.head_dim;
-    float theta_base = static_cast<float>(pos);
     for (size_t i = 0; i < rope_dim / 2; ++i) {
-      float theta = p.freq_factors != nullptr ? theta_base / p.freq_factors[i] : theta_base;
-      if (p.freq_scale != 1.0f) theta *= p.freq_scale;
-      const float c = std::cos(theta), s = std::sin(theta);
+      const float c = cs[2 * i], s = cs[2 * i + 1];
       const size_t a = neox ? i : 2 * i;
       const size_t b = neox ? i + rope_dim / 2 : 2 * i + 1;
       const float x0 = v[a], x1 = v[b];
@@ -32,9 +43,15 @@ void Rope(float* x, size_t n_heads, int32_t pos, const RopeParams& p) {
       // here show up downstream once K and Q are rounded to F16.
       v[a] = std::fma(x0, c, -(x1 * s));
       v[b] = std::fma(x0, s, x1 * c);
-      theta_base *= theta_scale;
     }
   }
+}
+
+void Rope(float* x, size_t n_heads, int32_t pos, const RopeParams& p) {
+  float cs[kMaxRopeDim];
+  PC_CHECK(p.rope_dim <= kMaxRopeDim);
+  RopeAngles(pos, p, cs);
+  RopeWith(x, n_heads, cs, p);
 }
 
 void SiluMul(const float* gate, const float* up, float* out, size_t n) {

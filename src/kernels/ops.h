@@ -23,6 +23,12 @@ struct RopeParams {
 };
 // Rotates the first rope_dim dims of each head of x = [n_heads][head_dim] in place.
 void Rope(float* x, size_t n_heads, int32_t pos, const RopeParams& p);
+constexpr size_t kMaxRopeDim = 1024;
+// The same in two steps, so a token's angles are computed once for every
+// head and layer: cs[2i], cs[2i+1] = cos, sin of pair i's angle at pos
+// (rope_dim floats), then the rotation with them (same bits as Rope).
+void RopeAngles(int32_t pos, const RopeParams& p, float* cs);
+void RopeWith(float* x, size_t n_heads, const float* cs, const RopeParams& p);
 
 // out[i] = silu(gate[i]) * up[i]; out may alias gate.
 void SiluMul(const float* gate, const float* up, float* out, size_t n);

@@ -20,6 +20,7 @@ namespace pc {
 // Activations for one batch of n tokens (floats unless noted).
 struct Model::Scratch {
   std::vector<float> x, xb, q, k, v, att, hb, hb2, out;
+  std::vector<float> rope_cs;  // [n][rope_dim]: each token's rotation angles (RopeAngles)
   std::vector<uint8_t> xq;  // activation rows converted for a matmul (ggml numerics)
   // Activation rows converted for the precise kernels, one buffer per
   // activation type a matmul needs (weights of several types can share an
@@ -231,6 +232,18 @@ void Model::Embed(std::span<const BatchToken> batch, float* x) {
   }
 }
 
+RopeParams Model::RopeParamsOf() const {
+  const ModelConfig& c = config_;
+  RopeParams rope;
+  rope.head_dim = static_cast<size_t>(c.head_dim);
+  rope.rope_dim = static_cast<size_t>(c.rope_dim);
+  rope.freq_base = c.rope_base;
+  rope.neox = c.rope_neox;
+  rope.freq_scale = c.rope_freq_scale;
+  rope.freq_factors = weights_.rope_freqs.empty() ? nullptr : weights_.rope_freqs.data();
+  return rope;
+}
+
 void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
@@ -240,13 +253,7 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
   }
   const Projection qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
   LinearMany(qkv, s.xb.data(), n, s);
-  RopeParams rope;
-  rope.head_dim = static_cast<size_t>(c.head_dim);
-  rope.rope_dim = static_cast<size_t>(c.rope_dim);
-  rope.freq_base = c.rope_base;
-  rope.neox = c.rope_neox;
-  rope.freq_scale = c.rope_freq_scale;
-  rope.freq_factors = weights_.rope_freqs.empty() ? nullptr : weights_.rope_freqs.data();
+  const RopeParams rope = RopeParamsOf();
   for (size_t t = 0; t < n; ++t) {
     float* q = &s.q[t * c.q_dim()];
     float* k = &s.k[t * c.kv_dim()];
@@ -259,8 +266,9 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
       for (int h = 0; h < c.n_head; ++h) RmsNorm(q + h * c.head_dim, w.q_norm.data(), q + h * c.head_dim, c.head_dim, c.rms_eps);
       for (int h = 0; h < c.n_kv_head; ++h) RmsNorm(k + h * c.head_dim, w.k_norm.data(), k + h * c.head_dim, c.head_dim, c.rms_eps);
     }
-    Rope(q, static_cast<size_t>(c.n_head), batch[t].pos, rope);
-    Rope(k, static_cast<size_t>(c.n_kv_head), batch[t].pos, rope);
+    const float* angles = &s.rope_cs[t * rope.rope_dim];  // computed once per forward
+    RopeWith(q, static_cast<size_t>(c.n_head), angles, rope);
+    RopeWith(k, static_cast<size_t>(c.n_kv_head), angles, rope);
     kv.Write(layer, batch[t].block_table, batch[t].pos, k, v);
   }
   if (numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16) {
@@ -411,6 +419,9 @@ void Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
   s.hb2.resize(n * c.n_ff);
   s.out.resize(n * c.n_embd);
   Embed(batch, s.x.data());
+  const RopeParams rope = RopeParamsOf();
+  s.rope_cs.resize(n * rope.rope_dim);
+  for (size_t t = 0; t < n; ++t) RopeAngles(batch[t].pos, rope, &s.rope_cs[t * rope.rope_dim]);
   size_t m = n;
   for (int l = 0; l < c.n_layer; ++l) {
     AttentionBlock(l, batch, kv, s);

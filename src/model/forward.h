@@ -13,6 +13,7 @@
 #include "base/hash128.h"
 #include "gguf/gguf.h"
 #include "kernels/ggml_compat.h"
+#include "kernels/ops.h"
 #include "model/config.h"
 #include "kvcache/kv_store.h"
 #include "model/weights.h"
@@ -69,6 +70,7 @@ class Model {
   struct Scratch;
   // Layer steps of the recipe; x is [n][n_embd].
   void Embed(std::span<const BatchToken> batch, float* x);
+  RopeParams RopeParamsOf() const;
   void AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
