@@ -47,6 +47,7 @@ struct Output {
   std::vector<int32_t> ids;
   std::vector<std::vector<std::pair<int32_t, float>>> tops;
   FinishReason finish = FinishReason::kError;
+  size_t num_cached = 0;
 };
 
 Output Drain(RequestStream& s) {
@@ -56,6 +57,7 @@ Output Drain(RequestStream& s) {
     PC_CHECK(ev.has_value());
     if (ev->done) {
       o.finish = ev->finish;
+      o.num_cached = ev->num_cached_tokens;
       return o;
     }
     o.ids.push_back(ev->token);
@@ -113,6 +115,47 @@ TEST(EngineMemory, APoolTooSmallPreemptsAndResumesWithUnchangedOutputs) {
   const EngineSnapshot s = e.Snapshot();
   EXPECT_EQ(s.num_used_blocks, 0u) << "blocks leaked";
   EXPECT_EQ(s.num_running + s.num_waiting, 0u);
+}
+
+// A prompt sent again whole: every token's K/V is cached and its last
+// logits were kept, so the first token needs no forward pass; the outputs
+// are those of the first run, bit for bit. Without the memo the last token
+// is computed again, with the same outputs.
+TEST(EngineMemory, ARepeatedPromptStartsFromItsKeptLogitsWithoutAForwardPass) {
+  test::MadeModel l = MakeTiny();
+  const std::string prefill = "promptcache_step_tokens_total{kind=\"prefill\"}";
+  for (size_t memo_bytes : {size_t{1} << 20, size_t{0}}) {
+    EngineOptions o;
+    o.cache.mem_bytes = PoolBytes(l.model->config(), 64);
+    o.logits_memo_bytes = memo_bytes;
+    Engine e(*l.model, *l.tok, o);
+    for (size_t len : {37u, 32u}) {  // a partial last block; whole blocks only
+      const Output first = Drain(*e.Submit(Greedy(Prompt(static_cast<int>(len), len), 6)).stream);
+      const double computed = Counter(e, prefill), hits = Counter(e, "promptcache_prefix_cache_logits_hits_total");
+      const Output again = Drain(*e.Submit(Greedy(Prompt(static_cast<int>(len), len), 6)).stream);
+      ASSERT_EQ(again.ids, first.ids) << "len " << len;
+      for (size_t t = 0; t < first.tops.size(); ++t) {
+        for (size_t j = 0; j < first.tops[t].size(); ++j) {
+          EXPECT_EQ(again.tops[t][j].first, first.tops[t][j].first);
+          EXPECT_EQ(again.tops[t][j].second, first.tops[t][j].second) << "len " << len << " token " << t;
+        }
+      }
+      if (memo_bytes > 0) {
+        EXPECT_EQ(again.num_cached, len);
+        EXPECT_EQ(Counter(e, prefill), computed) << "the repeat computed prompt tokens";
+        EXPECT_EQ(Counter(e, "promptcache_prefix_cache_logits_hits_total"), hits + 1);
+      } else {
+        EXPECT_EQ(again.num_cached, len - 1);
+        EXPECT_EQ(Counter(e, prefill), computed + 1);
+      }
+    }
+    // One token asked for: answered from the memo and finished at once.
+    const Output one = Drain(*e.Submit(Greedy(Prompt(37, 37), 1)).stream);
+    EXPECT_EQ(one.finish, FinishReason::kLength);
+    EXPECT_EQ(one.ids.size(), 1u);
+    for (int tries = 0; tries < 100 && !e.Idle(); ++tries) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(e.Snapshot().num_used_blocks, 0u) << "blocks leaked";
+  }
 }
 
 TEST(EngineMemory, ThirtyTwoChatsWithoutMaxTokensShareOnePrefixAndAllRun) {

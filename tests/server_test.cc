@@ -188,9 +188,9 @@ TEST_F(ServerTest, RepeatReportsCachedTokens) {
   json a = Post(c, "/v1/completions", body);
   json b = Post(c, "/v1/completions", body);
   EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
-  // Token-exact: all but the last prompt token (recomputed for its logits),
-  // the partial last block included.
-  const size_t expect = n - 1;
+  // Token-exact: every prompt token, the partial last block included (the
+  // last token's logits were kept: no token is computed again).
+  const size_t expect = n;
   EXPECT_EQ(b["usage"]["prompt_tokens_details"]["cached_tokens"], expect);
   EXPECT_EQ(b["timings"]["cached_tokens_by_tier"]["pool"], expect);
   EXPECT_EQ(a["choices"][0]["text"], b["choices"][0]["text"]);

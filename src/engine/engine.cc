@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <utility>
+
 #include "base/check.h"
 #include "base/clock.h"
 #include "engine/stop_matcher.h"
@@ -67,6 +69,7 @@ struct Engine::Active {
   size_t num_generated = 0, num_cached = 0;
   RequestTimings timings;
   bool loading = false;  // waiting for its prefix from the spill tiers
+  std::vector<float> memo_logits;  // its first token's logits, from LogitsMemo (EmitFromMemo)
   std::map<std::string, size_t> cached_by_tier;
   std::map<std::string, double> tier_load_ms;
 };
@@ -90,6 +93,7 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
       tok_(tok),
       opt_(opt),
       cache_(model.config(), model.fingerprint(), WithDefaultMemory(model.config(), opt.ctx_tokens, opt.cache)),
+      logits_memo_(opt.logits_memo_bytes),
       scheduler_(SchedulerOptions{opt.max_batch_tokens, opt.max_running, opt.max_waiting,
                                   static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size(),
                                   std::max<size_t>(1, static_cast<size_t>(cache_.pool().num_blocks()) / 100)}),
@@ -330,7 +334,14 @@ void Engine::InstallLoads(int64_t now_ns) {
 
 // Requires mu_.
 void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string, size_t>& loaded_tokens) {
-  Result<std::unique_ptr<CachedSequence>> seq = cache_.Start(a.tokens, a.req.salt, a.req.use_cache, a.keys);
+  // A fresh prompt seen before may have its last logits kept: then every
+  // cached token is adopted, and if that is all of them, nothing is computed.
+  std::optional<std::vector<float>> memo;
+  if (a.req.use_cache && a.num_preemptions == 0 && opt_.logits_memo_bytes > 0) {
+    memo = logits_memo_.Get(cache_.PromptKey(a.tokens, a.req.salt, a.keys));
+  }
+  Result<std::unique_ptr<CachedSequence>> seq =
+      cache_.Start(a.tokens, a.req.salt, a.req.use_cache, a.keys, memo.has_value());
   if (!seq.ok()) {
     // No block for a full-hit copy: others hold the pool; wait for them.
     if (scheduler_.NumStarted() > 0) return Requeue(a, /*preempted=*/false);
@@ -338,6 +349,11 @@ void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string
     return;
   }
   a.seq = std::move(*seq);
+  if (memo && a.seq->num_computed() == a.tokens.size()) {
+    a.memo_logits = std::move(*memo);
+    memo_ready_.push_back(a.id);
+    metrics_.Add("promptcache_prefix_cache_logits_hits_total", "", 1);
+  }
   if (a.num_preemptions > 0) {  // resumed: its first admission was reported
     metrics_.Add("promptcache_resumed_cached_tokens_total", "", static_cast<double>(a.seq->num_cached_tokens()));
     scheduler_.Started(a.id, a.seq->num_computed());
@@ -363,6 +379,21 @@ void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string
     for (const auto& [tier, n] : a.cached_by_tier) {
       metrics_.Add("promptcache_prefix_cache_hit_tokens_total", fmt::format("tier=\"{}\"", tier), static_cast<double>(n));
     }
+  }
+}
+
+void Engine::EmitFromMemo(std::vector<uint64_t> ids) {
+  for (uint64_t id : ids) {
+    Active* a = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = active_.find(id);
+      if (it != active_.end()) a = it->second.get();
+    }
+    if (a == nullptr || a->memo_logits.empty()) continue;
+    const std::vector<float> logits = std::move(a->memo_logits);  // `a` may finish (and go) below
+    a->memo_logits.clear();
+    SampleAndEmit(*a, logits, NowNs());
   }
 }
 
@@ -450,6 +481,10 @@ bool Engine::Step() {
     std::lock_guard<std::mutex> lock(mu_);
     InstallLoads(NowNs());
     StartAdmitted(NowNs());
+  }
+  EmitFromMemo(std::exchange(memo_ready_, {}));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
     work = PlanWithBlocks();
     for (const WorkItem& w : work) acts.push_back(active_.at(w.id).get());
   }
@@ -507,7 +542,11 @@ void Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active
       scheduler_.Advanced(a.id, chunks[i].size());
     }
     if (work[i].decode || work[i].last_prompt_chunk) {
-      SampleAndEmit(a, std::span<const float>(logits).subspan(row * n_vocab, n_vocab), now);
+      const std::span<const float> row_logits = std::span<const float>(logits).subspan(row * n_vocab, n_vocab);
+      if (work[i].last_prompt_chunk && a.req.use_cache && a.num_preemptions == 0 && opt_.logits_memo_bytes > 0) {
+        logits_memo_.Put(cache_.PromptKey(a.tokens, a.req.salt, a.keys), row_logits);
+      }
+      SampleAndEmit(a, row_logits, now);
       ++row;
     }
   }
@@ -558,6 +597,8 @@ void Engine::DescribeMetrics() {
   m.Describe("promptcache_prefix_cache_queried_tokens_total", "counter", "Prompt tokens looked up in the prefix cache.");
   m.Describe("promptcache_prefix_cache_hit_tokens_total", "counter", "Prompt tokens whose KV was reused, by tier.",
              tier_labels);
+  m.Describe("promptcache_prefix_cache_logits_hits_total", "counter",
+             "Prompts cached whole whose first token came from their kept last logits (no forward pass).");
   m.Describe("promptcache_requests_running", "gauge", "Requests in the running batch.");
   m.Describe("promptcache_requests_waiting", "gauge", "Requests in the queue.");
   m.Describe("promptcache_kv_pool_blocks", "gauge", "KV pool blocks by state.",

@@ -30,6 +30,7 @@
 #include "engine/metrics.h"
 #include "engine/scheduler.h"
 #include "engine/step_budget.h"
+#include "kvcache/logits_memo.h"
 #include "kvcache/prefix_cache.h"
 #include "kvcache/tier_stack.h"
 #include "model/sequence.h"
@@ -50,6 +51,10 @@ struct EngineOptions {
   size_t max_running = 32;
   size_t max_waiting = 256;
   TierStack* tiers = nullptr;  // spill tiers below the pool (not owned; outlives the engine)
+  // The last prompt token's logits kept for repeated prompts (LogitsMemo):
+  // a prompt whose K/V are all cached then needs no forward pass for its
+  // first token. 0: none kept.
+  size_t logits_memo_bytes = size_t{32} << 20;
   // Opt-in request log, JSON Lines in the ../shared/traces format (arrival
   // t_ms, token counts, prefix block ids, block_size): never prompt text.
   std::string request_log_path;
@@ -157,6 +162,9 @@ class Engine {
   void Requeue(Active& a, bool preempted);
   std::vector<WorkItem> PlanWithBlocks();
   void SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns);
+  // Emits the first token of sequences that started with their whole prompt
+  // cached and its last logits kept (no forward pass); without mu_.
+  void EmitFromMemo(std::vector<uint64_t> ids);
   void Finish(Active& a, FinishReason reason, int64_t now_ns, const std::string& error = "");
   void DescribeMetrics();
   void LogRequest(const Active& a);
@@ -166,6 +174,7 @@ class Engine {
   const Tokenizer& tok_;
   EngineOptions opt_;
   PrefixCache cache_;
+  LogitsMemo logits_memo_;  // loop thread only
   MetricsRegistry metrics_;
 
   mutable std::mutex mu_;  // guards scheduler_, active_, next_id_, draining_, stop_
@@ -173,6 +182,7 @@ class Engine {
   Scheduler scheduler_;
   StepBudget step_budget_;  // loop thread only
   std::unordered_map<uint64_t, std::unique_ptr<Active>> active_;
+  std::vector<uint64_t> memo_ready_;  // started from LogitsMemo, first token not yet emitted
   uint64_t next_id_ = 1;
   bool draining_ = false;
   bool stop_ = false;

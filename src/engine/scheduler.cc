@@ -138,7 +138,8 @@ void Scheduler::Started(uint64_t id, size_t num_cached_tokens) {
   auto it = running_.find(id);
   PC_CHECK(it != running_.end() && !it->second.started);
   Running& r = it->second;
-  PC_CHECK(num_cached_tokens < r.req.num_prompt_tokens);
+  // All of them: its first token comes from kept logits (LogitsMemo).
+  PC_CHECK(num_cached_tokens <= r.req.num_prompt_tokens);
   r.started = true;
   r.num_computed = num_cached_tokens;
   ReleasePending(r, 0);

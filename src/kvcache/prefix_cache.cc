@@ -43,7 +43,7 @@ PrefixCache::PrefixCache(const ModelConfig& c, const Hash128& fingerprint, const
 
 Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32_t> prompt,
                                                            std::string_view salt, bool use_cache,
-                                                           std::span<const Hash128> keys) {
+                                                           std::span<const Hash128> keys, bool have_last_logits) {
   if (prompt.empty()) return Status::Error("the prompt is empty");
   std::unique_ptr<CachedSequence> seq(new CachedSequence(*this, ChainRoot(fingerprint_, salt), use_cache));
   if (!use_cache) return seq;
@@ -70,11 +70,13 @@ Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32
   seq->last_hash_ = h;
   seq->num_hashed_blocks_ = seq->table_.size();
   seq->tokens_.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(matched));
-  if (matched < prompt.size() && prompt.size() - matched >= 2) {
-    // At least one token is left to compute (its logits start the output).
-    AdoptPartialBlock(*seq, prompt.subspan(matched), std::min(bs - 1, prompt.size() - matched - 1));
+  // At least one token is left to compute (its logits start the output),
+  // unless the caller has those logits.
+  const size_t keep = have_last_logits ? 0 : 1;
+  if (matched < prompt.size() && prompt.size() - matched > keep) {
+    AdoptPartialBlock(*seq, prompt.subspan(matched), std::min(bs - 1, prompt.size() - matched - keep));
   }
-  if (matched == prompt.size()) {
+  if (matched == prompt.size() && !have_last_logits) {
     // The whole prompt is cached. The last prompt token is recomputed to get
     // its logits; its row lives in the last (shared) block, so that block is
     // copied into a private one first and the token's row rewritten there.
@@ -94,6 +96,17 @@ Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32
   }
   seq->num_cached_tokens_ = seq->tokens_.size();
   return seq;
+}
+
+Hash128 PrefixCache::PromptKey(std::span<const int32_t> prompt, std::string_view salt,
+                               std::span<const Hash128> keys) const {
+  const size_t bs = block_size(), whole = prompt.size() / bs;
+  Hash128 h = ChainRoot(fingerprint_, salt);
+  if (whole > 0) h = keys.size() == whole ? keys.back() : BlockHashes(prompt, salt).back();
+  // The tail (possibly empty) and the length: no whole block's key.
+  std::vector<int32_t> tail(prompt.begin() + static_cast<std::ptrdiff_t>(whole * bs), prompt.end());
+  tail.push_back(-static_cast<int32_t>(prompt.size()) - 1);
+  return ChainBlock(h, tail);
 }
 
 std::vector<Hash128> PrefixCache::BlockHashes(std::span<const int32_t> prompt, std::string_view salt) const {

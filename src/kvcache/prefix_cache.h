@@ -62,17 +62,6 @@ class CachedSequence : public KvSequence {
  private:
   friend class PrefixCache;
 
-// Hooks into the pool for the spill tiers, called on the owning (loop)
-// thread with a copy of the block's payload (PrefixCache::BlockBytes: the
-// block's token ids, then K and V layer by layer).
-class PoolListener {
- public:
-  virtual ~PoolListener() = default;
-  // A block just computed and indexed.
-  virtual void OnRegistered(const Hash128& key, std::vector<uint8_t> bytes) = 0;
-  // An indexed block about to be overwritten (evicted from the pool).
-  virtual void OnEvicted(const Hash128& key, std::vector<uint8_t> bytes) = 0;
-};
   CachedSequence(PrefixCache& cache, Hash128 root, bool use_cache)
       : cache_(cache), last_hash_(root), use_cache_(use_cache) {}
 
@@ -92,11 +81,19 @@ class PrefixCache {
 
   // Starts a sequence for `prompt`, adopting the longest chain of cached full
   // blocks (none when use_cache is false). At least one prompt token is left
-  // to compute, since the first output needs its logits.
+  // to compute, since the first output needs its logits, unless
+  // have_last_logits: the caller holds them (LogitsMemo), and every cached
+  // token is adopted, the last one too (num_computed() == prompt.size() when
+  // all of them were).
   // keys: the prompt's chain hashes (BlockHashes) when the caller has them
   // already, so a prompt is hashed once on its way in; empty: computed here.
   Result<std::unique_ptr<CachedSequence>> Start(std::span<const int32_t> prompt, std::string_view salt,
-                                                bool use_cache = true, std::span<const Hash128> keys = {});
+                                                bool use_cache = true, std::span<const Hash128> keys = {},
+                                                bool have_last_logits = false);
+  // A key for the whole prompt under this salt (its last whole block's
+  // chain hash, chained with the tokens after it): what LogitsMemo files
+  // the prompt's last logits under. keys as for Start.
+  Hash128 PromptKey(std::span<const int32_t> prompt, std::string_view salt, std::span<const Hash128> keys = {}) const;
 
   // Chain hashes of the prompt's full blocks under this salt: the keys Start
   // would look up (used by the scheduler to spot shared prefixes).
