@@ -3,6 +3,7 @@
 // inputs, and the attention kernels' invariance: a row's bits do not depend
 // on its batch or on how spans were split across threads.
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -63,15 +64,55 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
       std::vector<float> want_acct = acc0, want_m = m0, want_l = l0;
       if (std::isinf(old_max)) std::fill(want_acct.begin(), want_acct.end(), 0.0f);
       const std::vector<float> start_acct = want_acct;
-      ref.attend_lanes(qt.data(), k.data(), v.data(), hd, nv, want_m.data(), want_l.data(), want_acct.data());
+      const LaneGroup want{qt.data(), nv, want_m.data(), want_l.data(), want_acct.data()};
+      ref.attend_lanes(&want, 1, k.data(), v.data(), hd);
       for (const DotKernels* t : tables) {
-        std::vector<float> acct = start_acct, m = m0, l = l0;
-        t->attend_lanes(qt.data(), k.data(), v.data(), hd, nv, m.data(), l.data(), acct.data());
-        for (size_t i = 0; i < kLaneTile; ++i) {
-          ASSERT_TRUE(SameBits(m[i], want_m[i]) && SameBits(l[i], want_l[i])) << t->name << " hd=" << hd << " lane " << i;
-          for (size_t d = 0; d < hd; ++d) {
-            ASSERT_TRUE(SameBits(acct[d * kLaneTile + i], want_acct[d * kLaneTile + i])) << t->name << " hd=" << hd;
+        // Several groups in one call (taken in pairs): group x holds the
+        // queries with its lanes rotated by 5x, and must give what the scalar
+        // twin gives for that group alone.
+        for (size_t n_groups : {1u, 2u, 3u}) {
+          struct Group {
+            std::vector<float> qt, m, l, acct;
+            std::vector<int32_t> nv;
+            LaneGroup View() { return {qt.data(), nv.data(), m.data(), l.data(), acct.data()}; }
+          };
+          std::vector<Group> got(n_groups), want_x(n_groups);
+          for (size_t x = 0; x < n_groups; ++x) {
+            Group& gx = got[x];
+            gx.qt.resize(qt.size());
+            gx.acct.resize(start_acct.size());
+            gx.m.resize(kLaneTile);
+            gx.l.resize(kLaneTile);
+            gx.nv.resize(kLaneTile);
+            for (size_t i = 0; i < kLaneTile; ++i) {
+              const size_t src = (i + 5 * x) % kLaneTile;
+              for (size_t d = 0; d < hd; ++d) {
+                gx.qt[d * kLaneTile + i] = qt[d * kLaneTile + src];
+                gx.acct[d * kLaneTile + i] = start_acct[d * kLaneTile + src];
+              }
+              gx.m[i] = m0[src];
+              gx.l[i] = l0[src];
+              gx.nv[i] = nv[src];
+            }
+            want_x[x] = gx;
+            const LaneGroup one = want_x[x].View();
+            ref.attend_lanes(&one, 1, k.data(), v.data(), hd);
           }
+          std::vector<LaneGroup> views;
+          for (Group& gx : got) views.push_back(gx.View());
+          t->attend_lanes(views.data(), n_groups, k.data(), v.data(), hd);
+          for (size_t x = 0; x < n_groups; ++x) {
+            for (size_t i = 0; i < kLaneTile; ++i) {
+              ASSERT_TRUE(SameBits(got[x].m[i], want_x[x].m[i]) && SameBits(got[x].l[i], want_x[x].l[i]))
+                  << t->name << " hd=" << hd << " lane " << i << " group " << x << " of " << n_groups;
+            }
+            for (size_t e = 0; e < got[x].acct.size(); ++e) {
+              ASSERT_TRUE(SameBits(got[x].acct[e], want_x[x].acct[e])) << t->name << " hd=" << hd << " group " << x;
+            }
+          }
+          // Group 0 is the unrotated one: the scalar result computed above.
+          for (size_t i = 0; i < kLaneTile; ++i) ASSERT_TRUE(SameBits(got[0].m[i], want_m[i]) && SameBits(got[0].l[i], want_l[i]));
+          for (size_t e = 0; e < want_acct.size(); ++e) ASSERT_TRUE(SameBits(got[0].acct[e], want_acct[e])) << t->name;
         }
         // The column form: queries with the same visible count in one call,
         // K/V heads side by side (this tile for every head).

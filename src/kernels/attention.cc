@@ -263,16 +263,29 @@ void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, AttnState o
       float* qt = work + (g * groups + gi) * floats;
       std::fill(qt, qt + floats, 0.0f);
       std::fill(qt + 2 * kLaneTile * hd, qt + 2 * kLaneTile * hd + kLaneTile, -std::numeric_limits<float>::infinity());
-      for (size_t i = 0, u = gi * kLaneTile; i < kLaneTile && u < per_kv; ++i, ++u) {
-        const float* q = a.rows.q + (a.r0 + u / group) * a.rows.q_stride + (g * group + u % group) * hd;
-        for (size_t d = 0; d < hd; ++d) qt[d * kLaneTile + i] = q[d] * a.scale;
+      const float* q[kLaneTile];  // the lanes' queries (unused lanes stay zero)
+      size_t lanes = 0;
+      for (size_t u = gi * kLaneTile; lanes < kLaneTile && u < per_kv; ++lanes, ++u) {
+        q[lanes] = a.rows.q + (a.r0 + u / group) * a.rows.q_stride + (g * group + u % group) * hd;
+      }
+      for (size_t d = 0; d < hd; ++d) {  // written in order: the transpose's cheap side
+        for (size_t i = 0; i < lanes; ++i) qt[d * kLaneTile + i] = q[i][d] * a.scale;
       }
     }
   }
   ForEachTile(a.k, a.kv, hd, a.begin, a.last, kt, vt, [&](size_t p0, size_t n) {
     for (size_t g = 0; g < a.h.n_kv_head; ++g) {
+      // The head's groups with a position in this tile, two per call.
+      LaneGroup batch[2];
+      int32_t nvs[2][kLaneTile];
+      size_t nb = 0;
+      auto flush = [&] {
+        if (nb > 0) a.k.attend_lanes(batch, nb, kt + g * kAttnTile * hd, vt + g * kAttnTile * hd, hd);
+        nb = 0;
+      };
       for (size_t gi = 0; gi < groups; ++gi) {
-        int32_t nv[kLaneTile] = {};
+        int32_t* nv = nvs[nb];
+        std::fill(nv, nv + kLaneTile, 0);
         bool any = false;
         // Lane i holds row r0 + u / group; counted without divisions.
         size_t row = a.r0 + gi * kLaneTile / group, rem = gi * kLaneTile % group;
@@ -285,19 +298,26 @@ void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, AttnState o
         float* qt = work + (g * groups + gi) * floats;
         float* acct = qt + kLaneTile * hd;
         float* m = acct + kLaneTile * hd;
-        a.k.attend_lanes(qt, kt + g * kAttnTile * hd, vt + g * kAttnTile * hd, hd, nv, m, m + kLaneTile, acct);
+        batch[nb++] = LaneGroup{qt, nv, m, m + kLaneTile, acct};
+        if (nb == 2) flush();
       }
+      flush();
     }
   });
   for (size_t g = 0; g < a.h.n_kv_head; ++g) {
     for (size_t gi = 0; gi < groups; ++gi) {
       const float* acct = work + (g * groups + gi) * floats + kLaneTile * hd;
       const float* m = acct + kLaneTile * hd;
-      for (size_t i = 0, u = gi * kLaneTile; i < kLaneTile && u < per_kv; ++i, ++u) {
+      float* acc[kLaneTile];
+      size_t lanes = 0;
+      for (size_t u = gi * kLaneTile; lanes < kLaneTile && u < per_kv; ++lanes, ++u) {
         const size_t qi = query(g, u);
-        out.m[qi] = m[i];
-        out.l[qi] = m[kLaneTile + i];
-        for (size_t d = 0; d < hd; ++d) out.acc[qi * hd + d] = acct[d * kLaneTile + i];
+        out.m[qi] = m[lanes];
+        out.l[qi] = m[kLaneTile + lanes];
+        acc[lanes] = out.acc + qi * hd;
+      }
+      for (size_t d = 0; d < hd; ++d) {
+        for (size_t i = 0; i < lanes; ++i) acc[i][d] = acct[d * kLaneTile + i];
       }
     }
   }

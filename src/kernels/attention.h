@@ -33,7 +33,7 @@ struct AttnRows {
 };
 
 constexpr size_t kAttnTile = 16;   // K/V positions per tile
-constexpr size_t kAttnSpan = 256;  // positions per span, a multiple of kAttnTile
+constexpr size_t kAttnSpan = 512;  // positions per span, a multiple of kAttnTile
 
 // Head shapes: n_head query heads share n_kv_head K/V heads in groups of
 // n_head / n_kv_head (GQA/MQA); every head has head_dim elements.

@@ -41,55 +41,94 @@ inline float TreeSum(__m512 p) {
   return _mm512_cvtss_f32(_mm512_add_ps(x, _mm512_permute_ps(x, 0x01)));
 }
 
-// acct[d][lanes] = acct * c, then the fused chain over the 16 positions,
-// 8 dimensions at a time held in registers (p: the 16 weight vectors).
-inline void AccumLanes(const __m512* p, const float* v, size_t head_dim, __m512 c, float* acct) {
+// G lane groups (1 or 2) against one tile. Two groups share every K and V
+// load: the scores take J = 16 / G positions per pass over d (G x J = 16
+// accumulators), the accumulation 8 dimensions of each group at a time.
+// Per query the operations are those of the scalar twin, in its order.
+template <int G>
+void LanesImpl(const LaneGroup* g, const float* k, const float* v, size_t head_dim) {
+  constexpr int J = kT / G;
+  alignas(64) float sbuf[G][kT][kT];  // scores, then weights: [group][position][lane]
+  for (int j0 = 0; j0 < kT; j0 += J) {
+    __m512 s[G][J];
+    for (int x = 0; x < G; ++x) {
+      for (int j = 0; j < J; ++j) s[x][j] = _mm512_setzero_ps();
+    }
+    for (size_t d = 0; d < head_dim; ++d) {
+      __m512 q[G];
+      for (int x = 0; x < G; ++x) q[x] = _mm512_loadu_ps(g[x].qt + d * kT);
+      for (int j = 0; j < J; ++j) {
+        const __m512 kb = _mm512_set1_ps(k[(j0 + j) * head_dim + d]);
+        for (int x = 0; x < G; ++x) s[x][j] = _mm512_fmadd_ps(q[x], kb, s[x][j]);
+      }
+    }
+    for (int x = 0; x < G; ++x) {
+      for (int j = 0; j < J; ++j) _mm512_store_ps(sbuf[x][j0 + j], s[x][j]);
+    }
+  }
+  __m512 c[G];
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int x = 0; x < G; ++x) {
+    const __m512i nvv = _mm512_loadu_si512(g[x].nv);
+    const __mmask16 active = _mm512_cmpgt_epi32_mask(nvv, _mm512_setzero_si512());
+    const __m512 m_old = _mm512_loadu_ps(g[x].m);
+    __m512 mx = m_old;
+    for (int j = 0; j < kT; ++j) {
+      const __m512 sj = _mm512_mask_blend_ps(_mm512_cmpgt_epi32_mask(nvv, _mm512_set1_epi32(j)), ninf,
+                                             _mm512_load_ps(sbuf[x][j]));
+      _mm512_store_ps(sbuf[x][j], sj);
+      mx = _mm512_max_ps(mx, sj);
+    }
+    // Lanes without positions here: weights 0 (their scores are -inf), c = 1.
+    const __m512 sub = _mm512_maskz_mov_ps(active, mx);
+    c[x] = _mm512_mask_blend_ps(active, _mm512_set1_ps(1.0f), Exp16(_mm512_sub_ps(m_old, mx)));
+    _mm512_storeu_ps(g[x].m, _mm512_mask_blend_ps(active, m_old, mx));
+    __m512 u[8];
+    for (int j = 0; j < 8; ++j) {
+      const __m512 p0 = Exp16(_mm512_sub_ps(_mm512_load_ps(sbuf[x][j]), sub));
+      const __m512 p8 = Exp16(_mm512_sub_ps(_mm512_load_ps(sbuf[x][j + 8]), sub));
+      _mm512_store_ps(sbuf[x][j], p0);
+      _mm512_store_ps(sbuf[x][j + 8], p8);
+      u[j] = _mm512_add_ps(p0, p8);
+    }
+    __m512 w[4];
+    for (int j = 0; j < 4; ++j) w[j] = _mm512_add_ps(u[j], u[j + 4]);
+    const __m512 y = _mm512_add_ps(_mm512_add_ps(w[0], w[2]), _mm512_add_ps(w[1], w[3]));
+    _mm512_storeu_ps(g[x].l, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(g[x].l), c[x]), y));
+  }
+  // acct[d][lanes] = acct * c, then the fused chain over the 16 positions.
   size_t d0 = 0;
   for (; d0 + 8 <= head_dim; d0 += 8) {
-    __m512 a[8];
-    for (int t = 0; t < 8; ++t) a[t] = _mm512_mul_ps(_mm512_loadu_ps(acct + (d0 + t) * kT), c);
-    for (int j = 0; j < kT; ++j) {
-      const float* vj = v + j * head_dim + d0;
-      for (int t = 0; t < 8; ++t) a[t] = _mm512_fmadd_ps(p[j], _mm512_set1_ps(vj[t]), a[t]);
+    __m512 a[G][8];
+    for (int x = 0; x < G; ++x) {
+      for (int t = 0; t < 8; ++t) a[x][t] = _mm512_mul_ps(_mm512_loadu_ps(g[x].acct + (d0 + t) * kT), c[x]);
     }
-    for (int t = 0; t < 8; ++t) _mm512_storeu_ps(acct + (d0 + t) * kT, a[t]);
+    for (int j = 0; j < kT; ++j) {
+      __m512 p[G];
+      for (int x = 0; x < G; ++x) p[x] = _mm512_load_ps(sbuf[x][j]);
+      const float* vj = v + j * head_dim + d0;
+      for (int t = 0; t < 8; ++t) {
+        const __m512 vb = _mm512_set1_ps(vj[t]);
+        for (int x = 0; x < G; ++x) a[x][t] = _mm512_fmadd_ps(p[x], vb, a[x][t]);
+      }
+    }
+    for (int x = 0; x < G; ++x) {
+      for (int t = 0; t < 8; ++t) _mm512_storeu_ps(g[x].acct + (d0 + t) * kT, a[x][t]);
+    }
   }
   for (; d0 < head_dim; ++d0) {
-    __m512 a = _mm512_mul_ps(_mm512_loadu_ps(acct + d0 * kT), c);
-    for (int j = 0; j < kT; ++j) a = _mm512_fmadd_ps(p[j], _mm512_set1_ps(v[j * head_dim + d0]), a);
-    _mm512_storeu_ps(acct + d0 * kT, a);
+    for (int x = 0; x < G; ++x) {
+      __m512 a = _mm512_mul_ps(_mm512_loadu_ps(g[x].acct + d0 * kT), c[x]);
+      for (int j = 0; j < kT; ++j) a = _mm512_fmadd_ps(_mm512_load_ps(sbuf[x][j]), _mm512_set1_ps(v[j * head_dim + d0]), a);
+      _mm512_storeu_ps(g[x].acct + d0 * kT, a);
+    }
   }
 }
 
-void AttendLanes(const float* qt, const float* k, const float* v, size_t head_dim, const int32_t* nv, float* m,
-                 float* l, float* acct) {
-  const __m512i nvv = _mm512_loadu_si512(nv);
-  const __mmask16 active = _mm512_cmpgt_epi32_mask(nvv, _mm512_setzero_si512());
-  // Scores: one fused chain per (query lane, position j) over d.
-  __m512 s[kT];
-  for (int j = 0; j < kT; ++j) s[j] = _mm512_setzero_ps();
-  for (size_t d = 0; d < head_dim; ++d) {
-    const __m512 q = _mm512_loadu_ps(qt + d * kT);
-    for (int j = 0; j < kT; ++j) s[j] = _mm512_fmadd_ps(q, _mm512_set1_ps(k[j * head_dim + d]), s[j]);
-  }
-  const __m512 m_old = _mm512_loadu_ps(m), ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  __m512 mx = m_old;
-  for (int j = 0; j < kT; ++j) {
-    s[j] = _mm512_mask_blend_ps(_mm512_cmpgt_epi32_mask(nvv, _mm512_set1_epi32(j)), ninf, s[j]);
-    mx = _mm512_max_ps(mx, s[j]);
-  }
-  // Lanes without positions here: weights 0 (their scores are -inf), c = 1.
-  const __m512 sub = _mm512_maskz_mov_ps(active, mx);
-  const __m512 c = _mm512_mask_blend_ps(active, _mm512_set1_ps(1.0f), Exp16(_mm512_sub_ps(m_old, mx)));
-  _mm512_storeu_ps(m, _mm512_mask_blend_ps(active, m_old, mx));
-  __m512 p[kT];
-  for (int j = 0; j < kT; ++j) p[j] = Exp16(_mm512_sub_ps(s[j], sub));
-  __m512 u[8], w[4];
-  for (int j = 0; j < 8; ++j) u[j] = _mm512_add_ps(p[j], p[j + 8]);
-  for (int j = 0; j < 4; ++j) w[j] = _mm512_add_ps(u[j], u[j + 4]);
-  const __m512 y = _mm512_add_ps(_mm512_add_ps(w[0], w[2]), _mm512_add_ps(w[1], w[3]));
-  _mm512_storeu_ps(l, _mm512_add_ps(_mm512_mul_ps(_mm512_loadu_ps(l), c), y));
-  AccumLanes(p, v, head_dim, c, acct);
+void AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim) {
+  size_t i = 0;
+  for (; i + 2 <= n; i += 2) LanesImpl<2>(groups + i, k, v, head_dim);
+  if (i < n) LanesImpl<1>(groups + i, k, v, head_dim);
 }
 
 // k [16][head_dim] to kt [head_dim][16]: 16 x 16 blocks transposed in

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <span>
 
 #include "base/check.h"
 #include "base/fp16.h"
@@ -156,16 +157,17 @@ float LaneScore(const float* q, size_t q_step, const float* k, size_t head_dim) 
   return a;
 }
 
-void AttendLanes(const float* qt, const float* k, const float* v, size_t head_dim, const int32_t* nv, float* m,
-                 float* l, float* acct) {
+void AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim) {
   float s[kLaneTile], acc[512];
   PC_CHECK(head_dim <= 512);
-  for (size_t i = 0; i < kLaneTile; ++i) {
-    if (nv[i] <= 0) continue;
-    for (size_t j = 0; j < kLaneTile; ++j) s[j] = LaneScore(qt + i, kLaneTile, k + j * head_dim, head_dim);
-    for (size_t d = 0; d < head_dim; ++d) acc[d] = acct[d * kLaneTile + i];
-    LaneStep(s, v, head_dim, static_cast<size_t>(nv[i]), m + i, l + i, acc);
-    for (size_t d = 0; d < head_dim; ++d) acct[d * kLaneTile + i] = acc[d];
+  for (const LaneGroup& g : std::span<const LaneGroup>(groups, n)) {
+    for (size_t i = 0; i < kLaneTile; ++i) {
+      if (g.nv[i] <= 0) continue;
+      for (size_t j = 0; j < kLaneTile; ++j) s[j] = LaneScore(g.qt + i, kLaneTile, k + j * head_dim, head_dim);
+      for (size_t d = 0; d < head_dim; ++d) acc[d] = g.acct[d * kLaneTile + i];
+      LaneStep(s, v, head_dim, static_cast<size_t>(g.nv[i]), g.m + i, g.l + i, acc);
+      for (size_t d = 0; d < head_dim; ++d) g.acct[d * kLaneTile + i] = acc[d];
+    }
   }
 }
 

@@ -10,6 +10,15 @@
 
 namespace pc {
 
+// Up to 16 query vectors of one K/V head in the lanes (attend_lanes).
+struct LaneGroup {
+  const float* qt;     // [head_dim][16]
+  const int32_t* nv;   // [16]
+  float* m;            // [16]
+  float* l;            // [16]
+  float* acct;         // [head_dim][16]
+};
+
 struct DotKernels {
   const char* name;
   float (*f32)(const float* a, const float* b, size_t n);
@@ -64,17 +73,17 @@ struct DotKernels {
   //       w_j = u_j + u_j+4 (j < 4), then (w0 + w2) + (w1 + w3)
   //   acc[d] = fused chain over j = 0..15 of p_j * v[j][d] from acc[d] * c
   //   m = mx.
-  // attend_lanes: up to 16 query vectors of one K/V head, one per lane:
-  //   qt[d * 16 + i] is query i's element d; nv[i] in 0..16 (0: lane left
-  //   as it is); m[16], l[16] and acct[d * 16 + i] hold the lanes' state.
-  //   For prefill, where a K/V head has many queries.
+  // attend_lanes: n groups of up to 16 query vectors of one K/V head, one
+  //   per lane (LaneGroup: qt[d * 16 + i] is query i's element d; nv[i] in
+  //   0..16, 0 leaving the lane as it is; m[16], l[16] and acct[d * 16 + i]
+  //   the lanes' state). For prefill, where a K/V head has many queries;
+  //   groups taken two at a time share each K and V load.
   // attend_cols: nq query vectors q[i * head_dim + d], query i reading K/V
   //   head i / group of k/v [heads][16][head_dim], all seeing nv (1..16)
   //   positions; state m[nq], l[nq], acc[i * head_dim + d]. kt_scratch:
   //   16 * head_dim floats per K/V head read (K transposed there). For
   //   decode, a few queries per K/V head.
-  void (*attend_lanes)(const float* qt, const float* k, const float* v, size_t head_dim, const int32_t* nv,
-                       float* m, float* l, float* acct);
+  void (*attend_lanes)(const struct LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
   void (*attend_cols)(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
                       size_t nv, float* kt_scratch, float* m, float* l, float* acc);
 };
