@@ -2,10 +2,11 @@
 # Side-by-side speed against the reference engine (../shared/anchor), on the
 # same files, in one run on this machine.
 #
-#   scripts/compare.sh models [-r REPS] [TYPE...]
+#   scripts/compare.sh models [-r REPS] [-p PROMPT] [-d DEPTH] [TYPE...]
 #       bench-135m made in each weight type (default: every type make-model
 #       writes); per type promptcache bench-model and the reference's
-#       llama-bench, run alternately: pp512 and tg128 tokens/s and the ratios.
+#       llama-bench, run alternately: ppPROMPT (512) from an empty cache and
+#       tg128 after DEPTH (0) cached tokens, tokens/s and the ratios.
 #       Prints a Markdown table.
 #
 #   scripts/compare.sh trace [--trace F] [--requests N] [--step-ms "50 0"] [--no-reference]
@@ -42,32 +43,46 @@ model_for() {  # TYPE -> path, made once
   echo "$f"
 }
 
-ours() {  # FILE REPS -> "pp tg" tok/s
-  "$bin" bench-model -m "$1" -p 512 -n 128 -r "$2" -t 2 --json |
-    python3 -c 'import json,sys; j=json.load(sys.stdin); print(round(j["pp"]["tok_s_mean"],1), round(j["tg"]["tok_s_mean"],1))'
+ours() {  # FILE REPS PROMPT DEPTH -> "pp tg pp_roof tg_roof": tok/s (ppPROMPT from an empty cache, tg128 after
+          # DEPTH tokens) and their fractions of this run's roofline
+  "$bin" bench-model -m "$1" -p "$3" -n 128 -d "$4" -r "$2" -t 2 --json |
+    python3 -c 'import json,sys; j=json.load(sys.stdin); p,t=j["pp"],j["tg"]; print(round(p["tok_s_mean"],1), round(t["tok_s_mean"],1), round(p["roofline_fraction"],3), round(t["roofline_fraction"],3))'
 }
 
-theirs() {  # FILE REPS -> "pp tg" tok/s
-  "$anchor/llama-bench" -m "$1" -t 2 -p 512 -n 128 -r "$2" -o json 2>/dev/null |
-    python3 -c 'import json,sys; r={(x["n_prompt"]>0): x["avg_ts"] for x in json.load(sys.stdin)}; print(round(r[True],1), round(r[False],1))'
+theirs() {  # FILE REPS PROMPT DEPTH -> "pp tg" tok/s (two runs: its -d applies to pp as well)
+  local pp tg
+  pp=$("$anchor/llama-bench" -m "$1" -t 2 -p "$3" -n 0 -r "$2" -o json 2>/dev/null |
+    python3 -c 'import json,sys; print(round(json.load(sys.stdin)[0]["avg_ts"],1))')
+  tg=$("$anchor/llama-bench" -m "$1" -t 2 -p 0 -n 128 -d "$4" -r "$2" -o json 2>/dev/null |
+    python3 -c 'import json,sys; print(round(json.load(sys.stdin)[0]["avg_ts"],1))')
+  echo "$pp $tg"
 }
 
 models() {
-  local reps=3
-  if [ "${1:-}" = "-r" ]; then reps=$2; shift 2; fi
+  local reps=3 prompt=512 depth=0
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      -r) reps="$2"; shift 2 ;;
+      -p) prompt="$2"; shift 2 ;;
+      -d) depth="$2"; shift 2 ;;
+      *) break ;;
+    esac
+  done
   local types=("$@")
   [ ${#types[@]} -gt 0 ] || types=(f16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q4_k_m q5_k q5_k_m q6_k iq4_xs)
   echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; flags: $(grep -o -w 'avx512_vnni\|avx512_bf16\|amx_int8\|avx_vnni\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   echo
-  echo "| type | file MB | pp512 ours | pp512 reference | ratio | tg128 ours | tg128 reference | ratio |"
+  local tg="tg128"
+  [ "$depth" = 0 ] || tg="tg128 @ d$depth"
+  echo "| type | file MB | pp$prompt ours (roofline) | pp$prompt reference | ratio | $tg ours (roofline) | $tg reference | ratio |"
   echo "|---|---:|---:|---:|---:|---:|---:|---:|"
   for t in "${types[@]}"; do
     local f; f=$(model_for "$t")
     local mb; mb=$(( $(stat -c %s "$f") / 1000000 ))
-    read -r our_pp our_tg < <(ours "$f" "$reps")
-    read -r ref_pp ref_tg < <(theirs "$f" "$reps")
-    python3 -c "import sys; t,mb,a,b,c,d=sys.argv[1:]; a,b,c,d=map(float,(a,b,c,d)); print(f'| {t} | {mb} | {a:,.0f} | {b:,.0f} | {a/b:.2f}x | {c:,.0f} | {d:,.0f} | {c/d:.2f}x |')" \
-      "$t" "$mb" "$our_pp" "$ref_pp" "$our_tg" "$ref_tg"
+    read -r our_pp our_tg our_ppf our_tgf < <(ours "$f" "$reps" "$prompt" "$depth")
+    read -r ref_pp ref_tg < <(theirs "$f" "$reps" "$prompt" "$depth")
+    python3 -c "import sys; t,mb,a,b,c,d,e,f=sys.argv[1:]; a,b,c,d,e,f=map(float,(a,b,c,d,e,f)); print(f'| {t} | {mb} | {a:,.0f} ({e:.0%}) | {b:,.0f} | {a/b:.2f}x | {c:,.0f} ({f:.0%}) | {d:,.0f} | {c/d:.2f}x |')" \
+      "$t" "$mb" "$our_pp" "$ref_pp" "$our_tg" "$ref_tg" "$our_ppf" "$our_tgf"
   done
 }
 
