@@ -31,7 +31,7 @@ struct Model::Scratch {
     std::vector<uint8_t> data;
   };
   std::vector<Converted> acts;
-  std::vector<BlockQ8_0> q8_row;  // one row, on its way to Q8A
+  std::vector<BlockQ8_0> q8_rows;  // one row per thread, on its way to Q8A
   const X16Kernels* x16 = nullptr;
   std::vector<float> attn_scratch;  // per-thread attention tiles
   std::vector<float> attn_parts;    // split-KV: one softmax state per span
@@ -118,21 +118,31 @@ std::pair<const uint8_t*, size_t> Model::ConvertActivations(TensorType at, const
   }
   Scratch::Converted c{at, RowBytes(at, cols), {}};
   c.data.resize(n * c.row_bytes);
-  for (size_t t = 0; t < n; ++t) {
-    uint8_t* dst = c.data.data() + t * c.row_bytes;
-    const float* xt = x + t * cols;
-    switch (at) {
-      case TensorType::kF16: s.kernels->to_f16(xt, reinterpret_cast<uint16_t*>(dst), cols); break;
-      case TensorType::kQ8A:
-        // Activations as the reference quantizes them (ties to even) in both
-        // numerics: no reason to differ from it where precision is equal.
-        s.q8_row.resize(cols / kQuantBlock);
-        s.kernels->quantize_q8_0(xt, s.q8_row.data(), cols);
-        Q8_0ToQ8A(s.q8_row.data(), reinterpret_cast<BlockQ8A*>(dst), cols / kQuantBlock);
-        break;
-      case TensorType::kQ8_K: QuantizeRowQ8_K(xt, reinterpret_cast<BlockQ8_K*>(dst), cols); break;
-      default: QuantizeRow(at, xt, dst, cols); break;
+  // Rows split across the pool for prompts (a serial conversion took 6% of
+  // a Q4_K_M prefill on 2 threads); one row per thread-local Q8_0 buffer.
+  s.q8_rows.resize(static_cast<size_t>(pool_->num_threads()) * (cols / kQuantBlock));
+  auto convert = [&](size_t t0, size_t t1, int thread) {
+    BlockQ8_0* q8 = s.q8_rows.data() + static_cast<size_t>(thread) * (cols / kQuantBlock);
+    for (size_t t = t0; t < t1; ++t) {
+      uint8_t* dst = c.data.data() + t * c.row_bytes;
+      const float* xt = x + t * cols;
+      switch (at) {
+        case TensorType::kF16: s.kernels->to_f16(xt, reinterpret_cast<uint16_t*>(dst), cols); break;
+        case TensorType::kQ8A:
+          // Activations as the reference quantizes them (ties to even) in both
+          // numerics: no reason to differ from it where precision is equal.
+          s.kernels->quantize_q8_0(xt, q8, cols);
+          Q8_0ToQ8A(q8, reinterpret_cast<BlockQ8A*>(dst), cols / kQuantBlock);
+          break;
+        case TensorType::kQ8_K: QuantizeRowQ8_K(xt, reinterpret_cast<BlockQ8_K*>(dst), cols); break;
+        default: QuantizeRow(at, xt, dst, cols); break;
+      }
     }
+  };
+  if (n >= 8) {
+    pool_->ParallelFor(n, 4, convert);
+  } else {
+    convert(0, n, 0);
   }
   s.acts.push_back(std::move(c));
   return {s.acts.back().data.data(), s.acts.back().row_bytes};
@@ -232,6 +242,11 @@ void Model::Embed(std::span<const BatchToken> batch, float* x) {
   }
 }
 
+void Model::ForTokens(size_t n, const std::function<void(size_t, size_t)>& fn) {
+  if (n < 8) return fn(0, n);  // decode: not worth a handoff
+  pool_->ParallelFor(n, 4, [&](size_t t0, size_t t1, int) { fn(t0, t1); });
+}
+
 RopeParams Model::RopeParamsOf() const {
   const ModelConfig& c = config_;
   RopeParams rope;
@@ -248,29 +263,32 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   const size_t n = batch.size();
-  for (size_t t = 0; t < n; ++t) {
-    RmsNorm(&s.x[t * c.n_embd], w.attn_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
-  }
+  ForTokens(n, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) RmsNorm(&s.x[t * c.n_embd], w.attn_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
+  });
   const Projection qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
   LinearMany(qkv, s.xb.data(), n, s);
   const RopeParams rope = RopeParamsOf();
-  for (size_t t = 0; t < n; ++t) {
-    float* q = &s.q[t * c.q_dim()];
-    float* k = &s.k[t * c.kv_dim()];
-    float* v = &s.v[t * c.kv_dim()];
-    // Optional steps of the recipe: biases (qwen2), per-head norms (qwen3).
-    if (!w.bq.empty()) AddInPlace(q, w.bq.data(), w.bq.size());
-    if (!w.bk.empty()) AddInPlace(k, w.bk.data(), w.bk.size());
-    if (!w.bv.empty()) AddInPlace(v, w.bv.data(), w.bv.size());
-    if (!w.q_norm.empty()) {
-      for (int h = 0; h < c.n_head; ++h) RmsNorm(q + h * c.head_dim, w.q_norm.data(), q + h * c.head_dim, c.head_dim, c.rms_eps);
-      for (int h = 0; h < c.n_kv_head; ++h) RmsNorm(k + h * c.head_dim, w.k_norm.data(), k + h * c.head_dim, c.head_dim, c.rms_eps);
+  // Per token, each writing only its own K/V row: split across the pool.
+  ForTokens(n, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) {
+      float* q = &s.q[t * c.q_dim()];
+      float* k = &s.k[t * c.kv_dim()];
+      float* v = &s.v[t * c.kv_dim()];
+      // Optional steps of the recipe: biases (qwen2), per-head norms (qwen3).
+      if (!w.bq.empty()) AddInPlace(q, w.bq.data(), w.bq.size());
+      if (!w.bk.empty()) AddInPlace(k, w.bk.data(), w.bk.size());
+      if (!w.bv.empty()) AddInPlace(v, w.bv.data(), w.bv.size());
+      if (!w.q_norm.empty()) {
+        for (int h = 0; h < c.n_head; ++h) RmsNorm(q + h * c.head_dim, w.q_norm.data(), q + h * c.head_dim, c.head_dim, c.rms_eps);
+        for (int h = 0; h < c.n_kv_head; ++h) RmsNorm(k + h * c.head_dim, w.k_norm.data(), k + h * c.head_dim, c.head_dim, c.rms_eps);
+      }
+      const float* angles = &s.rope_cs[t * rope.rope_dim];  // computed once per forward
+      RopeWith(q, static_cast<size_t>(c.n_head), angles, rope);
+      RopeWith(k, static_cast<size_t>(c.n_kv_head), angles, rope);
+      kv.Write(layer, batch[t].block_table, batch[t].pos, k, v);
     }
-    const float* angles = &s.rope_cs[t * rope.rope_dim];  // computed once per forward
-    RopeWith(q, static_cast<size_t>(c.n_head), angles, rope);
-    RopeWith(k, static_cast<size_t>(c.n_kv_head), angles, rope);
-    kv.Write(layer, batch[t].block_table, batch[t].pos, k, v);
-  }
+  });
   if (numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16) {
     AttendGgmlCompat(layer, batch, kv, s);
   } else {
@@ -366,16 +384,20 @@ void Model::AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvSto
 void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
-  for (size_t t = 0; t < n; ++t) {
-    RmsNorm(&s.x[t * c.n_embd], w.ffn_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
-  }
+  ForTokens(n, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) RmsNorm(&s.x[t * c.n_embd], w.ffn_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
+  });
   const Projection gate_up[] = {{&w.w_gate, s.hb.data()}, {&w.w_up, s.hb2.data()}};
   LinearMany(gate_up, s.xb.data(), n, s);
-  if (numerics_ == Numerics::kGgmlCompat) {
-    GgmlSiluMul(s.hb.data(), s.hb2.data(), s.hb.data(), n, c.n_ff);
-  } else {
-    s.kernels->silu_mul(s.hb.data(), s.hb2.data(), s.hb.data(), n * c.n_ff);
-  }
+  const size_t ff = static_cast<size_t>(c.n_ff);
+  ForTokens(n, [&](size_t t0, size_t t1) {
+    float* g = s.hb.data() + t0 * ff;
+    if (numerics_ == Numerics::kGgmlCompat) {
+      GgmlSiluMul(g, s.hb2.data() + t0 * ff, g, t1 - t0, c.n_ff);
+    } else {
+      s.kernels->silu_mul(g, s.hb2.data() + t0 * ff, g, (t1 - t0) * ff);
+    }
+  });
   Linear(w.w_down, s.hb.data(), n, s.out.data(), s);
   AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
 }

@@ -5,6 +5,7 @@
 // shapes of the same batch.
 // Thread-safety: Forward is not reentrant (it uses the model's pool).
 #pragma once
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -71,6 +72,9 @@ class Model {
   // Layer steps of the recipe; x is [n][n_embd].
   void Embed(std::span<const BatchToken> batch, float* x);
   RopeParams RopeParamsOf() const;
+  // fn(t0, t1) over token ranges covering [0, n): on the pool for prompts,
+  // inline for a few tokens. For per-token steps (norms, RoPE, K/V writes).
+  void ForTokens(size_t n, const std::function<void(size_t, size_t)>& fn);
   void AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
@@ -93,8 +97,8 @@ class Model {
   void LinearPrecise(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
   // x [n][cols] converted to activation type at, once per matmul call
   // (kept in s.acts): the rows and their stride in bytes.
-  static std::pair<const uint8_t*, size_t> ConvertActivations(TensorType at, const float* x, size_t n, size_t cols,
-                                                              Scratch& s);
+  std::pair<const uint8_t*, size_t> ConvertActivations(TensorType at, const float* x, size_t n, size_t cols,
+                                                       Scratch& s);
   // The reference engine's matmul (kernels/ggml_compat.h), activations
   // converted as it converts them; all ps share one weight type.
   void LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
