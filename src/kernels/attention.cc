@@ -253,26 +253,73 @@ struct SpanArgs {
 };
 
 // Many queries per K/V head (prefill): lane group gi of K/V head g holds its
-// queries u = gi * 16 + lane, row r0 + u / group, head g * group + u % group.
-void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, AttnState out) {
-  const size_t hd = a.h.head_dim, group = a.h.group(), per_kv = (a.r1 - a.r0) * group;
-  const size_t groups = LaneGroups(a.r1 - a.r0, a.h), floats = LaneGroupFloats(hd);
-  auto query = [&](size_t g, size_t u) { return (u / group) * a.h.n_head + g * group + u % group; };  // qi
-  for (size_t g = 0; g < a.h.n_kv_head; ++g) {
-    for (size_t gi = 0; gi < groups; ++gi) {
-      float* qt = work + (g * groups + gi) * floats;
-      std::fill(qt, qt + floats, 0.0f);
-      std::fill(qt + 2 * kLaneTile * hd, qt + 2 * kLaneTile * hd + kLaneTile, -std::numeric_limits<float>::infinity());
-      const float* q[kLaneTile];  // the lanes' queries (unused lanes stay zero)
-      size_t lanes = 0;
-      for (size_t u = gi * kLaneTile; lanes < kLaneTile && u < per_kv; ++lanes, ++u) {
-        q[lanes] = a.rows.q + (a.r0 + u / group) * a.rows.q_stride + (g * group + u % group) * hd;
-      }
-      for (size_t d = 0; d < hd; ++d) {  // written in order: the transpose's cheap side
-        for (size_t i = 0; i < lanes; ++i) qt[d * kLaneTile + i] = q[i][d] * a.scale;
-      }
+// queries u = gi * 16 + lane, row r0 + u / group, head g * group + u % group;
+// its state lives in `work` (LaneGroupFloats each: qt, acct, m, l).
+struct LaneSpan {
+  const SpanArgs& a;
+  float* work;
+  size_t hd = a.h.head_dim, group = a.h.group(), per_kv = (a.r1 - a.r0) * group;
+  size_t groups = LaneGroups(a.r1 - a.r0, a.h), floats = LaneGroupFloats(hd);
+
+  float* Qt(size_t g, size_t gi) const { return work + (g * groups + gi) * floats; }
+  float* Acct(size_t g, size_t gi) const { return Qt(g, gi) + kLaneTile * hd; }
+  float* M(size_t g, size_t gi) const { return Acct(g, gi) + kLaneTile * hd; }
+  // The group's queries (lanes past the last query are left out): their
+  // rows of q and the count.
+  size_t Queries(size_t g, size_t gi, const float** q, size_t* qi) const {
+    size_t lanes = 0;
+    for (size_t u = gi * kLaneTile; lanes < kLaneTile && u < per_kv; ++lanes, ++u) {
+      q[lanes] = a.rows.q + (a.r0 + u / group) * a.rows.q_stride + (g * group + u % group) * hd;
+      qi[lanes] = (u / group) * a.h.n_head + g * group + u % group;
+    }
+    return lanes;
+  }
+  // Scaled queries transposed into qt; an empty softmax state.
+  void Start(size_t g, size_t gi) const {
+    float* qt = Qt(g, gi);
+    std::fill(qt, qt + floats, 0.0f);
+    std::fill(M(g, gi), M(g, gi) + kLaneTile, -std::numeric_limits<float>::infinity());
+    const float* q[kLaneTile];
+    size_t qi[kLaneTile];
+    const size_t lanes = Queries(g, gi, q, qi);
+    for (size_t d = 0; d < hd; ++d) {  // written in order: the transpose's cheap side
+      for (size_t i = 0; i < lanes; ++i) qt[d * kLaneTile + i] = q[i][d] * a.scale;
     }
   }
+  // Positions of the tile (p0, n long) each lane sees; false if none does.
+  bool Visible(size_t gi, size_t p0, size_t n, int32_t* nv) const {
+    std::fill(nv, nv + kLaneTile, 0);
+    bool any = false;
+    size_t row = a.r0 + gi * kLaneTile / group, rem = gi * kLaneTile % group;  // no divisions per lane
+    for (size_t i = 0, u = gi * kLaneTile; i < kLaneTile && u < per_kv; ++i, ++u) {
+      nv[i] = static_cast<int32_t>(pc::Visible(a.rows.pos[row], p0, n));
+      any = any || nv[i] > 0;
+      if (++rem == group) rem = 0, ++row;
+    }
+    return any;
+  }
+  // The lanes' state into out, per query vector.
+  void Finish(size_t g, size_t gi, AttnState out) const {
+    const float* q[kLaneTile];
+    size_t qi[kLaneTile];
+    const size_t lanes = Queries(g, gi, q, qi);
+    const float* acct = Acct(g, gi);
+    for (size_t i = 0; i < lanes; ++i) {
+      out.m[qi[i]] = M(g, gi)[i];
+      out.l[qi[i]] = M(g, gi)[kLaneTile + i];
+    }
+    for (size_t d = 0; d < hd; ++d) {
+      for (size_t i = 0; i < lanes; ++i) out.acc[qi[i] * hd + d] = acct[d * kLaneTile + i];
+    }
+  }
+};
+
+void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, AttnState out) {
+  const LaneSpan ls{a, work};
+  for (size_t g = 0; g < a.h.n_kv_head; ++g) {
+    for (size_t gi = 0; gi < ls.groups; ++gi) ls.Start(g, gi);
+  }
+  const size_t hd = ls.hd;
   ForEachTile(a.k, a.kv, hd, a.begin, a.last, kt, vt, [&](size_t p0, size_t n) {
     for (size_t g = 0; g < a.h.n_kv_head; ++g) {
       // The head's groups with a position in this tile, two per call.
@@ -283,43 +330,16 @@ void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, AttnState o
         if (nb > 0) a.k.attend_lanes(batch, nb, kt + g * kAttnTile * hd, vt + g * kAttnTile * hd, hd);
         nb = 0;
       };
-      for (size_t gi = 0; gi < groups; ++gi) {
-        int32_t* nv = nvs[nb];
-        std::fill(nv, nv + kLaneTile, 0);
-        bool any = false;
-        // Lane i holds row r0 + u / group; counted without divisions.
-        size_t row = a.r0 + gi * kLaneTile / group, rem = gi * kLaneTile % group;
-        for (size_t i = 0, u = gi * kLaneTile; i < kLaneTile && u < per_kv; ++i, ++u) {
-          nv[i] = static_cast<int32_t>(Visible(a.rows.pos[row], p0, n));
-          any = any || nv[i] > 0;
-          if (++rem == group) rem = 0, ++row;
-        }
-        if (!any) continue;
-        float* qt = work + (g * groups + gi) * floats;
-        float* acct = qt + kLaneTile * hd;
-        float* m = acct + kLaneTile * hd;
-        batch[nb++] = LaneGroup{qt, nv, m, m + kLaneTile, acct};
-        if (nb == 2) flush();
+      for (size_t gi = 0; gi < ls.groups; ++gi) {
+        if (!ls.Visible(gi, p0, n, nvs[nb])) continue;
+        batch[nb] = LaneGroup{ls.Qt(g, gi), nvs[nb], ls.M(g, gi), ls.M(g, gi) + kLaneTile, ls.Acct(g, gi)};
+        if (++nb == 2) flush();
       }
       flush();
     }
   });
   for (size_t g = 0; g < a.h.n_kv_head; ++g) {
-    for (size_t gi = 0; gi < groups; ++gi) {
-      const float* acct = work + (g * groups + gi) * floats + kLaneTile * hd;
-      const float* m = acct + kLaneTile * hd;
-      float* acc[kLaneTile];
-      size_t lanes = 0;
-      for (size_t u = gi * kLaneTile; lanes < kLaneTile && u < per_kv; ++lanes, ++u) {
-        const size_t qi = query(g, u);
-        out.m[qi] = m[lanes];
-        out.l[qi] = m[kLaneTile + lanes];
-        acc[lanes] = out.acc + qi * hd;
-      }
-      for (size_t d = 0; d < hd; ++d) {
-        for (size_t i = 0; i < lanes; ++i) acc[i][d] = acct[d * kLaneTile + i];
-      }
-    }
+    for (size_t gi = 0; gi < ls.groups; ++gi) ls.Finish(g, gi, out);
   }
 }
 
