@@ -332,12 +332,18 @@ void Engine::InstallLoads(int64_t now_ns) {
   }
 }
 
+// Fresh prompts that use the cache keep and look up their last logits
+// (a resumed sequence's tokens are not a prompt anyone sent).
+bool Engine::UsesLogitsMemo(const Active& a) const {
+  return a.req.use_cache && a.num_preemptions == 0 && opt_.logits_memo_bytes > 0;
+}
+
 // Requires mu_.
 void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string, size_t>& loaded_tokens) {
   // A fresh prompt seen before may have its last logits kept: then every
   // cached token is adopted, and if that is all of them, nothing is computed.
   std::optional<std::vector<float>> memo;
-  if (a.req.use_cache && a.num_preemptions == 0 && opt_.logits_memo_bytes > 0) {
+  if (UsesLogitsMemo(a)) {
     memo = logits_memo_.Get(cache_.PromptKey(a.tokens, a.req.salt, a.keys));
   }
   Result<std::unique_ptr<CachedSequence>> seq =
@@ -543,7 +549,7 @@ void Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active
     }
     if (work[i].decode || work[i].last_prompt_chunk) {
       const std::span<const float> row_logits = std::span<const float>(logits).subspan(row * n_vocab, n_vocab);
-      if (work[i].last_prompt_chunk && a.req.use_cache && a.num_preemptions == 0 && opt_.logits_memo_bytes > 0) {
+      if (work[i].last_prompt_chunk && UsesLogitsMemo(a)) {
         logits_memo_.Put(cache_.PromptKey(a.tokens, a.req.salt, a.keys), row_logits);
       }
       SampleAndEmit(a, row_logits, now);

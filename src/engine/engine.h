@@ -165,6 +165,7 @@ class Engine {
   // Emits the first token of sequences that started with their whole prompt
   // cached and its last logits kept (no forward pass); without mu_.
   void EmitFromMemo(std::vector<uint64_t> ids);
+  bool UsesLogitsMemo(const Active& a) const;
   void Finish(Active& a, FinishReason reason, int64_t now_ns, const std::string& error = "");
   void DescribeMetrics();
   void LogRequest(const Active& a);
