@@ -50,6 +50,36 @@ TEST(StepBudget, LearnsTheCostsAndHoldsStepsNearTheTarget) {
   EXPECT_EQ(few.room, 248u);
 }
 
+// A decode step's time is mostly fixed (the weights are read once for the
+// whole batch): 12 ms plus 2.5 ms a sequence, as a 1-thread replica of the
+// 135M bench model measured. Learned from small batches (1 to 4 sequences),
+// the budget must not take 13 sequences for 13 times one: a step with 13
+// decodes then prefills for as long as they take (the floor), and the step
+// stays near twice the decodes' 44.5 ms instead of several times that.
+TEST(StepBudget, ADecodeStepsFixedCostIsNotChargedPerSequence) {
+  auto step_ms = [](size_t n_decode, size_t n_prefill) { return 12.0 + 2.5 * n_decode + 0.8 * n_prefill; };
+  StepBudget b(StepBudgetOptions{25, 256, 16});
+  for (int i = 0; i < 20; ++i) {
+    const size_t n = 1 + i % 4;
+    b.Observe(n, 0, step_ms(n, 0));
+    const size_t p = b.PrefillTokens(n);
+    b.Observe(n, p, step_ms(n, p));
+  }
+  for (size_t n : {1, 4, 13, 40}) EXPECT_NEAR(b.DecodeMs(n), step_ms(n, 0), 0.5) << n;
+  EXPECT_EQ(b.DecodeMs(0), 0.0);
+  const size_t p = b.PrefillTokens(13);
+  EXPECT_NEAR(step_ms(13, p), 2 * step_ms(13, 0), 5.0);  // was 13 x 14.5 ms of prefill: 233 ms
+  EXPECT_NEAR(b.prefill_ms_per_token(), 0.8, 0.05);
+
+  // Steps of one batch size only fix the mean: the first slope (everything
+  // per sequence) stands, errs long, and never goes below zero cost.
+  StepBudget one(StepBudgetOptions{25, 256, 16});
+  for (int i = 0; i < 5; ++i) one.Observe(4, 0, step_ms(4, 0));
+  EXPECT_NEAR(one.DecodeMs(4), step_ms(4, 0), 1e-9);
+  EXPECT_NEAR(one.DecodeMs(8), 2 * step_ms(4, 0), 1e-9);
+  EXPECT_EQ(one.DecodeMs(0), 0.0);
+}
+
 TEST(StepBudget, ASlowerMachineGetsSmallerChunks) {
   StepBudget fast(StepBudgetOptions{30, 512, 16}), slow(StepBudgetOptions{30, 512, 16});
   for (int i = 0; i < 30; ++i) {

@@ -1,12 +1,15 @@
 // How many prompt tokens the next step may prefill so that the step, and
 // with it every running stream's inter-token gap, stays near a target
 // duration. Pure bookkeeping: the engine reports each step's composition and
-// measured duration; the budget learns two costs from them (exponentially
-// weighted): milliseconds per decode sequence (steps without prefill) and
-// milliseconds per prefill token (what the rest of a mixed step took).
+// measured duration; the budget learns two costs from them: what a decode
+// step of n sequences takes, fixed_ms + n * per_seq_ms (a least-squares
+// line through recent steps without prefill, older steps weighing less:
+// the weights are read once per step, so the fixed part is most of a small
+// batch's time) and milliseconds per prefill token (what the rest of a mixed
+// step took, exponentially weighted).
 //
-//   budget = max(target_ms - n_decode * decode_ms, n_decode * decode_ms)
-//            / prefill_ms_per_token
+//   decode_ms = fixed_ms + n_decode * per_seq_ms
+//   budget = max(target_ms - decode_ms, decode_ms) / prefill_ms_per_token
 //
 // (when the decodes alone fill the target, prefill gets as long as they
 // take: queued prompts keep advancing at half the machine's speed rather
@@ -22,7 +25,6 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
-#include <cstddef>
 
 namespace pc {
 
@@ -30,7 +32,7 @@ struct StepBudgetOptions {
   double target_ms = 0;     // 0: no target (every step may use max_tokens)
   size_t max_tokens = 256;  // tokens per step (decode + prefill)
   size_t min_chunk = 16;    // prefill tokens a step may always take
-  double smoothing = 0.2;   // weight of the newest measurement
+  double smoothing = 0.2;   // weight of the newest prefill cost measurement
 };
 
 // Prefill tokens a step may take, by the standing of the tenant whose turn
@@ -51,12 +53,20 @@ class StepBudget {
   // A finished step: its decode sequences, prefill tokens and duration.
   void Observe(size_t n_decode, size_t n_prefill, double ms);
 
-  double decode_ms_per_seq() const { return decode_ms_; }
+  // What a step decoding n sequences alone is expected to take, in ms; 0
+  // until a decode step has been timed.
+  double DecodeMs(size_t n_decode) const;
   double prefill_ms_per_token() const { return prefill_ms_; }
 
  private:
+  void ObserveDecode(size_t n_decode, double ms);
+
   StepBudgetOptions opt_;
-  double decode_ms_ = -1;   // per decode sequence; < 0 until measured
+  // Decode steps: decayed sums of 1, n, n^2, ms and n * ms, and the line
+  // fitted through them (both < 0 until a decode step has been timed).
+  double w_ = 0, wn_ = 0, wnn_ = 0, wt_ = 0, wnt_ = 0;
+  double fixed_ms_ = -1;    // per decode step
+  double per_seq_ms_ = -1;  // per decode sequence
   double prefill_ms_ = -1;  // per prefill token; < 0 until measured
 };
 
