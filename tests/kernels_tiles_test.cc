@@ -283,7 +283,7 @@ TEST(TileKernels, ActivationQuantizerIsBitExact) {
 // result), and agrees with the scalar table.
 TEST(TileKernels, FloatMatmulTilesEqualTheirDotsAndMatchScalar) {
   for (const DotKernels* k : SimdTables()) {
-    for (TensorType wt : {TensorType::kF32, TensorType::kF16}) {
+    for (TensorType wt : {TensorType::kF32, TensorType::kF16, TensorType::kBF16}) {
       for (size_t rows : {1u, 3u, 4u, 5u, 17u}) {
         for (size_t n_tok : {1u, 2u, 3u, 5u}) {
           const size_t cols = 85 + rows, wb = RowBytes(wt, cols), xb = RowBytes(wt, cols);

@@ -75,10 +75,13 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MakeModelTypes,
 // A long prompt runs in chunks of kPrefillChunkTokens; since every kernel is
 // batch-invariant, the cache and logits equal those of one forward pass over
 // the whole prompt, and of the prompt fed in uneven pieces (as the server's
-// token budget cuts it), bit for bit.
-TEST(MakeModel, ChunkedPrefillEqualsOneForwardPass) {
-  const std::string path = test::TempPath("tiny-chunks.gguf");
-  ASSERT_TRUE(MakeModel(TinyOptions(TensorType::kQ8_0), path).ok());
+// token budget cuts it), bit for bit. Quantized and float weights (their
+// matmuls tile tokens differently).
+class ChunkedPrefill : public ::testing::TestWithParam<TensorType> {};
+
+TEST_P(ChunkedPrefill, EqualsOneForwardPass) {
+  const std::string path = test::TempPath(std::string("tiny-chunks-") + TensorTypeName(GetParam()) + ".gguf");
+  ASSERT_TRUE(MakeModel(TinyOptions(GetParam()), path).ok());
   auto model = Model::Load(path, 2);
   ASSERT_TRUE(model.ok()) << model.status().message();
   Model& m = **model;
@@ -118,6 +121,10 @@ TEST(MakeModel, ChunkedPrefillEqualsOneForwardPass) {
     }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Types, ChunkedPrefill,
+                         ::testing::Values(TensorType::kQ8_0, TensorType::kF16, TensorType::kBF16),
+                         [](const auto& info) { return std::string(TensorTypeName(info.param)); });
 
 // Q8_0 weights are repacked at load; the ggml numerics frees the copies and
 // reads the file's layout (a model loaded for it repacks nothing); switching

@@ -1,5 +1,6 @@
 // AVX-512 attention tiles (attend_lanes, attend_cols of dot.h) and the
-// avx512 DotKernels table: the AVX2 table with these two. This file alone is
+// avx512 DotKernels table: the AVX2 table with these two and the F16/BF16
+// dots and tiles of dot_avx512.cc. This file alone is
 // compiled with AVX-512 flags; it runs only after ActiveIsa() confirmed them.
 // No shared inline helpers are instantiated here (the linker could pick
 // this copy for callers on other CPUs): plain loops and intrinsics only.
@@ -245,6 +246,10 @@ DotKernels MakeAvx512Table() {
   t.name = "avx512";
   t.attend_lanes = AttendLanes;
   t.attend_cols = AttendCols;
+  t.f16 = Avx512DotF16;
+  t.bf16 = Avx512DotBf16;
+  t.tile_f16 = Avx512TileF16;
+  t.tile_bf16 = Avx512TileBf16;
   return t;
 }
 

@@ -183,7 +183,8 @@ void AttendCols(const float* q, size_t nq, size_t group, const float* k, const f
 
 const DotKernels kScalar = {"scalar",  DotF32,     DotF16,    DotBf16, ConvertRowF16, GgmlQuantizeRowQ8_0,
                             F16ToF32,  AxpyF32,    AxpyF16,   DotF32F16, TileScores, TileAccum,
-                            ExpSum,    SiluMul,    AttendTile, nullptr, nullptr,   AttendLanes, AttendCols};
+                            ExpSum,    SiluMul,    AttendTile, nullptr, nullptr,   nullptr,
+                            AttendLanes, AttendCols};
 
 }  // namespace
 

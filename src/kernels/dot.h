@@ -53,8 +53,8 @@ struct DotKernels {
   void (*attend_tile)(const float* q, const float* k, const float* v, size_t head_dim, size_t n, float* s, float* m,
                       float* l, float* acc);
   // Register-tiled float matmul: rows [0, nr) of w (nr <= 4) against
-  // activation rows [0, nt) of x (nt <= 2), F32 weights over F32 activations
-  // and F16 over F16, nb elements each; writes y[t * y_stride + r]. Row
+  // activation rows [0, nt) of x (nt <= 4), F32 weights over F32 activations
+  // F16 over F16 and BF16 over BF16, nb elements each; writes y[t * y_stride + r]. Row
   // strides in bytes. Each output equals the f32/f16 dot above, bit for bit,
   // so results do not depend on how a batch is tiled. Null when the table
   // has no tiled form. (Quantized weights: qpack.h.)
@@ -62,6 +62,8 @@ struct DotKernels {
                    int nt, size_t nb, float* y, size_t y_stride);
   void (*tile_f16)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
                    int nt, size_t nb, float* y, size_t y_stride);
+  void (*tile_bf16)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
+                    int nt, size_t nb, float* y, size_t y_stride);
   // Attention over one tile of kLaneTile = 16 positions, F32 K/V rows
   // k/v [16][head_dim] (rows past the tile's end zero), in two shapes with
   // the same arithmetic per query, so a query's bits do not depend on which
@@ -99,8 +101,16 @@ float ExpPoly(float x);
 float ExpLane(float x);
 // Null where this binary was built without that level.
 const DotKernels* Avx2DotKernels();
-// The AVX2 table with AVX-512 attention (attend_lanes, attend_cols).
+// The AVX2 table with AVX-512 attention (attend_lanes, attend_cols) and
+// F16/BF16 matmul (f16, bf16, tile_f16, tile_bf16: dot_avx512.cc, 16-lane
+// arithmetic of its own).
 const DotKernels* Avx512DotKernels();
+float Avx512DotF16(const uint16_t* a, const uint16_t* b, size_t n);
+float Avx512DotBf16(const uint16_t* a, const uint16_t* b, size_t n);
+void Avx512TileF16(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt, size_t n,
+                   float* y, size_t y_stride);
+void Avx512TileBf16(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt, size_t n,
+                    float* y, size_t y_stride);
 // The table for the active level (or the best one at or below it).
 const DotKernels& DotKernelsFor(Isa isa);
 const DotKernels& ActiveDotKernels();

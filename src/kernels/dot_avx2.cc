@@ -40,13 +40,20 @@ inline __m256 LoadBf16(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
 
+// A BF16 element, a type of its own so the tiles can tell it from F16.
+struct Bf16 {
+  uint16_t bits;
+};
+
 // Loads 8 elements widened to F32, and one element, for the float tiles.
 inline __m256 Load8(const float* p) { return _mm256_loadu_ps(p); }
 inline __m256 Load8(const uint16_t* p) { return LoadF16(p); }
+inline __m256 Load8(const Bf16* p) { return LoadBf16(&p->bits); }
 inline float Widen(float x) { return x; }
 inline float Widen(uint16_t h) { return H2F(h); }
+inline float Widen(Bf16 b) { return B2F(b.bits); }
 
-// NR weight rows x NT activation rows of F32 or F16 elements: per output one
+// NR weight rows x NT activation rows of F32, F16 or BF16 elements: per output one
 // 8-lane fused chain over the elements, the tree, then the scalar tail. The
 // single dot is the 1 x 1 tile, so a row's result never depends on the tile
 // shape a batch used.
@@ -80,6 +87,10 @@ void FloatTileImpl(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x
 template <typename T>
 void FloatTile(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt, size_t n,
                float* y, size_t y_stride) {
+  if (nt > 2) {  // dot.h allows 4 activation rows: two calls (each output alone, so the same bits)
+    FloatTile<T>(w, w_stride, nr, x, x_stride, 2, n, y, y_stride);
+    return FloatTile<T>(w, w_stride, nr, x + 2 * x_stride, x_stride, nt - 2, n, y + 2 * y_stride, y_stride);
+  }
   if (nr == 4 && nt == 2) return FloatTileImpl<T, 4, 2>(w, w_stride, x, x_stride, n, y, y_stride);
   if (nr == 4 && nt == 1) return FloatTileImpl<T, 4, 1>(w, w_stride, x, x_stride, n, y, y_stride);
   for (int r = 0; r < nr; ++r) {  // edges: one row at a time
@@ -102,12 +113,9 @@ float DotF16(const uint16_t* a, const uint16_t* b, size_t n) {
 }
 
 float DotBf16(const uint16_t* a, const uint16_t* b, size_t n) {
-  __m256 s0 = _mm256_setzero_ps();
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) s0 = _mm256_fmadd_ps(LoadBf16(a + i), LoadBf16(b + i), s0);
-  float s = HorizontalSum(s0);
-  for (; i < n; ++i) s += B2F(a[i]) * B2F(b[i]);
-  return s;
+  float y;
+  FloatTileImpl<Bf16, 1, 1>(reinterpret_cast<const uint8_t*>(a), 0, reinterpret_cast<const uint8_t*>(b), 0, n, &y, 0);
+  return y;
 }
 
 void ToF16(const float* x, uint16_t* y, size_t n) {
@@ -359,7 +367,7 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
 const DotKernels kAvx2 = {"avx2",    DotF32,     DotF16,    DotBf16,   ToF16,      QuantizeQ8_0,
                           F16ToF32,  AxpyF32,    AxpyF16,   DotF32F16, TileScores, TileAccum,
                           ExpSum,    SiluMul,    AttendTile, FloatTile<float>, FloatTile<uint16_t>,
-                          nullptr,   nullptr};
+                          FloatTile<Bf16>, nullptr, nullptr};
 
 }  // namespace
 

@@ -15,6 +15,7 @@ using TileFn = void (*)(const uint8_t*, size_t, int, const uint8_t*, size_t, int
 TileFn TileFor(const DotKernels& k, TensorType t) {
   if (t == TensorType::kF32) return k.tile_f32;
   if (t == TensorType::kF16) return k.tile_f16;
+  if (t == TensorType::kBF16) return k.tile_bf16;
   return nullptr;
 }
 
@@ -87,8 +88,8 @@ void MatMulRows(const DotKernels& k, const X16Kernels* xk, const WeightMatrix& w
     const size_t rows_per_tile = n_tok > 1 ? 4 : 1;
     for (size_t r0 = row_begin; r0 < row_end; r0 += kRowTile) {
       const size_t r1 = std::min(row_end, r0 + kRowTile);
-      for (size_t t = 0; t < n_tok; t += 2) {
-        const int nt = static_cast<int>(std::min<size_t>(2, n_tok - t));
+      for (size_t t = 0; t < n_tok; t += 4) {
+        const int nt = static_cast<int>(std::min<size_t>(4, n_tok - t));
         for (size_t r = r0; r < r1; r += rows_per_tile) {
           const int nr = static_cast<int>(std::min<size_t>(rows_per_tile, r1 - r));
           tile(w.data + r * rb, rb, nr, x + t * x_stride_bytes, x_stride_bytes, nt, w.cols, y + t * y_stride + r,

@@ -1,0 +1,122 @@
+// F16 (BF16) weight rows times F16 (BF16) activation rows with AVX-512, for
+// the avx512 DotKernels table (assembled in attention_avx512.cc): the f16 and
+// bf16 dots and their register tiles. This file alone is compiled with AVX-512 flags; it runs
+// only after ActiveIsa() confirmed them. No shared inline helpers are
+// instantiated here (the linker could pick this copy for callers on other
+// CPUs): plain loops and intrinsics only.
+//
+// The arithmetic per output, whatever the tile: one 16-lane fused chain over
+// the elements (lane l takes elements 16i + l; the last partial chunk loaded
+// with zeros in the missing lanes), then the 16 lanes summed by dot.h's
+// tree (j + j+8, j + j+4, j + j+2, j + j+1). The single dot is the 1 x 1
+// tile, so a row's bits never depend on the tile shape its batch used.
+#include <immintrin.h>
+
+#include "kernels/dot.h"
+
+namespace pc {
+namespace {
+
+// 16 elements (the first `m` of them for the masked form) widened to F32.
+struct F16 {
+  static __m512 Load(const uint16_t* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+  }
+  static __m512 Load(const uint16_t* p, __mmask16 m) { return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p)); }
+};
+
+struct Bf16 {
+  static __m512 Widen(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+  static __m512 Load(const uint16_t* p) { return Widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static __m512 Load(const uint16_t* p, __mmask16 m) { return Widen(_mm256_maskz_loadu_epi16(m, p)); }
+};
+
+inline float Sum16(__m512 p) {
+  const __m512 u = _mm512_add_ps(p, _mm512_shuffle_f32x4(p, p, 0xEE));
+  const __m512 w = _mm512_add_ps(u, _mm512_shuffle_f32x4(u, u, 0x01));
+  const __m512 x = _mm512_add_ps(w, _mm512_permute_ps(w, 0x0E));
+  const __m512 z = _mm512_add_ps(x, _mm512_permute_ps(x, 0x01));
+  return _mm512_cvtss_f32(z);
+}
+
+// NR weight rows (w, stride in bytes) x NT activation rows (x) of n
+// elements of type E each; y[t * y_stride + r]. At most 16 + 4 + 4 registers.
+template <typename E, int NR, int NT>
+void TileImpl(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride, size_t n, float* y,
+              size_t y_stride) {
+  const uint16_t* wr[NR];
+  const uint16_t* xt[NT];
+  for (int r = 0; r < NR; ++r) wr[r] = reinterpret_cast<const uint16_t*>(w + r * w_stride);
+  for (int t = 0; t < NT; ++t) xt[t] = reinterpret_cast<const uint16_t*>(x + t * x_stride);
+  __m512 acc[NR][NT];
+  for (int r = 0; r < NR; ++r) {
+    for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_setzero_ps();
+  }
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 xv[NT];
+    for (int t = 0; t < NT; ++t) xv[t] = E::Load(xt[t] + i);
+    for (int r = 0; r < NR; ++r) {
+      const __m512 wv = E::Load(wr[r] + i);
+      for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1u);
+    __m512 xv[NT];
+    for (int t = 0; t < NT; ++t) xv[t] = E::Load(xt[t] + i, m);
+    for (int r = 0; r < NR; ++r) {
+      const __m512 wv = E::Load(wr[r] + i, m);
+      for (int t = 0; t < NT; ++t) acc[r][t] = _mm512_fmadd_ps(wv, xv[t], acc[r][t]);
+    }
+  }
+  for (int r = 0; r < NR; ++r) {
+    for (int t = 0; t < NT; ++t) y[t * y_stride + r] = Sum16(acc[r][t]);
+  }
+}
+
+template <typename E, int NR>
+void TileRows(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stride, int nt, size_t n, float* y,
+              size_t y_stride) {
+  switch (nt) {
+    case 1: return TileImpl<E, NR, 1>(w, w_stride, x, x_stride, n, y, y_stride);
+    case 2: return TileImpl<E, NR, 2>(w, w_stride, x, x_stride, n, y, y_stride);
+    case 3: return TileImpl<E, NR, 3>(w, w_stride, x, x_stride, n, y, y_stride);
+    default: return TileImpl<E, NR, 4>(w, w_stride, x, x_stride, n, y, y_stride);
+  }
+}
+
+template <typename E>
+void Tile(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt, size_t n, float* y,
+          size_t y_stride) {
+  switch (nr) {
+    case 1: return TileRows<E, 1>(w, w_stride, x, x_stride, nt, n, y, y_stride);
+    case 2: return TileRows<E, 2>(w, w_stride, x, x_stride, nt, n, y, y_stride);
+    case 3: return TileRows<E, 3>(w, w_stride, x, x_stride, nt, n, y, y_stride);
+    default: return TileRows<E, 4>(w, w_stride, x, x_stride, nt, n, y, y_stride);
+  }
+}
+
+template <typename E>
+float Dot(const uint16_t* a, const uint16_t* b, size_t n) {
+  float y;
+  TileImpl<E, 1, 1>(reinterpret_cast<const uint8_t*>(a), 0, reinterpret_cast<const uint8_t*>(b), 0, n, &y, 0);
+  return y;
+}
+
+}  // namespace
+
+float Avx512DotF16(const uint16_t* a, const uint16_t* b, size_t n) { return Dot<F16>(a, b, n); }
+float Avx512DotBf16(const uint16_t* a, const uint16_t* b, size_t n) { return Dot<Bf16>(a, b, n); }
+
+void Avx512TileF16(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt, size_t n,
+                   float* y, size_t y_stride) {
+  Tile<F16>(w, w_stride, nr, x, x_stride, nt, n, y, y_stride);
+}
+
+void Avx512TileBf16(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt, size_t n,
+                    float* y, size_t y_stride) {
+  Tile<Bf16>(w, w_stride, nr, x, x_stride, nt, n, y, y_stride);
+}
+
+}  // namespace pc
