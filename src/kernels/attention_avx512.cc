@@ -2,13 +2,15 @@
 // avx512 DotKernels table: the AVX2 table with these two and the F16/BF16
 // dots and tiles of dot_avx512.cc. This file alone is
 // compiled with AVX-512 flags; it runs only after ActiveIsa() confirmed them.
-// No shared inline helpers are instantiated here (the linker could pick
-// this copy for callers on other CPUs): plain loops and intrinsics only.
+// No inline helpers shared with other files are instantiated here (the
+// linker could pick this copy for callers on other CPUs), except those of
+// tree_sum_avx512.h, which only AVX-512 files include.
 #include <immintrin.h>
 
 #include <limits>
 
 #include "kernels/dot.h"
+#include "kernels/tree_sum_avx512.h"
 
 namespace pc {
 namespace {
@@ -34,13 +36,7 @@ inline __m512 Exp16(__m512 x) {
   return _mm512_maskz_mul_ps(static_cast<__mmask16>(~under), p, _mm512_castsi512_ps(bits));
 }
 
-// The sum of 16 lanes by dot.h's tree: j + j+8, then j + j+4, j + j+2, j + j+1.
-inline float TreeSum(__m512 p) {
-  const __m512 u = _mm512_add_ps(p, _mm512_shuffle_f32x4(p, p, 0xEE));
-  const __m512 w = _mm512_add_ps(u, _mm512_shuffle_f32x4(u, u, 0x01));
-  const __m512 x = _mm512_add_ps(w, _mm512_permute_ps(w, 0x0E));
-  return _mm512_cvtss_f32(_mm512_add_ps(x, _mm512_permute_ps(x, 0x01)));
-}
+using avx512::TreeSum;
 
 // G lane groups (1 or 2) against one tile. Two groups share every K and V
 // load: the scores take J = 16 / G positions per pass over d (G x J = 16

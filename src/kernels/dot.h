@@ -53,11 +53,12 @@ struct DotKernels {
   void (*attend_tile)(const float* q, const float* k, const float* v, size_t head_dim, size_t n, float* s, float* m,
                       float* l, float* acc);
   // Register-tiled float matmul: rows [0, nr) of w (nr <= 4) against
-  // activation rows [0, nt) of x (nt <= 4), F32 weights over F32 activations
-  // F16 over F16 and BF16 over BF16, nb elements each; writes y[t * y_stride + r]. Row
-  // strides in bytes. Each output equals the f32/f16 dot above, bit for bit,
-  // so results do not depend on how a batch is tiled. Null when the table
-  // has no tiled form. (Quantized weights: qpack.h.)
+  // activation rows [0, nt) of x (nt <= 4): F32 weights over F32
+  // activations, F16 over F16 and BF16 over BF16, nb elements each; writes
+  // y[t * y_stride + r]. Row strides in bytes. Each output equals the table's
+  // f32/f16/bf16 dot above, bit for bit, so results do not depend on how a
+  // batch is tiled. Null when the table has no tiled form. (Quantized
+  // weights: qpack.h.)
   void (*tile_f32)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,
                    int nt, size_t nb, float* y, size_t y_stride);
   void (*tile_f16)(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride,

@@ -1,9 +1,10 @@
 // F16 (BF16) weight rows times F16 (BF16) activation rows with AVX-512, for
 // the avx512 DotKernels table (assembled in attention_avx512.cc): the f16 and
-// bf16 dots and their register tiles. This file alone is compiled with AVX-512 flags; it runs
-// only after ActiveIsa() confirmed them. No shared inline helpers are
-// instantiated here (the linker could pick this copy for callers on other
-// CPUs): plain loops and intrinsics only.
+// bf16 dots and their register tiles. This file alone is compiled with
+// AVX-512 flags; it runs only after ActiveIsa() confirmed them. No inline
+// helpers shared with other files are instantiated here (the linker could
+// pick this copy for callers on other CPUs), except those of
+// tree_sum_avx512.h, which only AVX-512 files include.
 //
 // The arithmetic per output, whatever the tile: one 16-lane fused chain over
 // the elements (lane l takes elements 16i + l; the last partial chunk loaded
@@ -13,6 +14,7 @@
 #include <immintrin.h>
 
 #include "kernels/dot.h"
+#include "kernels/tree_sum_avx512.h"
 
 namespace pc {
 namespace {
@@ -30,14 +32,6 @@ struct Bf16 {
   static __m512 Load(const uint16_t* p) { return Widen(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
   static __m512 Load(const uint16_t* p, __mmask16 m) { return Widen(_mm256_maskz_loadu_epi16(m, p)); }
 };
-
-inline float Sum16(__m512 p) {
-  const __m512 u = _mm512_add_ps(p, _mm512_shuffle_f32x4(p, p, 0xEE));
-  const __m512 w = _mm512_add_ps(u, _mm512_shuffle_f32x4(u, u, 0x01));
-  const __m512 x = _mm512_add_ps(w, _mm512_permute_ps(w, 0x0E));
-  const __m512 z = _mm512_add_ps(x, _mm512_permute_ps(x, 0x01));
-  return _mm512_cvtss_f32(z);
-}
 
 // NR weight rows (w, stride in bytes) x NT activation rows (x) of n
 // elements of type E each; y[t * y_stride + r]. At most 16 + 4 + 4 registers.
@@ -71,7 +65,7 @@ void TileImpl(const uint8_t* w, size_t w_stride, const uint8_t* x, size_t x_stri
     }
   }
   for (int r = 0; r < NR; ++r) {
-    for (int t = 0; t < NT; ++t) y[t * y_stride + r] = Sum16(acc[r][t]);
+    for (int t = 0; t < NT; ++t) y[t * y_stride + r] = avx512::TreeSum(acc[r][t]);
   }
 }
 
