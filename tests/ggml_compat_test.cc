@@ -3,6 +3,7 @@
 #include "kernels/ggml_compat.h"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "base/fp16.h"
@@ -130,6 +131,68 @@ TEST(GgmlCompat, Q6_KDotAgreesWithDequantizedSum) {
   }
 }
 
+// The F16 vector dot's arithmetic restated the slow obvious way: each F16
+// operation as the exact result in double, rounded to float with round to
+// odd, then to F16 (no double rounding). Every table must give its bits.
+float RoundToF16ViaDouble(double v) {
+  float f = static_cast<float>(v);
+  if (static_cast<double>(f) != v) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, sizeof(bits));
+    if ((bits & 1) == 0) f = std::nextafter(f, v > f ? HUGE_VALF : -HUGE_VALF);
+  }
+  return Fp16ToFp32(Fp32ToFp16(f));
+}
+float F16VecDotViaDouble(const uint16_t* w, const uint16_t* x, size_t n) {
+  float acc[4][32] = {};
+  const size_t n_main = n - n % 128;
+  for (size_t i = 0; i < n_main; i += 128) {
+    for (size_t j = 0; j < 4; ++j) {
+      for (size_t l = 0; l < 32; ++l) {
+        const size_t e = i + 32 * j + l;
+        acc[j][l] = RoundToF16ViaDouble(static_cast<double>(Fp16ToFp32(w[e])) * Fp16ToFp32(x[e]) + acc[j][l]);
+      }
+    }
+  }
+  for (size_t l = 0; l < 32; ++l) {
+    acc[0][l] = RoundToF16ViaDouble(static_cast<double>(acc[0][l]) + acc[2][l]);
+    acc[1][l] = RoundToF16ViaDouble(static_cast<double>(acc[1][l]) + acc[3][l]);
+  }
+  for (size_t l = 0; l < 32; ++l) acc[0][l] = RoundToF16ViaDouble(static_cast<double>(acc[0][l]) + acc[1][l]);
+  for (size_t width = 16; width >= 1; width /= 2) {
+    for (size_t l = 0; l < width; ++l) acc[0][l] = RoundToF16ViaDouble(static_cast<double>(acc[0][l]) + acc[0][l + width]);
+  }
+  double sum = acc[0][0];
+  for (size_t i = n_main; i < n; ++i) sum += static_cast<double>(Fp16ToFp32(w[i]) * Fp16ToFp32(x[i]));
+  return static_cast<float>(sum);
+}
+
+TEST(GgmlCompat, F16VectorDotOfEveryTableEqualsItsArithmeticInDouble) {
+  std::vector<const GgmlCompatKernels*> tables = {&GgmlCompatKernelsFor(Isa::kScalar)};
+  if (BestSupportedIsa() >= Isa::kAvx2 && GgmlCompatAvx2Kernels() != nullptr) tables.push_back(GgmlCompatAvx2Kernels());
+  std::mt19937 rng(42);
+  std::uniform_int_distribution<int> exponent(-14, 7);
+  size_t checked = 0;
+  for (size_t n : {0, 1, 127, 128, 129, 256, 300, 1024}) {
+    for (int trial = 0; trial < 40; ++trial) {
+      // Magnitudes from F16 subnormal products to near overflow, mixed signs.
+      std::vector<uint16_t> w(n), x(n);
+      for (size_t i = 0; i < n; ++i) {
+        const float m = std::ldexp(1.0f + static_cast<float>(rng() % 1024) / 1024.0f, exponent(rng));
+        w[i] = Fp32ToFp16((rng() & 1) ? m : -m);
+        x[i] = Fp32ToFp16(std::ldexp(static_cast<float>(rng() % 2048) / 1024.0f - 1.0f, exponent(rng) / 2));
+      }
+      const float want = F16VecDotViaDouble(w.data(), x.data(), n);
+      for (const GgmlCompatKernels* k : tables) {
+        const float got = k->f16_vec(w.data(), x.data(), n);
+        ASSERT_TRUE(got == want || (std::isnan(got) && std::isnan(want))) << k->name << " n " << n << " trial " << trial;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_GT(checked, 300u);
+}
+
 // Every instruction-set build of the reference-order loops gives the same
 // bits as the portable one, at many sizes and misaligned inputs.
 TEST(GgmlCompat, SimdTablesAreBitIdenticalToPortable) {
@@ -149,6 +212,7 @@ TEST(GgmlCompat, SimdTablesAreBitIdenticalToPortable) {
           b16[i] = Fp32ToFp16(b[i]);
         }
         EXPECT_EQ(k->f16_gemm(a16.data() + off, b16.data() + off, n), ref.f16_gemm(a16.data() + off, b16.data() + off, n));
+        EXPECT_EQ(k->f16_vec(a16.data() + off, b16.data() + off, n), ref.f16_vec(a16.data() + off, b16.data() + off, n));
       }
     }
     for (size_t nb : {0, 1, 2, 7, 8, 33}) {

@@ -31,55 +31,7 @@ const GgmlCompatKernels& ActiveGgmlCompatKernels() {
 float GgmlReduce16(const float* lanes) { return Reduce16(lanes); }
 float GgmlDotF32Vec(const float* w, const float* x, size_t n) { return ActiveGgmlCompatKernels().f32_vec(w, x, n); }
 float GgmlDotF32Gemm(const float* w, const float* x, size_t n) { return ActiveGgmlCompatKernels().f32_gemm(w, x, n); }
-namespace {
-
-// Rounds v to the nearest F16 (ties to even) without double rounding: to
-// float with round-to-odd (13 spare bits), then float to F16.
-float RoundToF16(double v) {
-  float f = static_cast<float>(v);
-  if (static_cast<double>(f) != v) {
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof(bits));
-    if ((bits & 1) == 0) f = std::nextafter(f, v > f ? HUGE_VALF : -HUGE_VALF);
-  }
-  return Fp16ToFp32(Fp32ToFp16(f));
-}
-
-// F16 arithmetic as AVX512-FP16 does it: exact result rounded once to F16.
-// (Products of F16 values are exact in double and so are their sums with
-// an F16 addend in all but extreme exponent spreads.)
-float HalfFma(float a, float b, float c) { return RoundToF16(static_cast<double>(a) * b + c); }
-float HalfAdd(float a, float b) { return RoundToF16(static_cast<double>(a) + b); }
-
-}  // namespace
-
-float GgmlDotF16Vec(const uint16_t* w, const uint16_t* x, size_t n) {
-  constexpr size_t kLanes = 32, kAccs = 4, kStep = kLanes * kAccs;
-  float acc[kAccs][kLanes] = {};  // F16 values held in floats
-  const size_t n_main = n - n % kStep;
-  for (size_t i = 0; i < n_main; i += kStep) {
-    for (size_t j = 0; j < kAccs; ++j) {
-      const size_t base = i + j * kLanes;
-      for (size_t l = 0; l < kLanes; ++l) {
-        acc[j][l] = HalfFma(Fp16ToFp32(w[base + l]), Fp16ToFp32(x[base + l]), acc[j][l]);
-      }
-    }
-  }
-  for (size_t l = 0; l < kLanes; ++l) {
-    acc[0][l] = HalfAdd(acc[0][l], acc[2][l]);
-    acc[1][l] = HalfAdd(acc[1][l], acc[3][l]);
-  }
-  for (size_t l = 0; l < kLanes; ++l) acc[0][l] = HalfAdd(acc[0][l], acc[1][l]);
-  // 32-lane tree: halves, quarters, eighths, then the last pair.
-  float* a = acc[0];
-  for (size_t width = kLanes / 2; width >= 1; width /= 2) {
-    for (size_t l = 0; l < width; ++l) a[l] = HalfAdd(a[l], a[l + width]);
-  }
-  double sum = a[0];
-  for (size_t i = n_main; i < n; ++i) sum += static_cast<double>(Fp16ToFp32(w[i]) * Fp16ToFp32(x[i]));
-  return static_cast<float>(sum);
-}
-
+float GgmlDotF16Vec(const uint16_t* w, const uint16_t* x, size_t n) { return ActiveGgmlCompatKernels().f16_vec(w, x, n); }
 float GgmlDotF16Gemm(const uint16_t* w, const uint16_t* x, size_t n) { return ActiveGgmlCompatKernels().f16_gemm(w, x, n); }
 
 float GgmlDotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t num_blocks) {

@@ -78,6 +78,7 @@ struct GgmlCompatKernels {
   float (*f32_vec)(const float* w, const float* x, size_t n);
   float (*f32_gemm)(const float* w, const float* x, size_t n);
   float (*f16_gemm)(const uint16_t* w, const uint16_t* x, size_t n);
+  float (*f16_vec)(const uint16_t* w, const uint16_t* x, size_t n);
   float (*q8_0)(const BlockQ8_0* w, const BlockQ8_0* x, size_t num_blocks);
   float (*q4_0)(const BlockQ4_0* w, const BlockQ8_0* x, size_t num_blocks);
   float (*q6_k)(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks);

@@ -50,11 +50,45 @@ float DotQ4_0Avx2(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
   return Tree8(acc);
 }
 
+// HalfFma (ggml_compat_loops.h) on 8 lanes: TwoSum, round to odd, then
+// F16C's conversion (round to nearest even, as Fp32ToFp16).
+inline __m256 HalfFma8(__m256 a, __m256 b, __m256 c) {
+  const __m256 p = _mm256_mul_ps(a, b);
+  const __m256 s = _mm256_add_ps(p, c);
+  const __m256 bb = _mm256_sub_ps(s, p);
+  const __m256 e = _mm256_add_ps(_mm256_sub_ps(p, _mm256_sub_ps(s, bb)), _mm256_sub_ps(c, bb));
+  const __m256i bits = _mm256_castps_si256(s), one = _mm256_set1_epi32(1);
+  const __m256i inexact = _mm256_castps_si256(_mm256_cmp_ps(e, _mm256_setzero_ps(), _CMP_NEQ_OQ));
+  const __m256i even = _mm256_cmpeq_epi32(_mm256_and_si256(bits, one), _mm256_setzero_si256());
+  // +1 where e and s share a sign (away from zero), -1 where they differ.
+  const __m256i differ = _mm256_srai_epi32(_mm256_xor_si256(_mm256_castps_si256(e), bits), 31);
+  const __m256i step = _mm256_or_si256(_mm256_slli_epi32(differ, 1), one);
+  const __m256i odd = _mm256_add_epi32(bits, _mm256_and_si256(_mm256_and_si256(inexact, even), step));
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(_mm256_castsi256_ps(odd), _MM_FROUND_TO_NEAREST_INT));
+}
+
+struct Avx2Fma8 {
+  void operator()(const uint16_t* w, const uint16_t* x, float* acc, const float* b = nullptr,
+                  const float* ones = nullptr) const {
+    const __m256 c = _mm256_load_ps(acc);
+    if (w != nullptr) {
+      const __m256 wv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(w)));
+      const __m256 xv = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x)));
+      _mm256_store_ps(acc, HalfFma8(wv, xv, c));
+    } else {
+      _mm256_store_ps(acc, HalfFma8(_mm256_load_ps(b), _mm256_load_ps(ones), c));
+    }
+  }
+};
+
+float DotF16VecAvx2(const uint16_t* w, const uint16_t* x, size_t n) { return F16VecDot(w, x, n, Avx2Fma8{}); }
+
 }  // namespace
 
 const GgmlCompatKernels* GgmlCompatAvx2Kernels() {
   static const GgmlCompatKernels kTable = [] {
     GgmlCompatKernels k = MakeGgmlCompatKernels("avx2");
+    k.f16_vec = DotF16VecAvx2;
     k.q8_0 = DotQ8_0Avx2;
     k.q4_0 = DotQ4_0Avx2;
     return k;

@@ -9,6 +9,8 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 
 #include "base/check.h"
 #include "base/fp16.h"
@@ -60,6 +62,69 @@ float GemmDot(const T* w, const T* x, size_t n, Load load) {
   }
   return Reduce16(acc);
 }
+
+// a * b + c rounded once to F16 (AVX512-FP16's fused multiply-add), for F16
+// values a, b, c held in floats: a * b is exact in float (22 significant
+// bits); TwoSum gives the float sum s and its exact error e; an inexact s gets
+// its last bit set toward e (round to odd, 13 bits below F16's last), so the
+// one rounding to F16 that follows is the correct one. No double arithmetic.
+inline float HalfFma(float a, float b, float c) {
+  const float p = a * b;
+  const float s = p + c;
+  const float bb = s - p;
+  const float e = (p - (s - bb)) + (c - bb);
+  float r = s;
+  if (e != 0.0f) {
+    uint32_t bits;
+    std::memcpy(&bits, &s, sizeof(bits));
+    if ((bits & 1) == 0) {
+      bits += (e > 0.0f) == (s > 0.0f) ? 1u : ~0u;  // away from or toward zero
+      std::memcpy(&r, &bits, sizeof(r));
+    }
+  }
+  return Fp16ToFp32(Fp32ToFp16(r));
+}
+
+// The F16 vector dot (ggml_compat.h, GgmlDotF16Vec): 4 accumulators of 32
+// F16 lanes over steps of 128, F16 adds acc0+acc2, acc1+acc3, their sum, the
+// 32-to-1 tree, then the leftover exact products summed in double. fma8 does
+// 8 lanes of HalfFma (an add being a multiply by one), in place on acc.
+template <typename Fma8>
+float F16VecDot(const uint16_t* w, const uint16_t* x, size_t n, Fma8 fma8) {
+  constexpr size_t kLanes = 32, kAccs = 4, kStep = kLanes * kAccs;
+  alignas(32) float acc[kAccs][kLanes] = {};
+  alignas(32) static const float kOnes[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+  const size_t n_main = n - n % kStep;
+  for (size_t i = 0; i < n_main; i += kStep) {
+    for (size_t j = 0; j < kAccs; ++j) {
+      for (size_t l = 0; l < kLanes; l += 8) fma8(w + i + j * kLanes + l, x + i + j * kLanes + l, &acc[j][l]);
+    }
+  }
+  auto add8 = [&](float* a, const float* b) { fma8(nullptr, nullptr, a, b, kOnes); };
+  for (size_t l = 0; l < kLanes; l += 8) {
+    add8(&acc[0][l], &acc[2][l]);
+    add8(&acc[1][l], &acc[3][l]);
+  }
+  for (size_t l = 0; l < kLanes; l += 8) add8(&acc[0][l], &acc[1][l]);
+  float* a = acc[0];
+  for (size_t width = kLanes / 2; width >= 1; width /= 2) {
+    for (size_t l = 0; l < width; ++l) a[l] = HalfFma(a[l + width], 1.0f, a[l]);
+  }
+  double sum = a[0];
+  for (size_t i = n_main; i < n; ++i) sum += static_cast<double>(Fp16ToFp32(w[i]) * Fp16ToFp32(x[i]));
+  return static_cast<float>(sum);
+}
+
+// 8 lanes of HalfFma, portably: acc[l] = HalfFma(w[l], x[l], acc[l]) for
+// F16 rows w and x; or, with w null, acc[l] = HalfFma(b[l], ones[l], acc[l]).
+struct PortableFma8 {
+  void operator()(const uint16_t* w, const uint16_t* x, float* acc, const float* b = nullptr,
+                  const float* ones = nullptr) const {
+    for (size_t l = 0; l < 8; ++l) {
+      acc[l] = w != nullptr ? HalfFma(Fp16ToFp32(w[l]), Fp16ToFp32(x[l]), acc[l]) : HalfFma(b[l], ones[l], acc[l]);
+    }
+  }
+};
 
 inline float LoadF32(float v) { return v; }
 inline float LoadF16(uint16_t v) { return Fp16ToFp32(v); }
@@ -123,11 +188,12 @@ float DotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks) {
 float DotF32Vec(const float* w, const float* x, size_t n) { return VecDot<float, float>(w, x, n, LoadF32); }
 float DotF32Gemm(const float* w, const float* x, size_t n) { return GemmDot<float>(w, x, n, LoadF32); }
 float DotF16Gemm(const uint16_t* w, const uint16_t* x, size_t n) { return GemmDot<uint16_t>(w, x, n, LoadF16); }
+float DotF16Vec(const uint16_t* w, const uint16_t* x, size_t n) { return F16VecDot(w, x, n, PortableFma8{}); }
 float DotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) { return QuantDot(w, x, nb, UnpackQ8_0); }
 float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) { return QuantDot(w, x, nb, UnpackQ4_0); }
 
 constexpr GgmlCompatKernels MakeGgmlCompatKernels(const char* name) {
-  return {name, DotF32Vec, DotF32Gemm, DotF16Gemm, DotQ8_0, DotQ4_0, DotQ6_K};
+  return {name, DotF32Vec, DotF32Gemm, DotF16Gemm, DotF16Vec, DotQ8_0, DotQ4_0, DotQ6_K};
 }
 
 }  // namespace
