@@ -6,6 +6,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+scripts/configure.sh release  # the flags scripts/test.sh builds with: no rebuild there
 cmake --build build
 ./build/promptcache demo "$@"

@@ -15,7 +15,7 @@ template <int H>
 struct Avx2Half {
   using V = __m256i;
   using F = __m256;
-  static constexpr int kLanes = 8;
+  [[maybe_unused]] static constexpr int kLanes = 8;  // the trait qpack_simd.h describes
   static constexpr bool kVnni = false;
   static V Load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * H)); }
   static V LanesU8(const uint8_t* p) {

@@ -12,7 +12,7 @@ namespace {
 struct Avx512 {
   using V = __m512i;
   using F = __m512;
-  static constexpr int kLanes = 16;
+  [[maybe_unused]] static constexpr int kLanes = 16;  // the trait qpack_simd.h describes
   static constexpr bool kVnni = true;
   static V Load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static V LanesU8(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
