@@ -56,9 +56,9 @@ TEST_F(ModelLoad, TheUneditedCopyLoads) { EXPECT_EQ(LoadError(Rewrite(*src_, [](
 
 TEST_F(ModelLoad, UnknownArchitectureIsNamed) {
   const std::string e = LoadError(Rewrite(*src_, [](GgufWriter& w) {
-    w.Set("general.architecture", GgufValue::Of(std::string("gemma2")));
+    w.Set("general.architecture", GgufValue::Of(std::string("gpt-oss")));
   }));
-  EXPECT_NE(e.find("unsupported architecture 'gemma2'"), std::string::npos) << e;
+  EXPECT_NE(e.find("unsupported architecture 'gpt-oss'"), std::string::npos) << e;
   EXPECT_NE(e.find("qwen3"), std::string::npos) << e;
 }
 
@@ -76,11 +76,25 @@ TEST_F(ModelLoad, MetadataThatChangesTheArithmeticIsRefusedByName) {
   const std::vector<std::pair<MetaEdit, std::string>> cases = {
       {[](GgufWriter& w) { w.Set("llama.attn_logit_softcapping", GgufValue::Of(50.0f)); },
        "metadata 'llama.attn_logit_softcapping' is not supported"},
-      {[](GgufWriter& w) { w.Set("llama.rope.scaling.type", GgufValue::Of(std::string("yarn"))); },
-       "'llama.rope.scaling.type' = 'yarn' is not supported"},
+      {[](GgufWriter& w) { w.Set("llama.final_logit_softcapping", GgufValue::Of(30.0f)); },
+       "metadata 'llama.final_logit_softcapping' is not supported"},
+      {[](GgufWriter& w) { w.Set("llama.attention.sliding_window_pattern", GgufValue::Of(uint32_t{2})); },
+       "metadata 'llama.attention.sliding_window_pattern' is not supported"},
+      {[](GgufWriter& w) { w.Set("llama.rope.scaling.type", GgufValue::Of(std::string("longrope"))); },
+       "'llama.rope.scaling.type' = 'longrope' is not supported"},
+      {[](GgufWriter& w) {
+         w.Set("llama.rope.scaling.type", GgufValue::Of(std::string("yarn")));
+       },
+       "'llama.rope.scaling.factor' is missing"},
       {[](GgufWriter& w) { w.Set("llama.attention.sliding_window", GgufValue::Of(uint32_t{256})); },
-       "sliding-window attention is not supported"},
-      {[](GgufWriter& w) { w.Set("llama.expert_count", GgufValue::Of(uint32_t{8})); }, "mixture-of-experts"},
+       "the llama recipe has no sliding-window attention"},
+      {[](GgufWriter& w) { w.Set("llama.expert_count", GgufValue::Of(uint32_t{8})); },
+       "'llama.expert_used_count' = 0 is out of range"},
+      {[](GgufWriter& w) {
+         w.Set("llama.expert_count", GgufValue::Of(uint32_t{8}));
+         w.Set("llama.expert_used_count", GgufValue::Of(uint32_t{2}));
+       },
+       "tensor 'blk.0.ffn_gate_inp.weight' is missing"},
       {[](GgufWriter& w) { w.Set("llama.attention.value_length", GgufValue::Of(uint32_t{32})); },
        "'llama.attention.value_length' = 32 differs from the key length 64"},
   };

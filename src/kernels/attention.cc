@@ -48,6 +48,87 @@ void AttendHead(const DotKernels& k, const float* q_head, const KvLayerView& kv,
   for (size_t i = 0; i < head_dim; ++i) out_head[i] *= inv;
 }
 
+void AttendHeadExtras(const DotKernels& k, const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head,
+                      size_t head_dim, const AttnExtras& x, float* out_head) {
+  PC_CHECK(kv.block_table.size() * kv.block_size > pos);
+  PC_CHECK(head_dim <= 1024);
+  const float scale = x.scale != 0 ? x.scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float inv_cap = x.softcap != 0 ? 1.0f / x.softcap : 0.0f;
+  const size_t lo = x.window != 0 && pos + 1 > x.window ? pos + 1 - x.window : 0;
+  // The query scaled first, and rounded to F16 against F16 keys, as the
+  // reference engine does: with soft-capped scores (large by design) that
+  // rounding moves logprobs by tenths, so it is matched rather than improved on.
+  float qs[1024];
+  for (size_t i = 0; i < head_dim; ++i) {
+    qs[i] = q_head[i] * scale;
+    if (kv.dtype == KvDtype::kF16) qs[i] = Fp16ToFp32(Fp32ToFp16(qs[i]));
+  }
+  q_head = qs;
+  float max_score = -std::numeric_limits<float>::infinity();
+  float denom = 0.0f;
+  std::memset(out_head, 0, head_dim * sizeof(float));
+  for (size_t p = lo; p <= pos; ++p) {
+    const size_t row = static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
+    const size_t elem = row * kv.kv_dim + kv_head * head_dim;
+    const bool f16 = kv.dtype == KvDtype::kF16;
+    float score = f16 ? k.dot_f32_f16(q_head, static_cast<const uint16_t*>(kv.k) + elem, head_dim)
+                      : k.f32(q_head, static_cast<const float*>(kv.k) + elem, head_dim);
+    if (x.softcap != 0) score = std::tanh(score * inv_cap) * x.softcap;
+    if (score > max_score) {  // online softmax: rescale on a new maximum
+      const float correction = std::exp(max_score - score);
+      denom *= correction;
+      for (size_t i = 0; i < head_dim; ++i) out_head[i] *= correction;
+      max_score = score;
+    }
+    const float weight = std::exp(score - max_score);
+    denom += weight;
+    if (f16) {
+      k.axpy_f16(weight, static_cast<const uint16_t*>(kv.v) + elem, out_head, head_dim);
+    } else {
+      k.axpy_f32(weight, static_cast<const float*>(kv.v) + elem, out_head, head_dim);
+    }
+  }
+  const float inv = 1.0f / denom;
+  for (size_t i = 0; i < head_dim; ++i) out_head[i] *= inv;
+}
+
+void AttendHeadExtrasF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head, size_t head_dim,
+                              const AttnExtras& x, float* out_head) {
+  PC_CHECK(kv.dtype == KvDtype::kF16 && head_dim <= 512);
+  PC_CHECK(kv.block_table.size() * kv.block_size > pos);
+  const float scale = x.scale != 0 ? x.scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+  const float inv_cap = x.softcap != 0 ? 1.0f / x.softcap : 1.0f;
+  const size_t lo = x.window != 0 && pos + 1 > x.window ? pos + 1 - x.window : 0;
+  float q16[512];
+  uint16_t acc[512];
+  for (size_t i = 0; i < head_dim; ++i) {
+    q16[i] = Fp16ToFp32(Fp32ToFp16(q_head[i] * scale));
+    acc[i] = 0;
+  }
+  const auto* kbase = static_cast<const uint16_t*>(kv.k);
+  const auto* vbase = static_cast<const uint16_t*>(kv.v);
+  float max_score = -std::numeric_limits<float>::infinity(), denom = 0;
+  for (size_t p = lo; p <= pos; ++p) {
+    const size_t row = static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
+    const size_t elem = row * kv.kv_dim + kv_head * head_dim;
+    float score = 0;
+    for (size_t i = 0; i < head_dim; ++i) score = std::fma(Fp16ToFp32(kbase[elem + i]), q16[i], score);
+    if (x.softcap != 0) score = x.softcap * std::tanh(score * inv_cap);
+    float ms = 1.0f, vs = 1.0f;
+    if (score > max_score) {
+      ms = std::exp(max_score - score);
+      max_score = score;
+      for (size_t i = 0; i < head_dim; ++i) acc[i] = Fp32ToFp16(Fp16ToFp32(acc[i]) * ms);
+    } else {
+      vs = std::exp(score - max_score);
+    }
+    for (size_t i = 0; i < head_dim; ++i) acc[i] = Fp32ToFp16(std::fma(Fp16ToFp32(vbase[elem + i]), vs, Fp16ToFp32(acc[i])));
+    denom = denom * ms + vs;
+  }
+  const float inv_denom = denom == 0.0f ? 0.0f : 1.0f / denom;
+  for (size_t i = 0; i < head_dim; ++i) out_head[i] = Fp16ToFp32(acc[i]) * inv_denom;
+}
+
 void AttendHeadF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head,
                         size_t head_dim, float* out_head) {
   PC_CHECK(kv.dtype == KvDtype::kF16 && head_dim <= 512);
@@ -392,7 +473,7 @@ void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows
   float* work = s + kAttnTile;           // scaled queries, or lane groups
   const size_t begin = span * kAttnSpan;
   const SpanArgs a{k, kv, rows, r0, r1, h, begin, std::min(MaxPos(kv, rows, r0, r1), begin + kAttnSpan - 1),
-                   1.0f / std::sqrt(static_cast<float>(hd))};
+                   h.Scale()};
   std::fill(out.acc, out.acc + nq * hd, 0.0f);
   std::fill(out.m, out.m + nq, -std::numeric_limits<float>::infinity());
   std::fill(out.l, out.l + nq, 0.0f);

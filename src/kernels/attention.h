@@ -39,7 +39,9 @@ constexpr size_t kAttnSpan = 512;  // positions per span, a multiple of kAttnTil
 // n_head / n_kv_head (GQA/MQA); every head has head_dim elements.
 struct AttnHeads {
   size_t n_head = 0, n_kv_head = 0, head_dim = 0;
+  float scale = 0;  // of the scores; 0: 1 / sqrt(head_dim)
   size_t group() const { return n_head / n_kv_head; }
+  float Scale() const { return scale != 0 ? scale : 1.0f / __builtin_sqrtf(static_cast<float>(head_dim)); }
 };
 
 // Softmax state of nq query vectors over some positions: running max m[nq],
@@ -81,6 +83,27 @@ size_t AttnSpanCount(const AttnRows& rows, size_t r0, size_t r1);
 // the outputs: what the split-KV path computes, bit for bit.
 void AttendRows(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
                 const AttnHeads& h, float* scratch);
+
+// What some families add to attention: a sliding window (the query at pos
+// sees positions (pos - window, pos]; 0: every position up to pos), a score
+// scale, and soft-capping of the scaled scores (s -> softcap * tanh(s /
+// softcap); 0: none).
+struct AttnExtras {
+  size_t window = 0;
+  float scale = 0;  // 0: 1 / sqrt(head_dim)
+  float softcap = 0;
+};
+// AttendHead with those extras: one head, online softmax, F16 or F32 K/V.
+void AttendHeadExtras(const DotKernels& k, const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head,
+                      size_t head_dim, const AttnExtras& x, float* out_head);
+
+// The same in the reference engine's flash-attention numerics (as
+// AttendHeadF16Accum below, on a CPU without F16 arithmetic): the scaled
+// query rounded to F16, F32 dots, soft-capping, the V accumulator held in
+// F16 (rounded after every rescale and every fused multiply-add). F16 K/V,
+// head_dim <= 512.
+void AttendHeadExtrasF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head, size_t head_dim,
+                              const AttnExtras& x, float* out_head);
 
 // The numerics of ggml's one-chunk CPU flash attention, which llama.cpp uses
 // for query batches under 64 rows: Q rounded to F16, and the V accumulator

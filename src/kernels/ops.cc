@@ -1,8 +1,11 @@
 #include "kernels/ops.h"
 
-#include "base/check.h"
-
+#include <algorithm>
 #include <cmath>
+#include <numbers>
+
+#include "base/check.h"
+#include "base/fp16.h"
 
 namespace pc {
 
@@ -15,15 +18,38 @@ void RmsNorm(const float* x, const float* w, float* out, size_t n, float eps) {
   for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
+void YarnCorrDims(size_t rope_dim, int orig_ctx, float freq_base, float beta_fast, float beta_slow, float* low,
+                  float* high) {
+  // The dim whose rotation count over orig_ctx positions is n_rot.
+  const float dims = static_cast<float>(rope_dim);
+  auto corr_dim = [&](float n_rot) {
+    return dims * std::log(static_cast<float>(orig_ctx) / (n_rot * 2.0f * std::numbers::pi_v<float>)) /
+           (2.0f * std::log(freq_base));
+  };
+  *low = std::max(0.0f, std::floor(corr_dim(beta_fast)));
+  *high = std::min(dims - 1.0f, std::ceil(corr_dim(beta_slow)));
+}
+
 void RopeAngles(int32_t pos, const RopeParams& p, float* cs) {
   const size_t rope_dim = p.rope_dim;
   const float theta_scale = std::pow(p.freq_base, -2.0f / static_cast<float>(rope_dim));
   float theta_base = static_cast<float>(pos);
+  const float yarn_mscale = p.ext_factor != 0.0f ? p.attn_factor * (1.0f + 0.1f * std::log(1.0f / p.freq_scale)) : 1.0f;
   for (size_t i = 0; i < rope_dim / 2; ++i) {
-    float theta = p.freq_factors != nullptr ? theta_base / p.freq_factors[i] : theta_base;
+    const float extrap = p.freq_factors != nullptr ? theta_base / p.freq_factors[i] : theta_base;
+    float theta = extrap;
     if (p.freq_scale != 1.0f) theta *= p.freq_scale;
-    cs[2 * i] = std::cos(theta);
-    cs[2 * i + 1] = std::sin(theta);
+    if (p.ext_factor != 0.0f) {
+      // 1 below corr_low (extrapolated), 0 above corr_high (interpolated).
+      const float y = (static_cast<float>(i) - p.corr_low) / std::max(0.001f, p.corr_high - p.corr_low);
+      const float mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
+      theta = theta * (1.0f - mix) + extrap * mix;
+      cs[2 * i] = std::cos(theta) * yarn_mscale;
+      cs[2 * i + 1] = std::sin(theta) * yarn_mscale;
+    } else {
+      cs[2 * i] = std::cos(theta);
+      cs[2 * i + 1] = std::sin(theta);
+    }
     theta_base *= theta_scale;
   }
 }
@@ -59,6 +85,33 @@ void SiluMul(const float* gate, const float* up, float* out, size_t n) {
     const float g = gate[i];
     out[i] = g / (1.0f + std::exp(-g)) * up[i];
   }
+}
+
+namespace {
+float GeluTanh(float x) {
+  constexpr float kSqrt2OverPi = 0.79788456080286535588f, kCoefA = 0.044715f;
+  return 0.5f * x * (1.0f + std::tanh(kSqrt2OverPi * x * (1.0f + kCoefA * x * x)));
+}
+}  // namespace
+
+void GeluMul(const float* gate, const float* up, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = GeluTanh(gate[i]) * up[i];
+}
+
+void GeluMulF16(const float* gate, const float* up, float* out, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float x = gate[i];
+    float g;
+    if (x <= -10.0f) g = 0.0f;
+    else if (x >= 10.0f) g = x;
+    else g = Fp16ToFp32(Fp32ToFp16(GeluTanh(Fp16ToFp32(Fp32ToFp16(x)))));
+    out[i] = g * up[i];
+  }
+}
+
+void SoftCap(float* x, size_t n, float cap) {
+  const float inv = 1.0f / cap;
+  for (size_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;
 }
 
 void AddInPlace(float* y, const float* x, size_t n) {

@@ -14,13 +14,26 @@ void RmsNorm(const float* x, const float* w, float* out, size_t n, float eps);
 //   theta_i = freq_scale * (pos * base^(-2i/rope_dim) / freq_factors[i])
 // (the power by repeated multiplication; freq_scale < 1 is linear position
 // scaling, freq_factors the per-dimension divisors of Llama 3.1+ files).
+// YaRN (ext_factor > 0): pair i's angle blends the interpolated angle above
+// with the unscaled one, by a ramp over the pairs between corr_low and
+// corr_high, and cos/sin are multiplied by
+//   attn_factor * (1 + 0.1 ln(1 / freq_scale))
+// (as the reference engine's rope_yarn does; YarnCorrDims gives the two dims).
 struct RopeParams {
   size_t head_dim = 0, rope_dim = 0;
   float freq_base = 10000.0f;
   bool neox = false;
   float freq_scale = 1.0f;
   const float* freq_factors = nullptr;  // rope_dim / 2 divisors, or null
+  float ext_factor = 0.0f;              // YaRN: 0 off, 1 full ramp
+  float attn_factor = 1.0f;
+  float corr_low = 0.0f, corr_high = 0.0f;
 };
+// YaRN's correction dims for rope_dim rotated dims trained at orig_ctx
+// positions: where the rotation count over orig_ctx crosses beta_fast and
+// beta_slow, floored / ceiled and clamped to [0, rope_dim - 1].
+void YarnCorrDims(size_t rope_dim, int orig_ctx, float freq_base, float beta_fast, float beta_slow, float* low,
+                  float* high);
 // Rotates the first rope_dim dims of each head of x = [n_heads][head_dim] in place.
 void Rope(float* x, size_t n_heads, int32_t pos, const RopeParams& p);
 constexpr size_t kMaxRopeDim = 1024;
@@ -32,6 +45,16 @@ void RopeWith(float* x, size_t n_heads, const float* cs, const RopeParams& p);
 
 // out[i] = silu(gate[i]) * up[i]; out may alias gate.
 void SiluMul(const float* gate, const float* up, float* out, size_t n);
+// out[i] = gelu(gate[i]) * up[i] with GELU's tanh form
+//   gelu(x) = 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)));
+// out may alias gate. GeluMulF16: the reference engine's GELU, looked up by
+// the F16-rounded input and rounded to F16 (|x| < 10; 0 and x outside).
+void GeluMul(const float* gate, const float* up, float* out, size_t n);
+void GeluMulF16(const float* gate, const float* up, float* out, size_t n);
+
+// x[i] = cap * tanh(x[i] / cap) (soft-capping of logits; the division as a
+// multiplication by 1 / cap, as the reference engine scales).
+void SoftCap(float* x, size_t n, float cap);
 
 // y[i] += x[i].
 void AddInPlace(float* y, const float* x, size_t n);

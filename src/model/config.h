@@ -4,10 +4,17 @@
 //   qwen2           + q/k/v biases, NeoX rotation
 //   qwen3           + per-head RMSNorm of q and k, NeoX rotation
 //   phi3            fused q/k/v and gate/up matrices, NeoX rotation
+//   gemma2, gemma3  sliding-window layers, GeGLU, post-attention and post-FFN
+//                   norms, embeddings scaled by sqrt(n_embd), tied output;
+//                   gemma2 soft-caps attention and final logits, gemma3 has
+//                   q/k norms and its own rotation base on windowed layers
+//   qwen3moe, llama with experts (Mixtral)  a routed mixture of experts FFN
+// and, for every architecture that carries it, YaRN rope scaling.
 // Metadata that would change the arithmetic and that the recipe does not
 // implement is refused by name, never ignored.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,7 +41,34 @@ struct ModelConfig {
   bool fused_qkv = false;      // phi3: one attn_qkv matrix (q rows, then k, then v)
   bool fused_gate_up = false;  // phi3: ffn_up holds the gate's rows, then the up projection's
 
+  // YaRN (rope.scaling.type yarn): rotation angles blend interpolated and
+  // extrapolated frequencies over the dimensions between the two correction
+  // dims, and cos/sin are scaled by the attention factor (ggml's rope_yarn).
+  bool rope_yarn = false;
+  int rope_orig_ctx = 0;           // rope.scaling.original_context_length
+  float yarn_beta_fast = 32.0f, yarn_beta_slow = 1.0f;
+  float yarn_ext_factor = 1.0f, yarn_attn_factor = 1.0f;
+
+  // Sliding-window attention: a layer with swa_layers[l] set sees, at
+  // position p, only positions (p - sliding_window, p]. 0: no window.
+  int sliding_window = 0;
+  std::vector<uint8_t> swa_layers;  // [n_layer]
+  float swa_rope_base = 0;          // rotation base and linear scale of windowed layers
+  float swa_rope_freq_scale = 1.0f; // (the global layers' unless the family says otherwise)
+  float attn_scale = 0;             // query scale; 0: 1 / sqrt(head_dim)
+  float attn_softcap = 0;           // scores s -> cap * tanh(s / cap); 0: none
+  float final_softcap = 0;          // logits likewise
+  bool embed_scale = false;         // gemma: embeddings times sqrt(n_embd)
+  bool post_norms = false;          // gemma: RMSNorm of attention and FFN outputs before the residual add
+  enum class Act { kSilu, kGeluTanh };
+  Act ffn_act = Act::kSilu;         // the gate's activation (SwiGLU or GeGLU)
+
+  // Mixture of experts: n_expert FFNs of n_ff_expert, n_expert_used per
+  // token chosen by a router (softmax, top-k, weights renormalised). 0: dense.
+  int n_expert = 0, n_expert_used = 0, n_ff_expert = 0;
+
   int q_dim() const { return n_head * head_dim; }
+  bool is_swa(int layer) const { return sliding_window > 0 && swa_layers[static_cast<size_t>(layer)] != 0; }
   int kv_dim() const { return n_kv_head * head_dim; }
 };
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -20,7 +21,11 @@ namespace pc {
 // Activations for one batch of n tokens (floats unless noted).
 struct Model::Scratch {
   std::vector<float> x, xb, q, k, v, att, hb, hb2, out;
-  std::vector<float> rope_cs;  // [n][rope_dim]: each token's rotation angles (RopeAngles)
+  std::vector<float> rope_cs;      // [n][rope_dim]: each token's rotation angles (RopeAngles)
+  std::vector<float> rope_cs_swa;  // the same for windowed layers, when they rotate otherwise
+  std::vector<float> router;       // [n][n_expert] router logits
+  std::vector<float> ex, ey;       // one expert's gathered input rows and output rows
+  std::vector<float> moe_out;      // [n][n_expert_used][n_embd] weighted expert outputs
   std::vector<uint8_t> xq;  // activation rows converted for a matmul (ggml numerics)
   // Activation rows converted for the precise kernels, one buffer per
   // activation type a matmul needs (weights of several types can share an
@@ -185,7 +190,7 @@ float Model::DotGgmlCompat(const GgmlCompatKernels& k, const WeightMatrix& w, si
     case TensorType::kF16: {
       const auto* w16 = reinterpret_cast<const uint16_t*>(wr);
       const auto* x16 = static_cast<const uint16_t*>(xq);
-      return gemm ? k.f16_gemm(w16, x16, cols) : GgmlDotF16Vec(w16, x16, cols);
+      return gemm ? k.f16_gemm(w16, x16, cols) : k.f16_vec(w16, x16, cols);
     }
     case TensorType::kQ8_0:
       return k.q8_0(reinterpret_cast<const BlockQ8_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
@@ -236,9 +241,14 @@ void Model::LinearGgmlCompat(std::span<const Projection> ps, const float* x, siz
 
 void Model::Embed(std::span<const BatchToken> batch, float* x) {
   const WeightMatrix& e = weights_.token_embd;
+  const size_t dim = static_cast<size_t>(config_.n_embd);
+  const float scale = std::sqrt(static_cast<float>(dim));  // gemma
   for (size_t t = 0; t < batch.size(); ++t) {
     PC_CHECK(batch[t].token >= 0 && batch[t].token < config_.n_vocab);
-    DequantizeMatrixRow(e, static_cast<size_t>(batch[t].token), x + t * config_.n_embd);
+    DequantizeMatrixRow(e, static_cast<size_t>(batch[t].token), x + t * dim);
+    if (config_.embed_scale) {
+      for (size_t i = 0; i < dim; ++i) x[t * dim + i] *= scale;
+    }
   }
 }
 
@@ -247,15 +257,21 @@ void Model::ForTokens(size_t n, const std::function<void(size_t, size_t)>& fn) {
   pool_->ParallelFor(n, 4, [&](size_t t0, size_t t1, int) { fn(t0, t1); });
 }
 
-RopeParams Model::RopeParamsOf() const {
+RopeParams Model::RopeParamsOf(bool swa) const {
   const ModelConfig& c = config_;
   RopeParams rope;
   rope.head_dim = static_cast<size_t>(c.head_dim);
   rope.rope_dim = static_cast<size_t>(c.rope_dim);
-  rope.freq_base = c.rope_base;
+  rope.freq_base = swa ? c.swa_rope_base : c.rope_base;
   rope.neox = c.rope_neox;
-  rope.freq_scale = c.rope_freq_scale;
+  rope.freq_scale = swa ? c.swa_rope_freq_scale : c.rope_freq_scale;
   rope.freq_factors = weights_.rope_freqs.empty() ? nullptr : weights_.rope_freqs.data();
+  if (c.rope_yarn) {
+    rope.ext_factor = c.yarn_ext_factor;
+    rope.attn_factor = c.yarn_attn_factor;
+    YarnCorrDims(rope.rope_dim, c.rope_orig_ctx, rope.freq_base, c.yarn_beta_fast, c.yarn_beta_slow, &rope.corr_low,
+                 &rope.corr_high);
+  }
   return rope;
 }
 
@@ -268,7 +284,9 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
   });
   const Projection qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
   LinearMany(qkv, s.xb.data(), n, s);
-  const RopeParams rope = RopeParamsOf();
+  const bool swa = c.is_swa(layer);
+  const RopeParams rope = RopeParamsOf(swa);
+  const std::vector<float>& angle_table = swa && !s.rope_cs_swa.empty() ? s.rope_cs_swa : s.rope_cs;
   // Per token, each writing only its own K/V row: split across the pool.
   ForTokens(n, [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) {
@@ -283,25 +301,32 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
         for (int h = 0; h < c.n_head; ++h) RmsNorm(q + h * c.head_dim, w.q_norm.data(), q + h * c.head_dim, c.head_dim, c.rms_eps);
         for (int h = 0; h < c.n_kv_head; ++h) RmsNorm(k + h * c.head_dim, w.k_norm.data(), k + h * c.head_dim, c.head_dim, c.rms_eps);
       }
-      const float* angles = &s.rope_cs[t * rope.rope_dim];  // computed once per forward
+      const float* angles = &angle_table[t * rope.rope_dim];  // computed once per forward
       RopeWith(q, static_cast<size_t>(c.n_head), angles, rope);
       RopeWith(k, static_cast<size_t>(c.n_kv_head), angles, rope);
       kv.Write(layer, batch[t].block_table, batch[t].pos, k, v);
     }
   });
-  if (numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16) {
+  // Windows and soft-caps take the per-head path; the tiled kernels (and the
+  // reference's orders) know neither.
+  const bool default_scale = c.attn_scale == 0 || c.attn_scale == 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  if (swa || c.attn_softcap != 0) {
+    AttendExtras(layer, batch, kv, s);
+  } else if (numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16 && default_scale) {
     AttendGgmlCompat(layer, batch, kv, s);
   } else {
     AttendTiled(layer, batch, kv, s);
   }
   Linear(w.wo, s.att.data(), n, s.out.data(), s);
   for (size_t t = 0; t < n && !w.bo.empty(); ++t) AddInPlace(&s.out[t * c.n_embd], w.bo.data(), w.bo.size());
+  PostNorm(w.post_attn_norm, n, s);
   AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
 }
 
 void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s) {
   const ModelConfig& c = config_;
-  const AttnHeads h{static_cast<size_t>(c.n_head), static_cast<size_t>(c.n_kv_head), static_cast<size_t>(c.head_dim)};
+  const AttnHeads h{static_cast<size_t>(c.n_head), static_cast<size_t>(c.n_kv_head), static_cast<size_t>(c.head_dim),
+                    c.attn_scale};
   // Work items: chunks of up to kRows consecutive rows of one sequence, every
   // head; each streams its sequence's K/V once per span for all of them.
   constexpr size_t kRows = 32;
@@ -381,24 +406,132 @@ void Model::AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvSto
   });
 }
 
+void Model::AttendExtras(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s) {
+  const ModelConfig& c = config_;
+  const size_t group = c.n_head / c.n_kv_head, hd = static_cast<size_t>(c.head_dim);
+  const AttnExtras extras{c.is_swa(layer) ? static_cast<size_t>(c.sliding_window) : 0, c.attn_scale, c.attn_softcap};
+  const DotKernels& k = *s.kernels;
+  const bool ggml = numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16 && hd <= 512;
+  pool_->ParallelFor(batch.size() * c.n_head, 1, [&](size_t i0, size_t i1, int) {
+    for (size_t i = i0; i < i1; ++i) {
+      const size_t t = i / c.n_head, h = i % c.n_head, off = t * c.q_dim() + h * hd;
+      const KvLayerView view = kv.View(layer, batch[t].block_table);
+      const size_t pos = static_cast<size_t>(batch[t].pos);
+      if (ggml) {
+        AttendHeadExtrasF16Accum(&s.q[off], view, pos, h / group, hd, extras, &s.att[off]);
+      } else {
+        AttendHeadExtras(k, &s.q[off], view, pos, h / group, hd, extras, &s.att[off]);
+      }
+    }
+  });
+}
+
+void Model::PostNorm(const std::vector<float>& w, size_t n, Scratch& s) {
+  if (w.empty()) return;
+  const ModelConfig& c = config_;
+  ForTokens(n, [&](size_t t0, size_t t1) {
+    for (size_t t = t0; t < t1; ++t) RmsNorm(&s.out[t * c.n_embd], w.data(), &s.out[t * c.n_embd], c.n_embd, c.rms_eps);
+  });
+}
+
+void Model::GatedActivation(float* gate, const float* up, size_t n, size_t ff) {
+  const bool ggml = numerics_ == Numerics::kGgmlCompat;
+  const DotKernels& k = ActiveDotKernels();
+  ForTokens(n, [&](size_t t0, size_t t1) {
+    float* g = gate + t0 * ff;
+    const float* u = up + t0 * ff;
+    if (config_.ffn_act == ModelConfig::Act::kGeluTanh) {
+      if (ggml) GeluMulF16(g, u, g, (t1 - t0) * ff);
+      else GeluMul(g, u, g, (t1 - t0) * ff);
+    } else if (ggml) {
+      GgmlSiluMul(g, u, g, t1 - t0, static_cast<int>(ff));
+    } else {
+      k.silu_mul(g, u, g, (t1 - t0) * ff);
+    }
+  });
+}
+
+namespace {
+
+// One token's routing: softmax over the router logits, the k most probable
+// experts (ties to the lower index), their probabilities renormalised to sum
+// to one (qwen3moe and Mixtral both normalise).
+void RouteToken(const float* logits, size_t n_expert, size_t k, int32_t* chosen, float* weight) {
+  float max = logits[0];
+  for (size_t e = 1; e < n_expert; ++e) max = std::max(max, logits[e]);
+  std::vector<float> prob(n_expert);
+  double sum = 0;
+  for (size_t e = 0; e < n_expert; ++e) sum += prob[e] = std::exp(logits[e] - max);
+  for (size_t e = 0; e < n_expert; ++e) prob[e] = static_cast<float>(prob[e] / sum);
+  std::vector<int32_t> order(n_expert);
+  for (size_t e = 0; e < n_expert; ++e) order[e] = static_cast<int32_t>(e);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return prob[a] > prob[b]; });
+  float total = 0;
+  for (size_t j = 0; j < k; ++j) total += prob[order[j]];
+  for (size_t j = 0; j < k; ++j) {
+    chosen[j] = order[j];
+    weight[j] = prob[order[j]] / total;
+  }
+}
+
+}  // namespace
+
+void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  const size_t n_exp = static_cast<size_t>(c.n_expert), k = static_cast<size_t>(c.n_expert_used);
+  const size_t ff = static_cast<size_t>(c.n_ff_expert), dim = static_cast<size_t>(c.n_embd);
+  s.router.resize(n * n_exp);
+  Linear(w.w_router, s.xb.data(), n, s.router.data(), s);
+  std::vector<int32_t> chosen(n * k);
+  std::vector<float> weight(n * k);
+  std::vector<std::vector<uint32_t>> slots(n_exp);  // per expert: its (token * k + choice) slots
+  for (size_t t = 0; t < n; ++t) {
+    RouteToken(&s.router[t * n_exp], n_exp, k, &chosen[t * k], &weight[t * k]);
+    for (size_t j = 0; j < k; ++j) slots[static_cast<size_t>(chosen[t * k + j])].push_back(static_cast<uint32_t>(t * k + j));
+  }
+  s.moe_out.resize(n * k * dim);
+  for (size_t e = 0; e < n_exp; ++e) {
+    const size_t m = slots[e].size();
+    if (m == 0) continue;  // decode reads only the chosen experts
+    s.ex.resize(m * dim);
+    for (size_t i = 0; i < m; ++i) std::memcpy(&s.ex[i * dim], &s.xb[slots[e][i] / k * dim], dim * sizeof(float));
+    s.hb.resize(std::max(s.hb.size(), m * ff));
+    s.hb2.resize(std::max(s.hb2.size(), m * ff));
+    const Projection gate_up[] = {{&w.gate_exps[e], s.hb.data()}, {&w.up_exps[e], s.hb2.data()}};
+    LinearMany(gate_up, s.ex.data(), m, s);
+    GatedActivation(s.hb.data(), s.hb2.data(), m, ff);
+    s.ey.resize(m * dim);
+    Linear(w.down_exps[e], s.hb.data(), m, s.ey.data(), s);
+    for (size_t i = 0; i < m; ++i) {
+      float* dst = &s.moe_out[slots[e][i] * dim];
+      const float wt = weight[slots[e][i]];
+      for (size_t d = 0; d < dim; ++d) dst[d] = s.ey[i * dim + d] * wt;
+    }
+  }
+  // Summed in choice order, as the reference adds its weighted experts.
+  for (size_t t = 0; t < n; ++t) {
+    float* out = &s.out[t * dim];
+    std::memcpy(out, &s.moe_out[t * k * dim], dim * sizeof(float));
+    for (size_t j = 1; j < k; ++j) AddInPlace(out, &s.moe_out[(t * k + j) * dim], dim);
+  }
+}
+
 void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   ForTokens(n, [&](size_t t0, size_t t1) {
     for (size_t t = t0; t < t1; ++t) RmsNorm(&s.x[t * c.n_embd], w.ffn_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
   });
-  const Projection gate_up[] = {{&w.w_gate, s.hb.data()}, {&w.w_up, s.hb2.data()}};
-  LinearMany(gate_up, s.xb.data(), n, s);
-  const size_t ff = static_cast<size_t>(c.n_ff);
-  ForTokens(n, [&](size_t t0, size_t t1) {
-    float* g = s.hb.data() + t0 * ff;
-    if (numerics_ == Numerics::kGgmlCompat) {
-      GgmlSiluMul(g, s.hb2.data() + t0 * ff, g, t1 - t0, c.n_ff);
-    } else {
-      s.kernels->silu_mul(g, s.hb2.data() + t0 * ff, g, (t1 - t0) * ff);
-    }
-  });
-  Linear(w.w_down, s.hb.data(), n, s.out.data(), s);
+  if (c.n_expert > 0) {
+    ExpertsBlock(layer, n, s);
+  } else {
+    const Projection gate_up[] = {{&w.w_gate, s.hb.data()}, {&w.w_up, s.hb2.data()}};
+    LinearMany(gate_up, s.xb.data(), n, s);
+    GatedActivation(s.hb.data(), s.hb2.data(), n, static_cast<size_t>(c.n_ff));
+    Linear(w.w_down, s.hb.data(), n, s.out.data(), s);
+  }
+  PostNorm(w.post_ffn_norm, n, s);
   AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
 }
 
@@ -420,6 +553,7 @@ void Model::Output(size_t m, Scratch& s, std::vector<float>* logits) {
   }
   logits->resize(m * c.n_vocab);
   if (m > 0) Linear(weights_.output, s.xb.data(), m, logits->data(), s);
+  if (c.final_softcap != 0) SoftCap(logits->data(), logits->size(), c.final_softcap);
 }
 
 void Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits) {
@@ -441,9 +575,14 @@ void Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
   s.hb2.resize(n * c.n_ff);
   s.out.resize(n * c.n_embd);
   Embed(batch, s.x.data());
-  const RopeParams rope = RopeParamsOf();
+  const RopeParams rope = RopeParamsOf(false);
   s.rope_cs.resize(n * rope.rope_dim);
   for (size_t t = 0; t < n; ++t) RopeAngles(batch[t].pos, rope, &s.rope_cs[t * rope.rope_dim]);
+  if (c.sliding_window > 0 && (c.swa_rope_base != c.rope_base || c.swa_rope_freq_scale != c.rope_freq_scale)) {
+    const RopeParams swa = RopeParamsOf(true);
+    s.rope_cs_swa.resize(n * swa.rope_dim);
+    for (size_t t = 0; t < n; ++t) RopeAngles(batch[t].pos, swa, &s.rope_cs_swa[t * swa.rope_dim]);
+  }
   size_t m = n;
   for (int l = 0; l < c.n_layer; ++l) {
     AttentionBlock(l, batch, kv, s);

@@ -71,14 +71,25 @@ class Model {
   struct Scratch;
   // Layer steps of the recipe; x is [n][n_embd].
   void Embed(std::span<const BatchToken> batch, float* x);
-  RopeParams RopeParamsOf() const;
+  // Rotation of a windowed (swa) or global layer: gemma3's differ.
+  RopeParams RopeParamsOf(bool swa) const;
   // fn(t0, t1) over token ranges covering [0, n): on the pool for prompts,
   // inline for a few tokens. For per-token steps (norms, RoPE, K/V writes).
   void ForTokens(size_t n, const std::function<void(size_t, size_t)>& fn);
   void AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
+  // Sliding windows and soft-capped scores (AttendHeadExtras), per head.
+  void AttendExtras(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void FeedForwardBlock(int layer, size_t n, Scratch& s);
+  // s.out's n rows := RmsNorm(row, w) when w is not empty (gemma's post norms).
+  void PostNorm(const std::vector<float>& w, size_t n, Scratch& s);
+  // gate (in place) := act(gate) * up over n rows of n_ff, as the numerics do it.
+  void GatedActivation(float* gate, const float* up, size_t n, size_t ff);
+  // The mixture of experts FFN on s.xb's n rows into s.out: each token's
+  // chosen experts, their outputs weighted and summed in choice order. Each
+  // expert runs once over all its tokens of the batch.
+  void ExpertsBlock(int layer, size_t n, Scratch& s);
   // Moves the residual rows of tokens with want_logits to the front of x, in
   // order; returns their count.
   size_t KeepLogitRows(std::span<const BatchToken> batch, Scratch& s);

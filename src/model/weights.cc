@@ -23,6 +23,16 @@ class Binder {
     return WeightMatrix{t->type, t->data, static_cast<size_t>(rows), static_cast<size_t>(cols)};
   }
 
+  // A 3-D tensor [count][rows][cols] as `count` matrices (experts).
+  Result<std::vector<WeightMatrix>> Stack(const std::string& name, int cols, int rows, int count) {
+    PC_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Find(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows),
+                                                             static_cast<uint64_t>(count)}));
+    const WeightMatrix all{t->type, t->data, static_cast<size_t>(rows) * count, static_cast<size_t>(cols)};
+    std::vector<WeightMatrix> out;
+    for (int e = 0; e < count; ++e) out.push_back(all.Rows(static_cast<size_t>(e) * rows, static_cast<size_t>(rows)));
+    return out;
+  }
+
   Result<std::vector<float>> Vector(const std::string& name, int n) {
     PC_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Find(name, {static_cast<uint64_t>(n)}));
     std::vector<float> out(static_cast<size_t>(n));
@@ -87,6 +97,13 @@ Status BindAttention(Binder& b, const ModelConfig& c, const std::string& p, Laye
 }
 
 Status BindFeedForward(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& lw) {
+  if (c.n_expert > 0) {
+    PC_ASSIGN_OR_RETURN(lw.w_router, b.Matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert));
+    PC_ASSIGN_OR_RETURN(lw.gate_exps, b.Stack(p + "ffn_gate_exps.weight", c.n_embd, c.n_ff_expert, c.n_expert));
+    PC_ASSIGN_OR_RETURN(lw.up_exps, b.Stack(p + "ffn_up_exps.weight", c.n_embd, c.n_ff_expert, c.n_expert));
+    PC_ASSIGN_OR_RETURN(lw.down_exps, b.Stack(p + "ffn_down_exps.weight", c.n_ff_expert, c.n_embd, c.n_expert));
+    return OkStatus();
+  }
   if (c.fused_gate_up) {  // phi3: the gate's rows, then the up projection's
     PC_ASSIGN_OR_RETURN(WeightMatrix up, b.Matrix(p + "ffn_up.weight", c.n_embd, 2 * c.n_ff));
     lw.w_gate = up.Rows(0, static_cast<size_t>(c.n_ff));
@@ -123,6 +140,10 @@ Result<ModelWeights> BindWeights(const GgufFile& g, const ModelConfig& c) {
     PC_RETURN_IF_ERROR(BindAttention(b, c, p, lw));
     PC_ASSIGN_OR_RETURN(lw.ffn_norm, b.Vector(p + "ffn_norm.weight", c.n_embd));
     PC_RETURN_IF_ERROR(BindFeedForward(b, c, p, lw));
+    if (c.post_norms) {
+      PC_ASSIGN_OR_RETURN(lw.post_attn_norm, b.Vector(p + "post_attention_norm.weight", c.n_embd));
+      PC_ASSIGN_OR_RETURN(lw.post_ffn_norm, b.Vector(p + "post_ffw_norm.weight", c.n_embd));
+    }
     w.layers.push_back(std::move(lw));
   }
   PC_RETURN_IF_ERROR(b.CheckAllUsed(c.arch));
@@ -137,7 +158,7 @@ void PackWeights(ModelWeights& w, const GgufFile& gguf, ThreadPool& pool, bool (
     if (X16LayoutOf(m.type).n > 0 && want(m.type) && m.rows >= kX16Rows && m.packed == nullptr) todo.push_back(&m);
   };
   for (LayerWeights& l : w.layers) {
-    for (WeightMatrix* m : Matrices(l)) add(*m);
+    ForEachMatrix(l, add);
   }
   add(w.tied_output ? w.token_embd : w.output);  // the embedding lookup itself reads rows of data
   if (!w.tied_output) add(w.token_embd);
@@ -172,7 +193,7 @@ void UnpackWeights(ModelWeights& w, bool (*which)(TensorType), PackedWeights* pa
   forget(w.token_embd);
   forget(w.output);
   for (LayerWeights& l : w.layers) {
-    for (WeightMatrix* m : Matrices(l)) forget(*m);
+    ForEachMatrix(l, forget);
   }
   std::vector<PackedWeights::Entry> keep;
   for (PackedWeights::Entry& e : packed->entries) {

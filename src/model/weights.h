@@ -28,14 +28,29 @@ struct LayerWeights {
   std::vector<float> bq, bk, bv, bo;  // [q_dim], [kv_dim] x2, [n_embd]
   std::vector<float> q_norm, k_norm;  // [head_dim]
   std::vector<float> ffn_norm;   // [n_embd]
-  WeightMatrix w_gate;           // [n_ff][n_embd]
+  WeightMatrix w_gate;           // [n_ff][n_embd]   (dense FFN only)
   WeightMatrix w_up;             // [n_ff][n_embd]
   WeightMatrix w_down;           // [n_embd][n_ff]
+  // Gemma: RMSNorm weights of the attention and FFN outputs (else empty).
+  std::vector<float> post_attn_norm, post_ffn_norm;  // [n_embd]
+  // Mixture of experts (else empty): the router and each expert's matrices,
+  // views into the file's 3-D tensors (expert e's rows follow expert e-1's).
+  WeightMatrix w_router;                    // [n_expert][n_embd]
+  std::vector<WeightMatrix> gate_exps;      // [n_expert] x [n_ff_expert][n_embd]
+  std::vector<WeightMatrix> up_exps;        // likewise
+  std::vector<WeightMatrix> down_exps;      // [n_expert] x [n_embd][n_ff_expert]
 };
 
-// The seven projection matrices of a layer, for code that visits them all.
-inline std::array<WeightMatrix*, 7> Matrices(LayerWeights& l) {
-  return {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down};
+// Every projection matrix of a layer (the experts' too), for code that
+// visits them all; matrices a layer lacks (no data) are skipped.
+template <class Fn>
+void ForEachMatrix(LayerWeights& l, Fn&& fn) {
+  for (WeightMatrix* m : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down, &l.w_router}) {
+    if (m->data != nullptr) fn(*m);
+  }
+  for (auto* v : {&l.gate_exps, &l.up_exps, &l.down_exps}) {
+    for (WeightMatrix& m : *v) fn(m);
+  }
 }
 
 struct ModelWeights {
