@@ -240,6 +240,96 @@ TEST(Attention, GgmlTiledEmulationMatchesPreciseAcrossTiles) {
   }
 }
 
+// Windows and soft-caps (AttendHeadExtras, and its F16-accumulator twin)
+// against the direct computation: softmax over positions (pos - window, pos]
+// of cap * tanh(score / cap), scattered blocks, F32 and F16 K/V.
+TEST(Attention, WindowAndSoftCapMatchDirectComputation) {
+  const size_t head_dim = 32, block = 16, n_blocks = 6;
+  const std::vector<int32_t> table = {3, 0, 5, 1, 4, 2};
+  const auto k = RandomFloats(n_blocks * block * head_dim, 31), v = RandomFloats(k.size(), 32);
+  const auto q = RandomFloats(head_dim, 33, 4.0f);  // large scores: the cap bites
+  std::vector<uint16_t> kh(k.size()), vh(v.size());
+  for (size_t i = 0; i < k.size(); ++i) kh[i] = Fp32ToFp16(k[i]), vh[i] = Fp32ToFp16(v[i]);
+  for (KvDtype dt : {KvDtype::kF32, KvDtype::kF16}) {
+    const bool f16 = dt == KvDtype::kF16;
+    const KvLayerView view{f16 ? static_cast<const void*>(kh.data()) : k.data(),
+                           f16 ? static_cast<const void*>(vh.data()) : v.data(), dt, block, head_dim, table};
+    auto at = [&](const std::vector<float>& m, size_t p, size_t i) {
+      const float x = m[(table[p / block] * block + p % block) * head_dim + i];
+      return f16 ? Fp16ToFp32(Fp32ToFp16(x)) : x;
+    };
+    for (const AttnExtras x : {AttnExtras{0, 0, 0}, AttnExtras{7, 0, 0}, AttnExtras{0, 0.2f, 5.0f},
+                               AttnExtras{16, 0.2f, 5.0f}, AttnExtras{1, 0, 0}}) {
+      for (size_t pos : {0, 5, 6, 40, 95}) {
+        const float scale = x.scale != 0 ? x.scale : 1.0f / std::sqrt(static_cast<float>(head_dim));
+        const size_t lo = x.window != 0 && pos + 1 > x.window ? pos + 1 - x.window : 0;
+        std::vector<double> s(pos + 1, -1e300);
+        double mx = -1e300, sum = 0;
+        for (size_t p = lo; p <= pos; ++p) {
+          double d = 0;
+          for (size_t i = 0; i < head_dim; ++i) {
+            const double qi = f16 ? Fp16ToFp32(Fp32ToFp16(q[i] * scale)) : q[i] * scale;
+            d += qi * at(k, p, i);
+          }
+          s[p] = x.softcap != 0 ? x.softcap * std::tanh(d / x.softcap) : d;
+          mx = std::max(mx, s[p]);
+        }
+        for (size_t p = lo; p <= pos; ++p) sum += (s[p] = std::exp(s[p] - mx));
+        std::vector<float> got(head_dim), approx(head_dim);
+        AttendHeadExtras(ActiveDotKernels(), q.data(), view, pos, 0, head_dim, x, got.data());
+        if (f16) AttendHeadExtrasF16Accum(q.data(), view, pos, 0, head_dim, x, approx.data());
+        for (size_t i = 0; i < head_dim; ++i) {
+          double want = 0;
+          for (size_t p = lo; p <= pos; ++p) want += s[p] / sum * at(v, p, i);
+          EXPECT_NEAR(got[i], want, 1e-4) << "window " << x.window << " cap " << x.softcap << " pos " << pos;
+          if (f16) {
+            EXPECT_NEAR(approx[i], want, 5e-3) << "window " << x.window << " cap " << x.softcap << " pos " << pos;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Ops, GeluSoftCapAndYarnFollowTheirFormulas) {
+  const float gate[] = {1.0f, -2.0f, 0.0f, 12.0f, -11.0f}, up[] = {2.0f, 1.0f, 5.0f, 0.5f, 3.0f};
+  float out[5], out16[5];
+  GeluMul(gate, up, out, 5);
+  GeluMulF16(gate, up, out16, 5);
+  const double want[] = {0.841191990607477 * 2, -0.04540230591282446, 0.0, 12.0 * 0.5, -11.0 * 3 * 0.0};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_NEAR(out[i], want[i], 1e-5) << i;
+    EXPECT_NEAR(out16[i], want[i], 2e-3 * std::fabs(want[i]) + 1e-6) << i;  // one F16 rounding each way
+  }
+  EXPECT_EQ(out16[3], 6.0f);  // past 10: the input itself
+  EXPECT_EQ(out16[4], 0.0f);  // past -10: zero
+  float caps[] = {100.0f, 3.0f, -100.0f, 0.0f};
+  SoftCap(caps, 4, 30.0f);
+  EXPECT_NEAR(caps[0], 29.92373902, 1e-4);
+  EXPECT_NEAR(caps[1], 2.99003984, 1e-5);
+  EXPECT_NEAR(caps[2], -29.92373902, 1e-4);
+  EXPECT_EQ(caps[3], 0.0f);
+  // 64 rotated dims trained on 1,024 positions, base 1e6: the dims where
+  // the rotation count is 32 and 1 are 3.77 and 11.80 -> [3, 12].
+  float low = 0, high = 0;
+  YarnCorrDims(64, 1024, 1e6f, 32.0f, 1.0f, &low, &high);
+  EXPECT_EQ(low, 3.0f);
+  EXPECT_EQ(high, 12.0f);
+  // Below the ramp the angle is the unscaled one, above it the interpolated
+  // one; cos/sin scaled by 1 + 0.1 ln 4 everywhere.
+  RopeParams yarn{64, 64, 1e6f, true, 0.25f, nullptr, 1.0f, 1.0f, low, high};
+  RopeParams plain = yarn;
+  plain.ext_factor = 0;
+  float cy[64], cp[64];
+  RopeAngles(1000, yarn, cy);
+  RopeAngles(1000, plain, cp);
+  const float mscale = 1.0f + 0.1f * std::log(4.0f);
+  const float theta0 = 1000.0f, theta20 = 1000.0f * std::pow(1e6f, -40.0f / 64.0f) * 0.25f;
+  EXPECT_NEAR(cy[0], std::cos(theta0) * mscale, 1e-4);   // pair 0: extrapolated
+  EXPECT_NEAR(cy[40], std::cos(theta20) * mscale, 1e-4);  // pair 20: interpolated
+  EXPECT_NEAR(cy[41], cp[41] * mscale, 1e-5);
+}
+
 }  // namespace
 }  // namespace pc
 
