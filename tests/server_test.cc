@@ -578,5 +578,87 @@ TEST(ServerLayouts, NewLayoutsMatchTheirReferences) {
   }
 }
 
+// The families whose whole reference runs hold (model_parity_test), through
+// serve in both numerics: gemma3 (windows) and YaRN.
+TEST(ServerLayouts, FamiliesMatchTheirReferences) {
+  const std::pair<const char*, float> files[] = {
+      {"tiny-gemma3-f16", 3e-2f}, {"tiny-gemma3-q8_0", 1e-1f}, {"tiny-qwen2yarn-f16", 3e-2f}};
+  for (const auto& [name, tol] : files) {
+    PC_SHARED_OR_SKIP(path, std::string("models/") + name + ".gguf");
+    PC_SHARED_OR_SKIP(ref, std::string("reference/") + name + ".jsonl");
+    const std::vector<test::RefCase> cases = test::LoadReference(ref);
+    for (Numerics numerics : {Numerics::kGgmlCompat, Numerics::kPrecise}) {
+      auto model = Model::Load(path, 2, numerics);
+      ASSERT_TRUE(model.ok()) << model.status().message();
+      auto tok = Tokenizer::FromGguf((*model)->gguf());
+      ASSERT_TRUE(tok.ok());
+      EngineOptions eo;
+      eo.cache.mem_bytes = 16 << 20;
+      Harness h(**model, *tok, eo, ServerOptions{});
+      httplib::Client c = h.Client();
+      auto gen = [&](const std::vector<int32_t>& prefix, int n) {
+        const json body = {{"prompt", prefix},   {"max_tokens", n},  {"temperature", 0},
+                           {"ignore_eos", true}, {"logprobs", 10},   {"return_tokens", true},
+                           {"return_tokens_as_token_ids", true}};
+        auto res = c.Post("/v1/completions", body.dump(), "application/json");
+        PC_CHECK(res);
+        const json j = json::parse(res->body);
+        std::vector<test::GenStep> steps;
+        const json& choice = j["choices"][0];
+        for (size_t i = 0; i < choice["tokens"].size(); ++i) {
+          test::GenStep st{choice["tokens"][i].get<int32_t>(), {}};
+          for (const auto& [key, lp] : choice["logprobs"]["top_logprobs"][i].items()) {
+            st.top.emplace_back(std::stoi(key.substr(std::string("token_id:").size())), lp.get<float>());
+          }
+          std::sort(st.top.begin(), st.top.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+          steps.push_back(std::move(st));
+        }
+        return steps;
+      };
+      float worst = 0;
+      for (size_t i = 0; i < 2; ++i) worst = std::max(worst, test::CheckGreedyAgainstReference(cases[i], tol, gen, name));
+      std::printf("%s via serve (%s numerics): max |logprob diff| %.5f (bound %.3f)\n", name,
+                  numerics == Numerics::kGgmlCompat ? "ggml" : "precise", worst, tol);
+    }
+  }
+}
+
+// A sliding-window model keeps prefix reuse exact and useful: a 1,000-token
+// prompt, the same again, then it with 100 tokens more. The repeats reuse at
+// least 90% of their prompts, and every top-10 logprob of their outputs
+// equals the cold run's (a salt that shares nothing), bit for bit.
+TEST(ServerFamilies, Gemma3PrefixReuseIsExact) {
+  PC_SHARED_OR_SKIP(path, "models/tiny-gemma3-f16.gguf");
+  auto model = Model::Load(path, 2);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  auto tok = Tokenizer::FromGguf((*model)->gguf());
+  ASSERT_TRUE(tok.ok());
+  EngineOptions eo;
+  eo.cache.mem_bytes = 64 << 20;
+  Harness h(**model, *tok, eo, ServerOptions{});
+  httplib::Client c = h.Client();
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 1100; ++i) prompt.push_back(3 + (i * 37 + i / 7) % 500);
+  const std::vector<int32_t> first(prompt.begin(), prompt.begin() + 1000);
+  auto ask = [&](const std::vector<int32_t>& p, const std::string& salt, int* cached) {
+    const json body = {{"prompt", p}, {"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true},
+                       {"logprobs", 10}, {"cache_salt", salt}};
+    auto res = c.Post("/v1/completions", body.dump(), "application/json");
+    PC_CHECK(res && res->status == 200);
+    const json j = json::parse(res->body);
+    *cached = j["usage"]["prompt_tokens_details"]["cached_tokens"].get<int>();
+    return j["choices"][0]["logprobs"]["top_logprobs"].dump();
+  };
+  int cached = 0;
+  const std::string cold = ask(first, "a", &cached);
+  EXPECT_EQ(cached, 0);
+  EXPECT_EQ(ask(first, "a", &cached), cold);
+  EXPECT_GE(cached, 900);
+  const std::string longer_cold = ask(prompt, "b", &cached);
+  EXPECT_EQ(cached, 0);
+  EXPECT_EQ(ask(prompt, "a", &cached), longer_cold);
+  EXPECT_GE(cached, 990);
+}
+
 }  // namespace
 }  // namespace pc
