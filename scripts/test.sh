@@ -4,11 +4,13 @@
 # rebuilt for a flag).
 #   --asan          also the sanitizer suite: build-san/ (clang, ASan + UBSan)
 #                   and every test there; the model-parity cases run at this
-#                   CPU's best instruction-set level only (the Release suite
-#                   runs them at every level), unless --full.
+#                   CPU's best instruction-set level only, on the first
+#                   reference prompt of each file (the Release suite runs
+#                   every level and prompt), unless --full.
 #   --fuzz SECONDS  also every libFuzzer target that long (scripts/fuzz.sh),
 #                   built in the same build-san/ tree.
-#   --full          the sanitizer suite's parity cases at every level too.
+#   --full          the sanitizer suite's parity cases at every level and on
+#                   every reference prompt too.
 # Prints each stage's wall time, and a table of them at the end (CI's log).
 #   scripts/test.sh [--asan] [--fuzz SECONDS] [--full]
 set -euo pipefail
@@ -75,7 +77,7 @@ stage "release tests" ctest_in build
 if [ "$asan" = 1 ]; then
   stage "sanitizer build" build_sanitize
   export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
-  if [ "$full" = 1 ]; then export PROMPTCACHE_PARITY_ALL_ISAS=1; fi
+  if [ "$full" = 1 ]; then export PROMPTCACHE_PARITY_ALL_ISAS=1 PROMPTCACHE_PARITY_ALL_CASES=1; fi
   stage "sanitizer tests" ctest_in build-san
 fi
 if [ "$fuzz_seconds" -gt 0 ]; then
