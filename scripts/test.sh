@@ -9,8 +9,10 @@
 #                   every level and prompt), unless --full.
 #   --fuzz SECONDS  also every libFuzzer target that long (scripts/fuzz.sh),
 #                   built in the same build-san/ tree.
-#   --full          the sanitizer suite's parity cases at every level and on
-#                   every reference prompt too.
+#   --full          every reference prompt at every level in both trees: the
+#                   Release suite runs two prompts per file at the scalar level
+#                   (the portable fallback) and all of them at each SIMD level;
+#                   the sanitizer suite as above.
 # Prints each stage's wall time, and a table of them at the end (CI's log).
 #   scripts/test.sh [--asan] [--fuzz SECONDS] [--full]
 set -euo pipefail
@@ -71,13 +73,14 @@ build_sanitize() {
   cmake --build build-san -j "$jobs"
 }
 
+# --full: every parity prompt at every level, in both trees.
+if [ "$full" = 1 ]; then export PROMPTCACHE_PARITY_ALL_ISAS=1 PROMPTCACHE_PARITY_ALL_CASES=1; fi
 stage "node test setup" node_setup
 stage "release build" build_release
 stage "release tests" ctest_in build
 if [ "$asan" = 1 ]; then
   stage "sanitizer build" build_sanitize
   export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1
-  if [ "$full" = 1 ]; then export PROMPTCACHE_PARITY_ALL_ISAS=1 PROMPTCACHE_PARITY_ALL_CASES=1; fi
   stage "sanitizer tests" ctest_in build-san
 fi
 if [ "$fuzz_seconds" -gt 0 ]; then
