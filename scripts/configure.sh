@@ -17,7 +17,7 @@ launcher=()
 if command -v ccache >/dev/null; then
   # base_dir: paths under the checkout hashed as relative ones; nohashdir:
   # the build folder's absolute path (in line tables) not part of the key.
-  cache="env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=1;CCACHE_SLOPPINESS=pch_defines,time_macros;ccache"
+  cache="env;CCACHE_BASEDIR=$PWD;CCACHE_NOHASHDIR=1;ccache"
   launcher=("-DCMAKE_C_COMPILER_LAUNCHER=$cache" "-DCMAKE_CXX_COMPILER_LAUNCHER=$cache")
 fi
 case "$tree" in

@@ -519,6 +519,30 @@ TEST_F(ServerTest, FiveThousandHostileBodiesGet4xxJson) {
   EXPECT_EQ(ok["usage"]["completion_tokens"], 4);
 }
 
+// Greedy generation through /v1/completions with 10 logprobs per step, ids
+// via return_tokens_as_token_ids: what CheckGreedyAgainstReference calls.
+test::GenerateFn GreedyViaServer(httplib::Client& c) {
+  return [&c](const std::vector<int32_t>& prefix, int n) {
+    const json body = {{"prompt", prefix},   {"max_tokens", n}, {"temperature", 0},
+                       {"ignore_eos", true}, {"logprobs", 10},  {"return_tokens", true},
+                       {"return_tokens_as_token_ids", true}};
+    auto res = c.Post("/v1/completions", body.dump(), "application/json");
+    PC_CHECK(res);
+    const json j = json::parse(res->body);
+    std::vector<test::GenStep> steps;
+    const json& choice = j["choices"][0];
+    for (size_t i = 0; i < choice["tokens"].size(); ++i) {
+      test::GenStep st{choice["tokens"][i].get<int32_t>(), {}};
+      for (const auto& [key, lp] : choice["logprobs"]["top_logprobs"][i].items()) {
+        st.top.emplace_back(std::stoi(key.substr(std::string("token_id:").size())), lp.get<float>());
+      }
+      std::sort(st.top.begin(), st.top.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+      steps.push_back(std::move(st));
+    }
+    return steps;
+  };
+}
+
 // The files users download, through the server (greedy completions with 10
 // logprobs, ids via return_tokens_as_token_ids), checked against the
 // references by their README's rule (see test::CheckGreedyAgainstReference).
@@ -549,25 +573,7 @@ TEST(ServerLayouts, NewLayoutsMatchTheirReferences) {
       eo.cache.mem_bytes = 16 << 20;
       Harness h(**model, *tok, eo, ServerOptions{});
       httplib::Client c = h.Client();
-      auto gen = [&](const std::vector<int32_t>& prefix, int n) {
-        const json body = {{"prompt", prefix},     {"max_tokens", n},     {"temperature", 0},
-                           {"ignore_eos", true},   {"logprobs", 10},      {"return_tokens", true},
-                           {"return_tokens_as_token_ids", true}};
-        auto res = c.Post("/v1/completions", body.dump(), "application/json");
-        PC_CHECK(res);
-        const json j = json::parse(res->body);
-        std::vector<test::GenStep> steps;
-        const json& choice = j["choices"][0];
-        for (size_t i = 0; i < choice["tokens"].size(); ++i) {
-          test::GenStep s{choice["tokens"][i].get<int32_t>(), {}};
-          for (const auto& [key, lp] : choice["logprobs"]["top_logprobs"][i].items()) {
-            s.top.emplace_back(std::stoi(key.substr(std::string("token_id:").size())), lp.get<float>());
-          }
-          std::sort(s.top.begin(), s.top.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-          steps.push_back(std::move(s));
-        }
-        return steps;
-      };
+      const test::GenerateFn gen = GreedyViaServer(c);
       const bool ggml = numerics == Numerics::kGgmlCompat;
       const float tol = ggml ? f.tol : f.precise_tol;
       float worst = 0;
@@ -598,25 +604,7 @@ TEST(ServerLayouts, FamiliesMatchTheirReferences) {
       eo.cache.mem_bytes = 16 << 20;
       Harness h(**model, *tok, eo, ServerOptions{});
       httplib::Client c = h.Client();
-      auto gen = [&](const std::vector<int32_t>& prefix, int n) {
-        const json body = {{"prompt", prefix},   {"max_tokens", n},  {"temperature", 0},
-                           {"ignore_eos", true}, {"logprobs", 10},   {"return_tokens", true},
-                           {"return_tokens_as_token_ids", true}};
-        auto res = c.Post("/v1/completions", body.dump(), "application/json");
-        PC_CHECK(res);
-        const json j = json::parse(res->body);
-        std::vector<test::GenStep> steps;
-        const json& choice = j["choices"][0];
-        for (size_t i = 0; i < choice["tokens"].size(); ++i) {
-          test::GenStep st{choice["tokens"][i].get<int32_t>(), {}};
-          for (const auto& [key, lp] : choice["logprobs"]["top_logprobs"][i].items()) {
-            st.top.emplace_back(std::stoi(key.substr(std::string("token_id:").size())), lp.get<float>());
-          }
-          std::sort(st.top.begin(), st.top.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
-          steps.push_back(std::move(st));
-        }
-        return steps;
-      };
+      const test::GenerateFn gen = GreedyViaServer(c);
       float worst = 0;
       for (size_t i = 0; i < std::min<size_t>(2, cases.size()); ++i) {
         worst = std::max(worst, test::CheckGreedyAgainstReference(cases[i], tol, gen, name));

@@ -11,41 +11,67 @@
 
 namespace pc {
 
-void AttendHead(const DotKernels& k, const float* q_head, const KvLayerView& kv, size_t pos,
-                size_t kv_head, size_t head_dim, float* out_head) {
-  PC_CHECK(kv.block_table.size() * kv.block_size > pos);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  const size_t offset = kv_head * head_dim;
-  float max_score = -std::numeric_limits<float>::infinity();
-  float denom = 0.0f;
-  std::memset(out_head, 0, head_dim * sizeof(float));
-  for (size_t p = 0; p <= pos; ++p) {
-    const size_t row = static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size +
-                       p % kv.block_size;
-    const size_t elem = row * kv.kv_dim + offset;
-    float score;
-    if (kv.dtype == KvDtype::kF16) {
-      score = k.dot_f32_f16(q_head, static_cast<const uint16_t*>(kv.k) + elem, head_dim) * scale;
-    } else {
-      score = k.f32(q_head, static_cast<const float*>(kv.k) + elem, head_dim) * scale;
-    }
-    // Online softmax: rescale the running sum when a new maximum appears.
+namespace {
+
+// One head's online softmax over K/V rows of either type: Score(q, elem) is
+// the dot with the K row at element offset elem; Add(score, elem) rescales
+// what was accumulated when a new maximum appears, then adds the V row with
+// weight exp(score - max); Finish divides by the running sum into out.
+struct OnlineHead {
+  OnlineHead(const DotKernels& k, const KvLayerView& kv, size_t head_dim, float* out)
+      : k(k), kv(kv), head_dim(head_dim), out(out) {
+    std::memset(out, 0, head_dim * sizeof(float));
+  }
+  float Score(const float* q, size_t elem) const {
+    return f16 ? k.dot_f32_f16(q, static_cast<const uint16_t*>(kv.k) + elem, head_dim)
+               : k.f32(q, static_cast<const float*>(kv.k) + elem, head_dim);
+  }
+  void Add(float score, size_t elem) {
     if (score > max_score) {
       const float correction = std::exp(max_score - score);
       denom *= correction;
-      for (size_t i = 0; i < head_dim; ++i) out_head[i] *= correction;
+      for (size_t i = 0; i < head_dim; ++i) out[i] *= correction;
       max_score = score;
     }
     const float weight = std::exp(score - max_score);
     denom += weight;
-    if (kv.dtype == KvDtype::kF16) {
-      k.axpy_f16(weight, static_cast<const uint16_t*>(kv.v) + elem, out_head, head_dim);
+    if (f16) {
+      k.axpy_f16(weight, static_cast<const uint16_t*>(kv.v) + elem, out, head_dim);
     } else {
-      k.axpy_f32(weight, static_cast<const float*>(kv.v) + elem, out_head, head_dim);
+      k.axpy_f32(weight, static_cast<const float*>(kv.v) + elem, out, head_dim);
     }
   }
-  const float inv = 1.0f / denom;
-  for (size_t i = 0; i < head_dim; ++i) out_head[i] *= inv;
+  void Finish() const {
+    const float inv = 1.0f / denom;
+    for (size_t i = 0; i < head_dim; ++i) out[i] *= inv;
+  }
+
+  const DotKernels& k;
+  const KvLayerView& kv;
+  size_t head_dim;
+  float* out;
+  bool f16 = kv.dtype == KvDtype::kF16;
+  float max_score = -std::numeric_limits<float>::infinity(), denom = 0.0f;
+};
+
+// Element offset of position p's row for one KV head (offset = its first dim).
+size_t ElemAt(const KvLayerView& kv, size_t p, size_t offset) {
+  return (static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size) * kv.kv_dim +
+         offset;
+}
+
+}  // namespace
+
+void AttendHead(const DotKernels& k, const float* q_head, const KvLayerView& kv, size_t pos,
+                size_t kv_head, size_t head_dim, float* out_head) {
+  PC_CHECK(kv.block_table.size() * kv.block_size > pos);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  OnlineHead head(k, kv, head_dim, out_head);
+  for (size_t p = 0; p <= pos; ++p) {
+    const size_t elem = ElemAt(kv, p, kv_head * head_dim);
+    head.Add(head.Score(q_head, elem) * scale, elem);
+  }
+  head.Finish();
 }
 
 void AttendHeadExtras(const DotKernels& k, const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head,
@@ -63,33 +89,14 @@ void AttendHeadExtras(const DotKernels& k, const float* q_head, const KvLayerVie
     qs[i] = q_head[i] * scale;
     if (kv.dtype == KvDtype::kF16) qs[i] = Fp16ToFp32(Fp32ToFp16(qs[i]));
   }
-  q_head = qs;
-  float max_score = -std::numeric_limits<float>::infinity();
-  float denom = 0.0f;
-  std::memset(out_head, 0, head_dim * sizeof(float));
+  OnlineHead head(k, kv, head_dim, out_head);
   for (size_t p = lo; p <= pos; ++p) {
-    const size_t row = static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
-    const size_t elem = row * kv.kv_dim + kv_head * head_dim;
-    const bool f16 = kv.dtype == KvDtype::kF16;
-    float score = f16 ? k.dot_f32_f16(q_head, static_cast<const uint16_t*>(kv.k) + elem, head_dim)
-                      : k.f32(q_head, static_cast<const float*>(kv.k) + elem, head_dim);
+    const size_t elem = ElemAt(kv, p, kv_head * head_dim);
+    float score = head.Score(qs, elem);
     if (x.softcap != 0) score = std::tanh(score * inv_cap) * x.softcap;
-    if (score > max_score) {  // online softmax: rescale on a new maximum
-      const float correction = std::exp(max_score - score);
-      denom *= correction;
-      for (size_t i = 0; i < head_dim; ++i) out_head[i] *= correction;
-      max_score = score;
-    }
-    const float weight = std::exp(score - max_score);
-    denom += weight;
-    if (f16) {
-      k.axpy_f16(weight, static_cast<const uint16_t*>(kv.v) + elem, out_head, head_dim);
-    } else {
-      k.axpy_f32(weight, static_cast<const float*>(kv.v) + elem, out_head, head_dim);
-    }
+    head.Add(score, elem);
   }
-  const float inv = 1.0f / denom;
-  for (size_t i = 0; i < head_dim; ++i) out_head[i] *= inv;
+  head.Finish();
 }
 
 void AttendHeadExtrasF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head, size_t head_dim,
