@@ -543,12 +543,39 @@ test::GenerateFn GreedyViaServer(httplib::Client& c) {
   };
 }
 
+// One file through the server in both numerics, checked on its first two
+// reference prompts by the README's rule (test::CheckGreedyAgainstReference)
+// with bound tol (ggml numerics) or precise_tol (serve's default).
+void CheckFileViaServer(const std::string& name, float tol, float precise_tol) {
+  PC_SHARED_OR_SKIP(path, "models/" + name + ".gguf");
+  PC_SHARED_OR_SKIP(ref, "reference/" + name + ".jsonl");
+  const std::vector<test::RefCase> cases = test::LoadReference(ref);
+  for (Numerics numerics : {Numerics::kGgmlCompat, Numerics::kPrecise}) {
+    auto model = Model::Load(path, 2, numerics);
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    auto tok = Tokenizer::FromGguf((*model)->gguf());
+    ASSERT_TRUE(tok.ok());
+    EngineOptions eo;
+    eo.cache.mem_bytes = 16 << 20;
+    Harness h(**model, *tok, eo, ServerOptions{});
+    httplib::Client c = h.Client();
+    const test::GenerateFn gen = GreedyViaServer(c);
+    const bool ggml = numerics == Numerics::kGgmlCompat;
+    const float bound = ggml ? tol : precise_tol;
+    float worst = 0;
+    for (size_t i = 0; i < std::min<size_t>(2, cases.size()); ++i) {
+      worst = std::max(worst, test::CheckGreedyAgainstReference(cases[i], bound, gen, name));
+    }
+    std::printf("%s via serve (%s numerics): max |logprob diff| %.5f (bound %.3f)\n", name.c_str(),
+                ggml ? "ggml" : "precise", worst, bound);
+  }
+}
+
 // The files users download, through the server (greedy completions with 10
-// logprobs, ids via return_tokens_as_token_ids), checked against the
-// references by their README's rule (see test::CheckGreedyAgainstReference).
-// With --numerics ggml the README's bounds hold as given; with the precise
-// numerics (serve's default) too, but for the three tiny-gqa K-quant files
-// whose bound is 1.5x (model_parity_test explains why).
+// logprobs, ids via return_tokens_as_token_ids). With --numerics ggml the
+// README's bounds hold as given; with the precise numerics (serve's default)
+// too, but for the three tiny-gqa K-quant files whose bound is 1.5x
+// (model_parity_test explains why).
 TEST(ServerLayouts, NewLayoutsMatchTheirReferences) {
   struct File {
     const char* name;
@@ -560,59 +587,15 @@ TEST(ServerLayouts, NewLayoutsMatchTheirReferences) {
       {"tiny-qwen3-q8_0", 1e-1f, 1e-1f},   {"tiny-phi3-f16", 3e-2f, 3e-2f},     {"tiny-phi3-q4_k_m", 1e-1f, 1e-1f},
       {"tiny-llama3-f16", 3e-2f, 3e-2f},   {"tiny-llama3-q4_k_m", 1e-1f, 1e-1f},
   };
-  for (const File& f : files) {
-    PC_SHARED_OR_SKIP(path, std::string("models/") + f.name + ".gguf");
-    PC_SHARED_OR_SKIP(ref, std::string("reference/") + f.name + ".jsonl");
-    const std::vector<test::RefCase> cases = test::LoadReference(ref);
-    for (Numerics numerics : {Numerics::kGgmlCompat, Numerics::kPrecise}) {
-      auto model = Model::Load(path, 2, numerics);
-      ASSERT_TRUE(model.ok()) << model.status().message();
-      auto tok = Tokenizer::FromGguf((*model)->gguf());
-      ASSERT_TRUE(tok.ok());
-      EngineOptions eo;
-      eo.cache.mem_bytes = 16 << 20;
-      Harness h(**model, *tok, eo, ServerOptions{});
-      httplib::Client c = h.Client();
-      const test::GenerateFn gen = GreedyViaServer(c);
-      const bool ggml = numerics == Numerics::kGgmlCompat;
-      const float tol = ggml ? f.tol : f.precise_tol;
-      float worst = 0;
-      for (size_t i = 0; i < std::min<size_t>(2, cases.size()); ++i) {
-        worst = std::max(worst, test::CheckGreedyAgainstReference(cases[i], tol, gen, f.name));
-      }
-      std::printf("%s via serve (%s numerics): max |logprob diff| %.5f (bound %.3f)\n", f.name, ggml ? "ggml" : "precise",
-                  worst, tol);
-    }
-  }
+  for (const File& f : files) CheckFileViaServer(f.name, f.tol, f.precise_tol);
 }
 
 // The families whose whole reference runs hold (model_parity_test), through
 // serve in both numerics: gemma3 (windows) and YaRN.
 TEST(ServerLayouts, FamiliesMatchTheirReferences) {
-  const std::pair<const char*, float> files[] = {
-      {"tiny-gemma3-f16", 3e-2f}, {"tiny-gemma3-q8_0", 1e-1f}, {"tiny-qwen2yarn-f16", 3e-2f}};
-  for (const auto& [name, tol] : files) {
-    PC_SHARED_OR_SKIP(path, std::string("models/") + name + ".gguf");
-    PC_SHARED_OR_SKIP(ref, std::string("reference/") + name + ".jsonl");
-    const std::vector<test::RefCase> cases = test::LoadReference(ref);
-    for (Numerics numerics : {Numerics::kGgmlCompat, Numerics::kPrecise}) {
-      auto model = Model::Load(path, 2, numerics);
-      ASSERT_TRUE(model.ok()) << model.status().message();
-      auto tok = Tokenizer::FromGguf((*model)->gguf());
-      ASSERT_TRUE(tok.ok());
-      EngineOptions eo;
-      eo.cache.mem_bytes = 16 << 20;
-      Harness h(**model, *tok, eo, ServerOptions{});
-      httplib::Client c = h.Client();
-      const test::GenerateFn gen = GreedyViaServer(c);
-      float worst = 0;
-      for (size_t i = 0; i < std::min<size_t>(2, cases.size()); ++i) {
-        worst = std::max(worst, test::CheckGreedyAgainstReference(cases[i], tol, gen, name));
-      }
-      std::printf("%s via serve (%s numerics): max |logprob diff| %.5f (bound %.3f)\n", name,
-                  numerics == Numerics::kGgmlCompat ? "ggml" : "precise", worst, tol);
-    }
-  }
+  CheckFileViaServer("tiny-gemma3-f16", 3e-2f, 3e-2f);
+  CheckFileViaServer("tiny-gemma3-q8_0", 1e-1f, 1e-1f);
+  CheckFileViaServer("tiny-qwen2yarn-f16", 3e-2f, 3e-2f);
 }
 
 // A sliding-window model keeps prefix reuse exact and useful: a 1,000-token
