@@ -37,10 +37,11 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-wait_http() {  # URL SECONDS: until it answers 200
-  local url=$1 deadline=$((SECONDS + $2))
+wait_http() {  # URL SECONDS [PID]: until it answers 200; fails at once if PID exits
+  local url=$1 deadline=$((SECONDS + $2)) pid=${3:-}
   until curl -fsS -o /dev/null "$url" 2>/dev/null; do
     [ $SECONDS -lt $deadline ] || return 1
+    if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then return 1; fi
     sleep 0.2
   done
 }
@@ -77,7 +78,7 @@ up() {
     servers+="    server r$i 127.0.0.1:$p"$'\n'
   done
   for ((i = 0; i < replicas; i++)); do
-    wait_http "http://127.0.0.1:$((port + 10 + i))/health" 120 || { echo "replica $i did not start:" >&2; tail "$dir/replica-$i.log" >&2; false; }
+    wait_http "http://127.0.0.1:$((port + 10 + i))/health" 120 "$(awk -v n="replica-$i" '$1 == n { print $2 }' "$dir/pids")" || { echo "replica $i did not start:" >&2; tail "$dir/replica-$i.log" >&2; false; }
   done
   # The shipped configuration with this cluster's replicas in both backends.
   awk -v servers="$servers" '{ print } /# servers \(added by scripts\/cluster.sh\)/ { printf "%s", servers }' \
@@ -85,7 +86,7 @@ up() {
   PC_PREFIX_PORT=$port PC_RR_PORT=$((port + 1)) haproxy -c -q -f "$dir/haproxy.cfg"
   PC_PREFIX_PORT=$port PC_RR_PORT=$((port + 1)) haproxy -f "$dir/haproxy.cfg" >"$dir/haproxy.log" 2>&1 &
   echo "haproxy $!" >>"$dir/pids"
-  wait_http "http://127.0.0.1:$port/health" 30
+  wait_http "http://127.0.0.1:$port/health" 30 "$!"
   trap - ERR
   echo "cluster up: prefix affinity http://127.0.0.1:$port, round robin http://127.0.0.1:$((port + 1)),"
   local shared="Redis 127.0.0.1:$redis_port"

@@ -13,7 +13,27 @@ work=$(mktemp -d)
 run="$work/run"
 cleanup() { "$root/scripts/cluster.sh" down --dir "$run" >/dev/null 2>&1 || true; rm -rf "$work"; }
 trap cleanup EXIT
-port=$((20000 + RANDOM % 30000))
+# Ports below the kernel's ephemeral range, so no outgoing connection (a
+# replica's own Redis client, another test's curl) can hold one of ours;
+# each of the 13 ports the cluster uses is checked free before it starts.
+port=$(python3 - <<'PY'
+import random, socket
+low = int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0])
+top = min(low, 65536) - 16
+for _ in range(200):
+    base = random.randrange(10000, max(top, 10001))
+    try:
+        for p in range(base, base + 13):
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    print(base)
+    break
+else:
+    raise SystemExit("no free port range below the ephemeral ports")
+PY
+)
 # Big enough that loading a prefix from Redis beats recomputing it (the
 # replicas decide by measured costs).
 "$bin" make-model --n-embd 512 --n-layer 8 --n-head 8 --n-kv-head 2 --n-ff 1536 --n-ctx 4096 --vocab-size 4096 --type q8_0 \
