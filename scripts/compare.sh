@@ -9,13 +9,17 @@
 #       tg128 after DEPTH (0) cached tokens, tokens/s and the ratios.
 #       Prints a Markdown table.
 #
-#   scripts/compare.sh trace [--trace F] [--requests N] [--step-ms "50 0"] [--no-reference]
+#   scripts/compare.sh trace [--trace F] [--requests N] [--step-ms "50 0"]
+#                            [--admission "cache-aware fifo"] [--isa avx2] [--no-reference]
 #       A window of a real trace replayed with its arrival times (token scale
 #       1/32, output scale 0.05, at most 16 output tokens, as issue 19 set it)
-#       against `promptcache serve -t 2` once per --max-step-ms value, then
+#       against `promptcache serve -t 2` once per --max-step-ms and
+#       --admission value (PROMPTCACHE_ISA=--isa), then
 #       against the reference's llama-server -t 2 (defaults), one after the
 #       other, through `promptcache bench -w trace`: ITL p50/p99, TPOT, TTFT,
-#       output tokens/s and the cached share (with the ideal bench prints).
+#       output tokens/s and the cached share (with the ideal bench prints);
+#       for promptcache the mean and p90 step (its /metrics) and TTFT of hits
+#       (>= 90% cached) and misses apart.
 #
 #   scripts/compare.sh server [-r REPS] [--type TYPE] [--prompt-tokens N] [--cached N] [--new N]
 #       Both servers, one after the other (-t 2, defaults otherwise; the
@@ -101,12 +105,15 @@ serve_and_bench() {  # NAME PORT OUT_JSON BENCH_ARGS... (the server is already s
 }
 
 trace() {
-  local tr=../shared/traces/azure_conv_2023.jsonl requests=600 steps="50 0" reference=1 out=compare-trace
+  local tr=../shared/traces/azure_conv_2023.jsonl requests=600 steps="50 0" admissions="cache-aware" reference=1 out=compare-trace
+  local isa=""
   while [ $# -gt 0 ]; do
     case "$1" in
       --trace) tr="$2"; shift 2 ;;
       --requests) requests="$2"; shift 2 ;;
       --step-ms) steps="$2"; shift 2 ;;
+      --admission) admissions="$2"; shift 2 ;;
+      --isa) isa="$2"; shift 2 ;;
       --no-reference) reference=0; shift ;;
       --out) out="$2"; shift 2 ;;
       *) echo "compare.sh trace: unknown option $1" >&2; exit 2 ;;
@@ -116,15 +123,20 @@ trace() {
   local f; f=$(model_for q8_0)
   local name; name=$(basename "$tr" .jsonl)
   local args=(--trace "$tr" --requests "$requests" --token-scale 0.03125 --output-scale 0.05 --max-output-tokens 16)
-  local port arms=()
+  local port arms=() ms adm
   for ms in $steps; do
-    port=$(free_port)
-    "$bin" serve -m "$f" --host 127.0.0.1 --port "$port" -t 2 --max-step-ms "$ms" >"$out/serve-$ms.log" 2>&1 &
-    local pid=$!
-    serve_and_bench "promptcache" "$port" "$out/$name-promptcache-step$ms.json" "${args[@]}" || true
-    kill -TERM "$pid" 2>/dev/null || true
-    wait "$pid" || true
-    arms+=("promptcache-step$ms")
+    for adm in $admissions; do
+      local arm="promptcache-step$ms-$adm"
+      port=$(free_port)
+      PROMPTCACHE_ISA="$isa" "$bin" serve -m "$f" --host 127.0.0.1 --port "$port" -t 2 --max-step-ms "$ms" \
+        --admission "$adm" >"$out/serve-$ms-$adm.log" 2>&1 &
+      local pid=$!
+      serve_and_bench "promptcache" "$port" "$out/$name-$arm.json" "${args[@]}" || true
+      curl -fsS "http://127.0.0.1:$port/metrics" >"$out/$name-$arm.metrics" 2>/dev/null || true
+      kill -TERM "$pid" 2>/dev/null || true
+      wait "$pid" || true
+      arms+=("$arm")
+    done
   done
   if [ "$reference" = 1 ]; then
     port=$(free_port)
@@ -135,24 +147,8 @@ trace() {
     wait "$pid" || true
     arms+=(reference)
   fi
-  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; $name, $requests requests"
-  python3 - "$out" "$name" "${arms[@]}" <<'EOF'
-import json, sys
-out, name, arms = sys.argv[1], sys.argv[2], sys.argv[3:]
-print("| server | ITL p50 | ITL p99 | TPOT p50 | TTFT p50 | TTFT p99 | output tok/s | cached (ideal) | wall |")
-print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-for arm in arms:
-    try:
-        j = json.load(open(f"{out}/{name}-{arm}.json"))
-    except OSError:
-        print(f"| {arm} | failed: see {out}/{name}-{arm}.txt |"); continue
-    g = next(g for g in j["groups"] if g["name"] == "all")
-    ideal = j["meta"].get("ideal_cached_fraction")
-    ideal = f" ({100 * ideal:.1f}%)" if ideal is not None else ""
-    print(f"| {arm} | {g['itl_ms']['p50']:.0f} ms | {g['itl_ms']['p99']:.0f} ms | {g['tpot_ms']['p50']:.0f} ms | "
-          f"{g['ttft_ms']['p50']:,.0f} ms | {g['ttft_ms']['p99']:,.0f} ms | {g['throughput_tok_s']:.1f} | "
-          f"{100 * g['cached_fraction']:.1f}%{ideal} | {j['meta']['wall_s']:.0f} s |")
-EOF
+  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores${isa:+, PROMPTCACHE_ISA=$isa for promptcache}; $name, $requests requests"
+  python3 "$(dirname "$0")/trace_table.py" "$out" "$name" "${arms[@]}"
 }
 
 wait_health() {  # NAME PORT

@@ -1,6 +1,8 @@
 // The scheduler is pure bookkeeping: these tests drive it by hand.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "engine/scheduler.h"
 
 namespace pc {
@@ -143,8 +145,13 @@ TEST(Scheduler, ACachedPrefixCostsNothingAtAdmission) {
   EXPECT_EQ(cold.Admit(0, Free(70, 0)).size(), 1u);
 }
 
+SchedulerOptions Fifo(SchedulerOptions o) {
+  o.admission = Admission::kFifo;
+  return o;
+}
+
 TEST(Scheduler, APreemptedRequestResumesFirstWithItsGeneratedTokens) {
-  Scheduler s(Opts(64, 100, 8, 1));
+  Scheduler s(Fifo(Opts(64, 100, 8, 1)));
   s.Submit(Req(1, 20, 10));
   s.Admit(0);
   s.Submit(Req(2, 20, 10));
@@ -321,7 +328,7 @@ TEST(Scheduler, RunningCapHoldsTheRestInTheQueue) {
 }
 
 TEST(Scheduler, RequestWaitsForAPrefixAnotherIsComputing) {
-  Scheduler s(Opts(32));
+  Scheduler s(Fifo(Opts(32)));
   const std::vector<Hash128> shared = Chain(1, 4);  // 64-token shared prefix
   std::vector<Hash128> b = shared;
   b.push_back(Hash128{999, 1});  // its own fifth block
@@ -375,6 +382,106 @@ TEST(Scheduler, FinishUnknownAndWaiting) {
   EXPECT_TRUE(s.Cancel(1));
   EXPECT_EQ(s.num_waiting(), 0u);
   EXPECT_TRUE(s.Admit(0).empty());
+}
+
+// Cache-aware admission (the default): arrival plus the predicted prefill
+// still to do. The pool below holds 60 of request 9's 64 blocks.
+PoolView HoldsMostOf(uint64_t hit_id) {
+  PoolView v;
+  v.cached_leading_blocks = [hit_id](const SchedRequest& r) { return r.id == hit_id ? size_t{60} : size_t{0}; };
+  return v;
+}
+
+SchedRequest At(uint64_t id, size_t prompt, int64_t arrival_ms, uint64_t tenant = 0) {
+  SchedRequest r = Req(id, prompt, 4);
+  r.arrival_ns = arrival_ms * 1'000'000;
+  r.tenant = tenant;
+  return r;
+}
+
+TEST(Scheduler, AMostlyCachedPromptIsNotQueuedBehindMisses) {
+  for (Admission mode : {Admission::kCacheAware, Admission::kFifo}) {
+    SchedulerOptions o = Opts(256, 10000, 1, 64);
+    o.admission = mode;
+    Scheduler s(o);
+    s.Submit(At(1, 1024, 0));
+    ASSERT_EQ(s.Admit(0, HoldsMostOf(9)), std::vector<uint64_t>{1});  // the one running slot
+    s.Submit(At(2, 1024, 10));
+    s.Submit(At(3, 1024, 20));
+    s.Submit(At(9, 1024, 30));  // arrives last, 94% cached
+    s.Finish(1);
+    const std::vector<uint64_t> next = s.Admit(40'000'000, HoldsMostOf(9));
+    ASSERT_EQ(next.size(), 1u);
+    EXPECT_EQ(next[0], mode == Admission::kFifo ? 2u : 9u);
+  }
+}
+
+// Tenants keep their turns: the k-th waiting request of a tenant ranks k
+// plus its running ones, whatever the keys; the keys order within a rank.
+TEST(Scheduler, CacheAwareOrderKeepsTenantTurns) {
+  Scheduler s(Opts(256, 10000, 8, 64));
+  s.Submit(At(1, 1024, 0, /*tenant=*/1));
+  s.Submit(At(2, 1024, 1, 1));
+  s.Submit(At(3, 1024, 2, 2));
+  s.Submit(At(9, 1024, 3, 1));  // tenant 1's hit
+  s.Submit(At(4, 1024, 4, 2));
+  // Rank 0: tenant 1's cheapest (9), tenant 2's first (3); rank 1: 1 and 4
+  // (by arrival); rank 2: 2.
+  EXPECT_EQ(s.Admit(0, HoldsMostOf(9)), (std::vector<uint64_t>{9, 3, 1, 4, 2}));
+}
+
+// Prefill turns follow the same key: a hit admitted after a miss is
+// computing gets the step's chunk first.
+TEST(Scheduler, AHitsRemainingPrefillGoesFirstInTheStep) {
+  Scheduler s(Opts(256, 10000, 8, 64));
+  s.Submit(At(1, 2048, 0));
+  s.Admit(0, HoldsMostOf(9));
+  s.Started(1, 0);
+  s.Advanced(1, 64);
+  s.Submit(At(9, 1024, 50));
+  ASSERT_EQ(s.Admit(0, HoldsMostOf(9)), std::vector<uint64_t>{9});
+  s.Started(9, 960);
+  const std::vector<WorkItem> w = s.Plan(size_t{100});
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].id, 9u);  // its 64 tokens left, then the miss gets the rest
+  EXPECT_EQ(w[0].num_tokens, 64u);
+  EXPECT_EQ(w[1].id, 1u);
+  EXPECT_EQ(w[1].num_tokens, 36u);
+}
+
+// A stream of cheap hits would starve a miss under cheapest-first; aged by
+// arrival, the miss is passed only by hits that arrived before its key
+// (arrival + its predicted 5 s), so it waits for those and no others: about
+// 5 s when the hits alone load the slot 80%, and the 4,960 / 30 x 40 ms of
+// hits that arrived before its key when they overload it.
+int64_t MissAdmittedMs(int64_t hit_every_ms) {
+  Scheduler s(Opts(256, 100000, 1, 256));
+  std::map<uint64_t, size_t> cached;  // id -> leading blocks held
+  PoolView pool;
+  pool.cached_leading_blocks = [&cached](const SchedRequest& r) { return cached.count(r.id) ? cached.at(r.id) : size_t{0}; };
+  s.Submit(At(1, 5000, 0));  // the miss: 5,000 tokens, as 5,000 ms
+  int64_t now_ms = 0, next_hit_ms = 0;
+  uint64_t id = 100;
+  while (now_ms < 60000) {
+    for (; next_hit_ms <= now_ms; next_hit_ms += hit_every_ms) {  // each hit: 40 ms of prefill
+      cached[id] = 60;
+      if (s.Submit(At(id++, 1000, next_hit_ms)) != SubmitResult::kQueued) return -2;
+    }
+    const std::vector<uint64_t> admitted = s.Admit(now_ms * 1'000'000, pool);
+    if (admitted.size() != 1) return -3;
+    if (admitted[0] == 1) return now_ms;
+    now_ms += 40;  // it runs, then frees the slot
+    s.Finish(admitted[0]);
+  }
+  return -1;  // starved
+}
+
+TEST(Scheduler, AMissIsNeverStarvedByAStreamOfHits) {
+  const int64_t loaded = MissAdmittedMs(50), overloaded = MissAdmittedMs(30);
+  EXPECT_GT(loaded, 0);  // the hits went first meanwhile
+  EXPECT_LE(loaded, 5040);
+  EXPECT_GT(overloaded, 5040);
+  EXPECT_LE(overloaded, 4960 / 30 * 40 + 80);
 }
 
 }  // namespace

@@ -38,15 +38,16 @@ TEST(StepBudget, LearnsTheCostsAndHoldsStepsNearTheTarget) {
   EXPECT_EQ(b.PrefillTokens(100), 156u);
   EXPECT_EQ(b.PrefillTokens(250), 6u);  // the step's token budget still bounds it
   // The three budgets between tenants: past its share a tenant gets only
-  // what the target leaves (with 100 decodes nothing: the minimum chunk),
-  // far below it the step's whole token budget.
+  // what the target leaves (with 100 decodes nothing: the scheduler's floor
+  // of one token), far below it the step's whole token budget.
   const PrefillBudget many = b.Prefill(100);
-  EXPECT_EQ(many.shared, 156u);
-  EXPECT_EQ(many.within_target, 16u);
+  EXPECT_NEAR(static_cast<double>(b.PrefillTokensWithin(many.shared_ms, 0)), 300.0, 15.0);  // as long as the decodes: 60 ms / 0.2
+  EXPECT_EQ(b.PrefillTokensWithin(many.within_target_ms, 0), 0u);
   EXPECT_EQ(many.room, 156u);
+  EXPECT_EQ(many.shared, 156u);  // token caps: the step's tokens
   const PrefillBudget few = b.Prefill(8);
-  EXPECT_EQ(few.shared, b.PrefillTokens(8));
-  EXPECT_EQ(few.within_target, few.shared);  // the target is not filled: no floor involved
+  EXPECT_EQ(b.PrefillTokensWithin(few.shared_ms, 0), b.PrefillTokens(8));
+  EXPECT_EQ(few.within_target_ms, few.shared_ms);  // the target is not filled: no floor involved
   EXPECT_EQ(few.room, 248u);
 }
 
@@ -90,6 +91,104 @@ TEST(StepBudget, ASlowerMachineGetsSmallerChunks) {
   }
   EXPECT_NEAR(static_cast<double>(fast.PrefillTokens(4)), 280.0, 15.0);  // (30 - 2) / 0.1
   EXPECT_NEAR(static_cast<double>(slow.PrefillTokens(4)), 27.0, 3.0);    // (30 - 8) / 0.8
+}
+
+// A machine whose prompt tokens cost more deep in a prompt (attention reads
+// every cached position): per token base_ms + attn_ms * position, a decode
+// step fixed_ms + per_seq_ms a sequence + attn_ms per cached position.
+struct Machine {
+  double fixed_ms, per_seq_ms, base_ms, attn_ms;
+  double StepMs(const StepShape& s) const {
+    const double fixed = fixed_ms + (s.n_decode ? per_seq_ms * static_cast<double>(s.n_decode) : 0);
+    return fixed + attn_ms * s.decode_context + base_ms * static_cast<double>(s.n_prefill) + attn_ms * s.prefill_positions;
+  }
+  // What CalibratePrefill measures: a 32-token chunk alone at each position,
+  // per token (the fixed part spread over the chunk).
+  std::vector<std::pair<double, double>> Profile() const {
+    std::vector<std::pair<double, double>> out;
+    for (double p : {0.0, 1024.0, 2048.0, 4096.0}) {
+      const StepShape s{0, 0, 32, 32 * p + 16 * 31};
+      out.emplace_back(p + 16, StepMs(s) / 32);
+    }
+    return out;
+  }
+};
+
+// The AVX2 Zen 3 profile (2.2 ms a prompt token at position 128,
+// 8.6 ms at 4,224; a one-block chunk alone about 48 ms) and a fast one.
+constexpr Machine kSlow{10, 2, 2.0, 0.0016};
+constexpr Machine kFast{2, 0.3, 0.15, 0.00004};
+
+// One stream decodes at context 600 while a 4,500-token prompt is prefilled
+// from 0 to the end; returns the steps' (prompt position, ms).
+std::vector<std::pair<size_t, double>> Simulate(const Machine& m, bool calibrated, double target_ms) {
+  StepBudget b(StepBudgetOptions{target_ms, 256, 16});
+  if (calibrated) b.SetPrefillProfile(m.Profile());
+  std::vector<std::pair<size_t, double>> steps;
+  size_t pos = 0;
+  double ctx = 600;
+  b.Observe(StepShape{1, ctx, 0, 0}, m.StepMs(StepShape{1, ctx, 0, 0}));
+  while (pos < 4500) {
+    const PrefillBudget pb = b.Prefill(1, ctx);
+    size_t n = pb.cost ? std::max<size_t>(1, b.PrefillTokensWithin(pb.shared_ms, pos)) : pb.shared;
+    n = std::min({n, pb.shared, 4500 - pos});
+    const StepShape s{1, ctx, n, static_cast<double>(n) * static_cast<double>(pos) + 0.5 * static_cast<double>(n * (n - 1))};
+    const double ms = m.StepMs(s);
+    b.Observe(s, ms);
+    steps.emplace_back(pos, ms);
+    pos += n;
+    ctx += 1;
+  }
+  return steps;
+}
+
+TEST(StepBudget, ChunksArePricedByTheirDepthOnSlowAndFastMachines) {
+  for (const Machine* m : {&kSlow, &kFast}) {
+    for (bool calibrated : {true, false}) {
+      const std::vector<std::pair<size_t, double>> steps = Simulate(*m, calibrated, 25);
+      // Past the first few steps (learning), near the target at depth 0
+      // and at 4,000 alike; one token at most over it where a single token
+      // is coarse (the slow machine deep in the prompt: 8.4 ms a token).
+      const double token_at_4000 = m->base_ms + m->attn_ms * 4000;
+      double worst_shallow = 0, worst_deep = 0, best_deep = 1e9;
+      for (size_t i = 5; i + 1 < steps.size(); ++i) {  // the last chunk is the prompt's remainder
+        const auto [pos, ms] = steps[i];
+        if (pos < 500) worst_shallow = std::max(worst_shallow, ms);
+        if (pos >= 4000) worst_deep = std::max(worst_deep, ms), best_deep = std::min(best_deep, ms);
+      }
+      const std::string what = (m == &kSlow ? "slow" : "fast") + std::string(calibrated ? ", calibrated" : "");
+      EXPECT_LE(worst_shallow, 25 * 1.15) << what;
+      EXPECT_LE(worst_deep, std::max(25 * 1.1, 25 + token_at_4000 * 0.5)) << what;
+      EXPECT_GE(best_deep, 25 - token_at_4000 - 2) << what;  // not starved either
+    }
+  }
+  // The old floor, a block a step, would have cost the slow machine's
+  // stream 16 x 8.4 + 12 ms = 147 ms a token deep in the prompt.
+  EXPECT_GT(kSlow.StepMs(StepShape{1, 600, 16, 16 * 4000}), 140.0);
+}
+
+// Nothing decodes: the step is still what an arriving hit waits behind, so
+// it keeps the target, stretched only where the fixed part would dominate.
+TEST(StepBudget, APrefillOnlyStepKeepsTheTarget) {
+  for (const Machine* m : {&kSlow, &kFast}) {
+    StepBudget b(StepBudgetOptions{25, 256, 16});
+    b.SetPrefillProfile(m->Profile());
+    for (size_t n : {1, 2, 3}) b.Observe(StepShape{n, 0, 0, 0}, m->StepMs(StepShape{n, 0, 0, 0}));
+    size_t pos = 0;
+    double worst = 0;
+    for (int i = 0; i < 40; ++i) {
+      const PrefillBudget pb = b.Prefill(0);
+      const size_t n = std::max<size_t>(1, b.PrefillTokensWithin(pb.shared_ms, pos));
+      const StepShape s{0, 0, n, static_cast<double>(n) * static_cast<double>(pos) + 0.5 * static_cast<double>(n * (n - 1))};
+      const double ms = m->StepMs(s);
+      b.Observe(s, ms);
+      if (i >= 3) worst = std::max(worst, ms);
+      pos += n;
+    }
+    const double bound = std::max(25.0, 4 * (m->fixed_ms + m->per_seq_ms)) * 1.2;
+    EXPECT_LE(worst, bound) << (m == &kSlow ? "slow" : "fast");
+    EXPECT_GT(pos, 40u);  // more than a token a step
+  }
 }
 
 }  // namespace

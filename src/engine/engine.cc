@@ -96,8 +96,9 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
       logits_memo_(opt.logits_memo_bytes),
       scheduler_(SchedulerOptions{opt.max_batch_tokens, opt.max_running, opt.max_waiting,
                                   static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size(),
-                                  std::max<size_t>(1, static_cast<size_t>(cache_.pool().num_blocks()) / 100)}),
+                                  std::max<size_t>(1, static_cast<size_t>(cache_.pool().num_blocks()) / 100), opt.admission}),
       step_budget_(StepBudgetOptions{opt.max_step_ms, opt.max_batch_tokens, cache_.block_size()}) {
+  step_budget_.SetPrefillProfile(opt_.prefill_profile);
   if (opt_.tiers) cache_.set_listener(opt_.tiers);
   start_ns_ = NowNs();
   if (!opt_.request_log_path.empty()) {
@@ -279,6 +280,7 @@ void Engine::StartAdmitted(int64_t now_ns) {
   PoolView pool;
   pool.free_blocks = static_cast<size_t>(cache_.pool().num_free());
   pool.cached_leading_blocks = [&](const SchedRequest& r) { return cache_.NumPoolLeading(r.block_hashes); };
+  pool.cost = &step_budget_;
   for (uint64_t id : scheduler_.Admit(now_ns, pool)) {
     Active& a = *active_.at(id);
     if (a.num_preemptions == 0) a.admit_ns = now_ns;
@@ -457,7 +459,7 @@ void Engine::Requeue(Active& a, bool preempted) {
 // the step planned again (the oldest sequences always make progress).
 std::vector<WorkItem> Engine::PlanWithBlocks() {
   for (;;) {
-    std::vector<WorkItem> work = scheduler_.Plan(step_budget_.Prefill(scheduler_.NumDecoding()));
+    std::vector<WorkItem> work = scheduler_.Plan(step_budget_.Prefill(scheduler_.NumDecoding(), scheduler_.DecodeContext()));
     bool short_of_blocks = false;
     for (const WorkItem& w : work) {
       CachedSequence& seq = *active_.at(w.id)->seq;
@@ -498,21 +500,57 @@ bool Engine::Step() {
     FlushRequestLog();
     return false;
   }
-  size_t n_decode = 0, n_prefill = 0;
-  for (const WorkItem& w : work) (w.decode ? n_decode : n_prefill) += w.num_tokens;
+  const StepShape shape = ShapeOf(work, acts);
+  NotePlannedStep(work, acts, shape);
   const int64_t t0 = NowNs();
   RunStep(work, acts);
   const double ms = NsToMs(NowNs() - t0);
-  step_budget_.Observe(n_decode, n_prefill, ms);
+  step_budget_.Observe(shape, ms);
   metrics_.Observe("promptcache_step_seconds", "", ms / 1e3);
-  metrics_.Add("promptcache_step_tokens_total", "kind=\"decode\"", static_cast<double>(n_decode));
-  metrics_.Add("promptcache_step_tokens_total", "kind=\"prefill\"", static_cast<double>(n_prefill));
+  metrics_.Add("promptcache_step_tokens_total", "kind=\"decode\"", static_cast<double>(shape.n_decode));
+  metrics_.Add("promptcache_step_tokens_total", "kind=\"prefill\"", static_cast<double>(shape.n_prefill));
   {
     std::lock_guard<std::mutex> lock(mu_);
     RefreshPoolSnapshot();
   }
   FlushRequestLog();
   return true;
+}
+
+// What the step holds, as the step budget prices it: decodes with their
+// cached positions, prompt tokens with theirs.
+StepShape Engine::ShapeOf(const std::vector<WorkItem>& work, const std::vector<Active*>& acts) {
+  StepShape s;
+  for (size_t i = 0; i < work.size(); ++i) {
+    const double pos = static_cast<double>(acts[i]->seq->num_computed());
+    const double n = static_cast<double>(work[i].num_tokens);
+    if (work[i].decode) {
+      ++s.n_decode;
+      s.decode_context += pos;
+    } else {
+      s.n_prefill += work[i].num_tokens;
+      s.prefill_positions += n * pos + 0.5 * n * (n - 1);
+    }
+  }
+  return s;
+}
+
+// Steps predicted past the target, by what put them there: the decodes
+// alone, or the one-token floor a prompt always gets. Both are what the
+// CPU cannot do at this target; the budget does not drift to hide them.
+void Engine::NotePlannedStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts, const StepShape& shape) {
+  if (opt_.max_step_ms <= 0 || !step_budget_.knows_prefill_cost()) return;
+  const double decode_ms = step_budget_.DecodeMs(shape.n_decode, shape.decode_context);
+  double ms = shape.n_decode > 0 ? decode_ms : step_budget_.StepFixedMs();
+  for (size_t i = 0; i < work.size(); ++i) {
+    if (!work[i].decode) ms += step_budget_.PrefillMs(acts[i]->seq->num_computed(), work[i].num_tokens);
+  }
+  metrics_.Set("promptcache_step_predicted_ms", "", ms);
+  metrics_.Set("promptcache_prefill_cost_ms", "part=\"token_at_0\"", step_budget_.prefill_ms_per_token());
+  metrics_.Set("promptcache_prefill_cost_ms", "part=\"per_1k_positions\"", 1000 * step_budget_.attention_ms_per_position());
+  if (ms <= opt_.max_step_ms * 1.05) return;
+  const bool decodes = shape.n_decode > 0 && decode_ms > opt_.max_step_ms;
+  metrics_.Add("promptcache_steps_over_target_total", decodes ? "cause=\"decodes\"" : "cause=\"prefill_floor\"", 1);
 }
 
 void Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts) {
@@ -591,6 +629,15 @@ void Engine::DescribeMetrics() {
   m.Describe("promptcache_resumed_cached_tokens_total", "counter",
              "Tokens a preempted sequence found in the prefix cache when it resumed.");
   m.Describe("promptcache_step_seconds", "histogram", "Duration of one forward step (decode and prefill together).");
+  m.Describe("promptcache_steps_over_target_total", "counter",
+             "Steps planned past the step-time target (--max-step-ms) by cause: the decodes alone exceed it, or the "
+             "one prompt token a step always advances does.",
+             {"cause=\"decodes\"", "cause=\"prefill_floor\""});
+  m.Describe("promptcache_step_predicted_ms", "gauge", "The step budget's prediction for the last step planned.");
+  m.Describe("promptcache_prefill_cost_ms", "gauge",
+             "The step budget's prefill price: ms per prompt token at position 0, and its growth per 1,000 positions "
+             "(calibrated at start, refined from measured steps).",
+             {"part=\"token_at_0\"", "part=\"per_1k_positions\""});
   m.Describe("promptcache_step_tokens_total", "counter", "Tokens computed in steps, by kind.",
              {"kind=\"decode\"", "kind=\"prefill\""});
   m.Describe("promptcache_tier_load_seconds", "histogram", "Time to bring cached KV back from a tier.",

@@ -48,6 +48,12 @@ struct EngineOptions {
   // inter-token gap stays near it however long the queued prompts are
   // (step_budget.h). 0: no target (steps take max_batch_tokens).
   double max_step_ms = 0;
+  // The calibrated prefill curve (position, ms per token; CalibratePrefill):
+  // the step budget's first prices for chunks deep in a prompt. Empty: learned
+  // from the steps alone.
+  std::vector<std::pair<double, double>> prefill_profile;
+  // Who goes first among waiting requests and prompts (scheduler.h).
+  Admission admission = Admission::kCacheAware;
   size_t max_running = 32;
   size_t max_waiting = 256;
   TierStack* tiers = nullptr;  // spill tiers below the pool (not owned; outlives the engine)
@@ -153,6 +159,8 @@ class Engine {
   struct Active;
   void Loop();
   bool Step();  // false when there was nothing to do
+  static StepShape ShapeOf(const std::vector<WorkItem>& work, const std::vector<Active*>& acts);
+  void NotePlannedStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts, const StepShape& shape);
   void RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts);
   void RefreshPoolSnapshot();
   void StartAdmitted(int64_t now_ns);

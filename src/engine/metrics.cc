@@ -41,7 +41,7 @@ void Histogram::Render(const std::string& name, const std::string& labels, std::
 }
 
 std::vector<double> LatencyBucketsSeconds() {
-  return {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 120};
+  return {0.001, 0.0025, 0.005, 0.01, 0.015, 0.025, 0.035, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5, 1, 2.5, 5, 10, 25, 60, 120};
 }
 
 MetricsRegistry::Family& MetricsRegistry::FamilyFor(const std::string& name, const std::string& type) {

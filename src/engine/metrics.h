@@ -27,7 +27,8 @@ class Histogram {
   uint64_t count_ = 0;
 };
 
-// Latency buckets from 1 ms to 120 s, roughly x2.5 apart.
+// Latency buckets from 1 ms to 120 s, roughly x2.5 apart, closer around
+// the step-time targets (10-150 ms) so step quantiles can be read from them.
 std::vector<double> LatencyBucketsSeconds();
 
 class MetricsRegistry {

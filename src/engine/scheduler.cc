@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "base/check.h"
 
@@ -71,7 +72,8 @@ std::vector<uint64_t> Scheduler::Admit(int64_t now_ns, const PoolView& pool) {
   for (const auto& [id, r] : running_) ++slots[r.req.tenant];
   const size_t others = slots.empty() ? 0 : slots.size() - 1;
   const size_t per_tenant = opt_.max_running > others ? opt_.max_running - others : 1;
-  for (size_t i : FairOrder()) {
+  if (running_.size() >= opt_.max_running) return admitted;
+  for (size_t i : FairOrder(pool)) {
     if (running_.size() >= opt_.max_running) break;
     SchedRequest& w = waiting_[i];
     if (slots[w.tenant] >= per_tenant) continue;  // its slots are full; other tenants may go
@@ -100,16 +102,29 @@ std::vector<uint64_t> Scheduler::Admit(int64_t now_ns, const PoolView& pool) {
   return admitted;
 }
 
-// Waiting requests in the order admission considers them: a tenant's k-th
-// waiting request ranks k plus the tenant's running sequences, ties in
-// arrival order. With one tenant this is FIFO; with several, a tenant that
-// floods the queue cannot keep a quiet one's request behind its whole burst.
-std::vector<size_t> Scheduler::FairOrder() const {
+// Waiting requests in the order admission considers them: by OrderKey
+// (FIFO, or cache-aware: what the pool holds of each prompt makes its
+// prefill cheap), then a tenant's k-th waiting request ranks k plus the
+// tenant's running sequences, ties in key order. With one tenant this is the
+// key order; with several, a tenant that floods the queue cannot keep a
+// quiet one's request behind its whole burst.
+std::vector<size_t> Scheduler::FairOrder(const PoolView& pool) const {
+  std::vector<std::pair<int64_t, size_t>> keyed;  // (key, index)
+  keyed.reserve(waiting_.size());
+  for (size_t i = 0; i < waiting_.size(); ++i) {
+    const SchedRequest& w = waiting_[i];
+    size_t cached = 0;
+    if (opt_.admission == Admission::kCacheAware && pool.cached_leading_blocks) {
+      cached = std::min(pool.cached_leading_blocks(w) * opt_.block_size, w.num_prompt_tokens);
+    }
+    keyed.emplace_back(OrderKey(w, cached, w.num_prompt_tokens - cached, pool.cost), i);
+  }
+  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::unordered_map<uint64_t, size_t> load;
   for (const auto& [id, r] : running_) ++load[r.req.tenant];
   std::vector<std::pair<size_t, size_t>> ranked;  // (rank, index)
-  ranked.reserve(waiting_.size());
-  for (size_t i = 0; i < waiting_.size(); ++i) ranked.emplace_back(load[waiting_[i].tenant]++, i);
+  ranked.reserve(keyed.size());
+  for (const auto& [key, i] : keyed) ranked.emplace_back(load[waiting_[i].tenant]++, i);
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<size_t> order;
   order.reserve(ranked.size());
@@ -151,6 +166,14 @@ size_t Scheduler::NumDecoding() const {
   return std::min(n, opt_.max_batch_tokens);
 }
 
+double Scheduler::DecodeContext() const {
+  double n = 0;
+  for (const auto& [id, r] : running_) {
+    if (r.started && !r.in_prefill()) n += static_cast<double>(r.num_computed + r.num_generated);
+  }
+  return n;
+}
+
 std::vector<WorkItem> Scheduler::Plan(size_t max_prefill_tokens) const {
   return Plan(PrefillBudget{max_prefill_tokens, max_prefill_tokens, max_prefill_tokens});
 }
@@ -190,36 +213,70 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
     --budget;
   }
   // Prompts take turns by tenant: the tenant that has had the fewest
-  // prefill tokens lately goes first (its oldest prompt first), so a tenant
-  // with a long queue cannot hold back one that sends little. Each chunk is
-  // bounded by its tenant's budget less what the step has prefilled already.
-  std::vector<std::pair<double, uint64_t>> prefills;  // (recent prefill tokens, id), admission order
+  // prefill tokens lately goes first, so a tenant with a long queue cannot
+  // hold back one that sends little; within a tenant, by OrderKey (the
+  // cheapest remaining prefill first, aged by arrival; arrival order when
+  // FIFO). Each chunk is bounded by its tenant's budget less what the step
+  // has prefilled already, in tokens and, when the budget prices chunks, in
+  // milliseconds at the chunk's depth.
+  struct Turn {
+    double served;  // the tenant's recent prefill tokens
+    int64_t key;    // OrderKey
+    uint64_t id;
+  };
+  std::vector<Turn> prefills;  // admission order
   for (uint64_t id : order_) {
     const Running& r = running_.at(id);
     if (!r.started || !r.in_prefill()) continue;
     auto it = served_.find(r.req.tenant);
-    prefills.emplace_back(it == served_.end() ? 0.0 : it->second, id);
+    const size_t left = r.req.num_prompt_tokens - r.num_computed;
+    prefills.push_back({it == served_.end() ? 0.0 : it->second, OrderKey(r.req, r.num_computed, left, prefill.cost), id});
   }
-  std::stable_sort(prefills.begin(), prefills.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  std::unordered_map<uint64_t, size_t> tenant_budget;
-  size_t used = 0;
-  for (const auto& [t, id] : prefills) {
-    const Running& r = running_.at(id);
-    auto [bt, fresh] = tenant_budget.try_emplace(r.req.tenant, 0);
+  std::stable_sort(prefills.begin(), prefills.end(), [](const Turn& a, const Turn& b) {
+    return a.served != b.served ? a.served < b.served : a.key < b.key;
+  });
+  // The caps are on the step's prefill so far, at the turn of each tenant.
+  size_t used_tokens = 0;
+  double used_ms = 0;
+  std::unordered_map<uint64_t, std::pair<size_t, double>> caps;  // tenant -> (tokens, ms)
+  for (const Turn& t : prefills) {
+    const Running& r = running_.at(t.id);
+    auto [cap, fresh] = caps.try_emplace(r.req.tenant);
     if (fresh) {
       const Standing st = StandingOf(r.req.tenant);
-      bt->second = st == Standing::kPastShare ? prefill.within_target
-                   : st == Standing::kBelowShare ? prefill.room : prefill.shared;
+      cap->second = st == Standing::kPastShare    ? std::pair{prefill.within_target, prefill.within_target_ms}
+                    : st == Standing::kBelowShare ? std::pair{prefill.room, std::numeric_limits<double>::infinity()}
+                                                  : std::pair{prefill.shared, prefill.shared_ms};
     }
-    const size_t allowed = std::min(budget, bt->second > used ? bt->second - used : 0);
+    const auto [cap_tokens, cap_ms] = cap->second;
+    size_t allowed = std::min(budget, cap_tokens > used_tokens ? cap_tokens - used_tokens : 0);
+    if (prefill.cost && allowed > 0) {
+      const size_t fits = prefill.cost->PrefillTokensWithin(cap_ms - used_ms, r.num_computed);
+      // A step's first chunk is at least a token: prompts always advance,
+      // however deep the position or slow the machine.
+      allowed = std::min(allowed, std::max<size_t>(fits, used_tokens == 0 ? 1 : 0));
+    }
     if (allowed == 0) continue;
     const size_t left = r.req.num_prompt_tokens - r.num_computed;
     const size_t n = std::min(left, allowed);
-    work.push_back({id, n, false, n == left});
+    work.push_back({t.id, n, false, n == left});
     budget -= n;
-    used += n;
+    used_tokens += n;
+    if (prefill.cost) used_ms += prefill.cost->PrefillMs(r.num_computed, n);
   }
   return work;
+}
+
+// When a request's prefill should run, as an order key (smaller first):
+// FIFO by arrival, or (cache-aware) arrival plus its predicted remaining
+// prefill time. A request mostly cached costs little and goes ahead of
+// misses that arrived shortly before it; a request is passed only by ones
+// that arrived before its key, so none starves: its wait grows by at most
+// its own predicted prefill time (SGLang's longest-prefix-first, aged).
+int64_t Scheduler::OrderKey(const SchedRequest& r, size_t first_token, size_t num_tokens, const StepBudget* cost) const {
+  if (opt_.admission == Admission::kFifo) return r.arrival_ns;
+  const double ms = cost ? cost->PrefillMs(first_token, num_tokens) : static_cast<double>(num_tokens);
+  return r.arrival_ns + static_cast<int64_t>(std::min(ms, 1e9) * 1e6);
 }
 
 void Scheduler::Advanced(uint64_t id, size_t num_tokens) {

@@ -7,10 +7,11 @@
 //   Started(id, num_cached)     prefix-cache hit length of an admitted request
 //   Plan(prefill) -> work       one step: 1 decode token for every running
 //                               sequence past its prompt, then prefill
-//                               chunks (tenants in turn, each tenant's
-//                               oldest first), up to `prefill` tokens (by
-//                               the standing of the tenant whose turn it
-//                               is: StepBudget) and the step's token budget
+//                               chunks (tenants in turn, within a tenant
+//                               by OrderKey), up to `prefill` (tokens and
+//                               ms at the chunk's depth, by the standing of
+//                               the tenant whose turn it is: StepBudget)
+//                               and the step's token budget
 //   Advanced(id, n)             n tokens of that work item were computed
 //   Preempt(id, resumed)        the pool ran short: the sequence goes back to
 //                               the head of the queue as `resumed` (its prompt
@@ -39,7 +40,12 @@
 // nothing waiting for admission (it sends less than its share of the
 // machine) prefills in the whole step, so its prompt is not cut into slices
 // between the others' decode batches; the rest get the shared budget.
-// Cache-aware ordering: a waiting request whose prompt shares a block that a
+// Cache-aware ordering: admission and prefill turns within a tenant go by
+// arrival time plus the predicted time of the prefill still to do (cached
+// leading blocks cost nothing), so a mostly cached prompt is not queued
+// behind misses, and a request is passed only by requests that arrived
+// before that key (no starvation); Admission::kFifo orders by arrival alone.
+// A waiting request whose prompt shares a block that a
 // running request is still computing waits for it (and is then admitted with
 // a cache hit) instead of computing the same prefix twice; requests behind it
 // that do not share that prefix go ahead.
@@ -58,6 +64,11 @@
 
 namespace pc {
 
+// The order in which waiting requests are admitted and running prompts
+// prefilled (within a tenant): first come, first served, or cache-aware
+// (OrderKey in scheduler.cc: arrival plus predicted remaining prefill).
+enum class Admission { kFifo, kCacheAware };
+
 struct SchedulerOptions {
   size_t max_batch_tokens = 256;  // tokens per forward pass (decode + prefill chunks)
   size_t max_running = 32;        // sequences in flight
@@ -65,6 +76,7 @@ struct SchedulerOptions {
   size_t num_blocks = 0;          // KV pool size
   size_t block_size = 16;         // tokens per block
   size_t watermark_blocks = 1;    // kept free at admission for running sequences to grow
+  Admission admission = Admission::kCacheAware;
 };
 
 
@@ -84,6 +96,9 @@ struct PoolView {
   size_t free_blocks = SIZE_MAX;  // empty plus cached-unreferenced blocks
   // Leading blocks of the request's prompt that the pool holds now.
   std::function<size_t(const SchedRequest&)> cached_leading_blocks;
+  // Prices a prompt's remaining prefill for cache-aware admission; null: a
+  // token counts as a millisecond.
+  const StepBudget* cost = nullptr;
 };
 
 struct WorkItem {
@@ -109,6 +124,8 @@ class Scheduler {
   Standing StandingOf(uint64_t tenant) const;
   // Running sequences past their prompt: the decode items of the next Plan.
   size_t NumDecoding() const;
+  // Their cached positions summed (what their attention reads).
+  double DecodeContext() const;
   void Advanced(uint64_t id, size_t num_tokens);
   // Removes the request wherever it is; false if unknown.
   bool Finish(uint64_t id);
@@ -146,7 +163,8 @@ class Scheduler {
   void MarkPending(const Running& r, size_t from_block);
   void ReleasePending(Running& r, size_t old_computed);
   void DropPending(const Running& r);
-  std::vector<size_t> FairOrder() const;
+  std::vector<size_t> FairOrder(const PoolView& pool) const;
+  int64_t OrderKey(const SchedRequest& r, size_t first_token, size_t num_tokens, const StepBudget* cost) const;
   void DecayServed(int64_t now_ns);
   size_t Promised(const Running& r) const;
 

@@ -5,38 +5,97 @@
 
 namespace pc {
 
-size_t StepBudget::PrefillTokens(size_t n_decode) const {
-  const size_t room = opt_.max_tokens > n_decode ? opt_.max_tokens - n_decode : 0;
-  if (opt_.target_ms <= 0 || n_decode == 0) return room;
-  const size_t floor_tokens = std::min(opt_.min_chunk, room);
-  // Before any mixed step has been timed, take the minimum: the first
-  // measurement then says what a token costs.
-  if (prefill_ms_ <= 0) return floor_tokens;
-  const double decode_ms = DecodeMs(n_decode);
-  // When the decodes alone take most of the target, the target cannot be
-  // met anyway; prefill still gets as much time as the decodes, so queued
-  // prompts keep advancing at half the machine instead of a block a step.
-  const double left_ms = std::max(opt_.target_ms - decode_ms, decode_ms);
-  if (left_ms <= 0) return floor_tokens;
-  const double tokens = std::floor(left_ms / prefill_ms_);
-  return std::clamp(static_cast<size_t>(std::min(tokens, 1e9)), floor_tokens, room);
+namespace {
+// A step without decodes spends at most this share of its time on the
+// fixed per-step part (the weights read once): on a slow CPU a prompt deep
+// in its context then still advances at three quarters of prefill speed.
+constexpr double kMaxFixedShare = 0.25;
+// Weight of the calibrated prior, in recent steps' worth of evidence.
+constexpr double kPriorSteps = 1;
+}  // namespace
+
+void StepBudget::SetPrefillProfile(std::vector<std::pair<double, double>> samples) {
+  if (samples.empty()) return;
+  // Least-squares line ms = base + attn * position through the samples.
+  double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
+  for (const auto& [x, y] : samples) {
+    n += 1, sx += x, sy += y, sxx += x * x, sxy += x * y;
+  }
+  const double var = sxx / n - (sx / n) * (sx / n);
+  double attn = var > 1e-9 ? (sxy / n - (sx / n) * (sy / n)) / var : 0.0;
+  attn = std::max(attn, 0.0);
+  double base = sy / n - attn * sx / n;
+  if (base <= 0) {  // a curve steeper than linear near 0: keep it positive at the first sample
+    base = std::max(samples.front().second * 0.5, 1e-6);
+  }
+  prior_base_ms_ = base;
+  prior_attn_ms_ = attn;
+  if (pw_ == 0) {
+    base_ms_ = base;
+    attn_ms_ = attn;
+  }
 }
 
-PrefillBudget StepBudget::Prefill(size_t n_decode) const {
+double StepBudget::PrefillMs(size_t pos, size_t n) const {
+  const double nd = static_cast<double>(n);
+  if (!knows_prefill_cost()) return nd;  // unknown: a token stands for a millisecond
+  const double positions = nd * static_cast<double>(pos) + 0.5 * nd * (nd - 1);
+  return base_ms_ * nd + attn_ms_ * positions;
+}
+
+size_t StepBudget::PrefillTokensWithin(double ms, size_t pos) const {
+  if (!(ms > 0)) return 0;
+  if (std::isinf(ms)) return SIZE_MAX;
+  double n;
+  if (!knows_prefill_cost()) {
+    n = ms;
+  } else if (attn_ms_ <= 0) {
+    n = ms / base_ms_;
+  } else {
+    // (attn/2) n^2 + (base + attn * (pos - 1/2)) n <= ms
+    const double b = base_ms_ + attn_ms_ * (static_cast<double>(pos) - 0.5);
+    n = (-b + std::sqrt(b * b + 2 * attn_ms_ * ms)) / attn_ms_;
+  }
+  return static_cast<size_t>(std::clamp(std::floor(n), 0.0, 1e9));
+}
+
+double StepBudget::DecodeMs(size_t n_decode, double decode_context) const {
+  if (n_decode == 0 || per_seq_ms_ < 0) return 0;
+  return fixed_ms_ + per_seq_ms_ * static_cast<double>(n_decode) + std::max(attn_ms_, 0.0) * decode_context;
+}
+
+double StepBudget::StepFixedMs() const { return std::max(fixed_ms_, 0.0); }
+
+size_t StepBudget::FloorTokens(size_t room) const { return std::min(opt_.min_chunk, room); }
+
+PrefillBudget StepBudget::Prefill(size_t n_decode, double decode_context) const {
   PrefillBudget b;
   b.room = opt_.max_tokens > n_decode ? opt_.max_tokens - n_decode : 0;
-  b.shared = PrefillTokens(n_decode);
-  b.within_target = b.shared;
-  if (opt_.target_ms > 0 && n_decode > 0 && prefill_ms_ > 0) {
-    const double tokens = std::floor(std::max(opt_.target_ms - DecodeMs(n_decode), 0.0) / prefill_ms_);
-    b.within_target = std::clamp(static_cast<size_t>(std::min(tokens, 1e9)), std::min(opt_.min_chunk, b.room), b.shared);
+  b.shared = b.within_target = b.room;
+  if (opt_.target_ms <= 0) return b;
+  if (!knows_prefill_cost()) {
+    // Before a mixed step has been timed, a step with decodes takes the
+    // minimum: the first measurement then says what a token costs.
+    if (n_decode > 0) b.shared = b.within_target = FloorTokens(b.room);
+    return b;
+  }
+  b.cost = this;
+  if (n_decode > 0) {
+    const double decode_ms = DecodeMs(n_decode, decode_context);
+    b.shared_ms = std::max(opt_.target_ms - decode_ms, decode_ms);
+    b.within_target_ms = std::max(opt_.target_ms - decode_ms, 0.0);
+  } else {
+    const double fixed_ms = StepFixedMs();
+    b.shared_ms = std::max(opt_.target_ms - fixed_ms, fixed_ms * (1 - kMaxFixedShare) / kMaxFixedShare);
+    b.within_target_ms = b.shared_ms;
   }
   return b;
 }
 
-double StepBudget::DecodeMs(size_t n_decode) const {
-  if (n_decode == 0 || per_seq_ms_ < 0) return 0;
-  return fixed_ms_ + per_seq_ms_ * static_cast<double>(n_decode);
+size_t StepBudget::PrefillTokens(size_t n_decode) const {
+  const PrefillBudget b = Prefill(n_decode);
+  if (!b.cost) return b.shared;
+  return std::clamp(PrefillTokensWithin(b.shared_ms, 0), std::min<size_t>(1, b.room), b.shared);
 }
 
 // A weighted least-squares line through the decode steps, the newest weighing
@@ -61,21 +120,58 @@ void StepBudget::ObserveDecode(size_t n_decode, double ms) {
   fixed_ms_ = mean_t - per_seq_ms_ * mean_n;
 }
 
-void StepBudget::Observe(size_t n_decode, size_t n_prefill, double ms) {
-  if (!(ms > 0) || (n_decode == 0 && n_prefill == 0)) return;
-  if (n_prefill == 0) {
-    ObserveDecode(n_decode, ms);
+// Ridge-regularised least squares for y = base * n + attn * s over recent
+// steps (each older one (1 - smoothing) times the next), held toward the
+// calibrated (base, attn) with the weight of kPriorSteps average steps; with
+// no calibration, toward no attention cost, weakly. Positions that never
+// vary (one prompt depth) leave attn at its prior.
+void StepBudget::ObservePrefill(double n, double s, double y) {
+  const double keep = 1 - opt_.smoothing;
+  pw_ = keep * pw_ + 1;
+  pnn_ = keep * pnn_ + n * n;
+  pns_ = keep * pns_ + n * s;
+  pss_ = keep * pss_ + s * s;
+  pny_ = keep * pny_ + n * y;
+  psy_ = keep * psy_ + s * y;
+  const bool calibrated = prior_base_ms_ > 0;
+  const double weight = calibrated ? kPriorSteps : 0.1 * kPriorSteps;
+  const double a0 = calibrated ? prior_base_ms_ : pny_ / pnn_;
+  const double b0 = calibrated ? prior_attn_ms_ : 0.0;
+  const double la = weight * pnn_ / pw_, lb = weight * pss_ / pw_;
+  const double m00 = pnn_ + la, m11 = pss_ + lb, m01 = pns_;
+  const double r0 = pny_ + la * a0, r1 = psy_ + lb * b0;
+  const double det = m00 * m11 - m01 * m01;
+  double a, b;
+  if (m11 <= 0 || det <= 1e-12 * m00 * m11) {  // positions never seen: attn stays at its prior
+    b = b0;
+    a = (r0 - m01 * b) / m00;
+  } else {
+    a = (r0 * m11 - r1 * m01) / det;
+    b = (r1 * m00 - r0 * m01) / det;
+  }
+  if (b < 0) b = 0, a = r0 / m00;
+  if (a <= 0) a = std::max(1e-6, a0 * 0.1), b = std::max((r1 - m01 * a) / m11, 0.0);
+  base_ms_ = a;
+  attn_ms_ = b;
+}
+
+void StepBudget::Observe(const StepShape& step, double ms) {
+  if (!(ms > 0) || (step.n_decode == 0 && step.n_prefill == 0)) return;
+  if (step.n_decode == 0) {  // prefill alone: the step's fixed part is not the prompt's
+    ObservePrefill(static_cast<double>(step.n_prefill), step.prefill_positions, std::max(ms - StepFixedMs(), 0.25 * ms));
     return;
   }
-  const double w = opt_.smoothing;
-  auto blend = [w](double old, double now) { return old < 0 ? now : (1 - w) * old + w * now; };
+  if (step.n_prefill == 0) {
+    ObserveDecode(step.n_decode, std::max(ms - std::max(attn_ms_, 0.0) * step.decode_context, 0.05 * ms));
+    return;
+  }
   // A mixed step: what the decode sequences would have cost alone (as
-  // measured) is taken off; the rest is the prefill's. A step whose decode
+  // predicted) is taken off; the rest is the prefill's. A step whose decode
   // estimate exceeds its duration says little about prefill: take a quarter
   // of it rather than nothing.
-  const double decode_part = DecodeMs(n_decode);
+  const double decode_part = DecodeMs(step.n_decode, step.decode_context);
   const double prefill_part = std::max(ms - decode_part, 0.25 * ms);
-  prefill_ms_ = blend(prefill_ms_, prefill_part / static_cast<double>(n_prefill));
+  ObservePrefill(static_cast<double>(step.n_prefill), step.prefill_positions, prefill_part);
 }
 
 }  // namespace pc

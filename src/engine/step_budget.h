@@ -1,65 +1,116 @@
-// How many prompt tokens the next step may prefill so that the step, and
-// with it every running stream's inter-token gap, stays near a target
-// duration. Pure bookkeeping: the engine reports each step's composition and
-// measured duration; the budget learns two costs from them: what a decode
-// step of n sequences takes, fixed_ms + n * per_seq_ms (a least-squares
-// line through recent steps without prefill, older steps weighing less:
-// the weights are read once per step, so the fixed part is most of a small
-// batch's time) and milliseconds per prefill token (what the rest of a mixed
-// step took, exponentially weighted).
+// How much prompt a step may prefill so that the step, and with it every
+// running stream's inter-token gap, stays near a target duration, on any
+// CPU. Pure bookkeeping: the engine reports each step's composition and
+// measured duration; the budget prices a step by what it holds:
 //
-//   decode_ms = fixed_ms + n_decode * per_seq_ms
-//   budget = max(target_ms - decode_ms, decode_ms) / prefill_ms_per_token
+//   decode_ms  = fixed_ms + n_decode * per_seq_ms + attn_ms * sum(context)
+//   prefill_ms = sum over prompt tokens at position p of (base_ms + attn_ms * p)
 //
-// (when the decodes alone fill the target, prefill gets as long as they
-// take: queued prompts keep advancing at half the machine's speed rather
-// than one block a step),
-// clamped to [min_chunk, max_tokens - n_decode], so prompts always advance.
-// With no decode in the step nobody waits on it: the whole token budget.
+// attn_ms is the attention cost of one query against one cached position
+// (ms); a prefill token deep in a long prompt costs base_ms + attn_ms * p,
+// several times a shallow one on a slow CPU, so chunks are sized by the
+// position they start at. Where the costs come from:
+// - the calibrated prefill curve (position -> ms per token, measured at
+//   start: SetPrefillProfile) fixes base_ms and attn_ms before any step ran;
+// - measured steps refine them: the decode line is a least-squares fit in
+//   n_decode through recent decode-only steps (older ones weigh less; the
+//   weights are read once per step, so the fixed part is most of a small
+//   batch's time); the prefill pair is a least-squares fit through recent
+//   mixed steps' prefill part (the step less its predicted decodes), held
+//   toward the calibrated values where the steps do not tell them apart.
+//
+// The budget of a step (PrefillBudget, in ms, priced by PrefillTokensWithin):
+//   with decodes: max(target - decode_ms, decode_ms)   (when the decodes
+//     alone fill the target, prefill still gets as long as they take, so
+//     queued prompts advance at half the machine's speed)
+//   without decodes: max(target - fixed_ms, 3 x fixed_ms): nobody streams,
+//     but a step is what an arriving request (a cache hit) waits behind; on
+//     a CPU whose fixed per-step part (the weights read once) is long, the
+//     step is stretched until that part is at most a quarter of it.
+// A turn always gets at least one token (prompts always advance); before
+// any cost is known, min_chunk tokens. When even the decodes or that one
+// token cannot fit the target, steps_over_target() counts it.
 // Between tenants (Scheduler::Plan) the step offers three budgets: the one
 // above for a tenant at its fair share, the target's remainder alone (no
 // half-the-machine floor) for a tenant past its share, and the whole token
 // budget for a tenant far below it.
-// Until a cost has been measured, a conservative first guess stands in.
 // Thread-safety: none; owned by the engine loop.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <utility>
+#include <vector>
 
 namespace pc {
 
 struct StepBudgetOptions {
   double target_ms = 0;     // 0: no target (every step may use max_tokens)
   size_t max_tokens = 256;  // tokens per step (decode + prefill)
-  size_t min_chunk = 16;    // prefill tokens a step may always take
+  size_t min_chunk = 16;    // prefill tokens a turn takes before any cost is known
   double smoothing = 0.2;   // weight of the newest prefill cost measurement
 };
 
-// Prefill tokens a step may take, by the standing of the tenant whose turn
-// it is (see above). within_target <= shared <= room.
+class StepBudget;
+
+// What a step may prefill, by the standing of the tenant whose turn it is
+// (see above): token caps always, time caps when `cost` prices chunks.
 struct PrefillBudget {
-  size_t shared = SIZE_MAX;         // at its fair share (or the only tenant)
-  size_t within_target = SIZE_MAX;  // past its share: what the target leaves
-  size_t room = SIZE_MAX;           // far below its share: the step's tokens
+  size_t shared = SIZE_MAX;         // tokens, at its fair share (or the only tenant)
+  size_t within_target = SIZE_MAX;  // tokens, past its share: what the target leaves
+  size_t room = SIZE_MAX;           // tokens, far below its share: the step's tokens
+  double shared_ms = std::numeric_limits<double>::infinity();
+  double within_target_ms = std::numeric_limits<double>::infinity();
+  const StepBudget* cost = nullptr;  // null: the token caps alone
+};
+
+// A step's composition, as the budget prices it.
+struct StepShape {
+  size_t n_decode = 0;
+  double decode_context = 0;  // sum over decoding sequences of their cached positions
+  size_t n_prefill = 0;
+  double prefill_positions = 0;  // sum over prefilled tokens of their positions
 };
 
 class StepBudget {
  public:
   explicit StepBudget(const StepBudgetOptions& opt) : opt_(opt) {}
 
-  // Prefill tokens for a step that also decodes n_decode sequences.
-  size_t PrefillTokens(size_t n_decode) const;
-  PrefillBudget Prefill(size_t n_decode) const;
-  // A finished step: its decode sequences, prefill tokens and duration.
-  void Observe(size_t n_decode, size_t n_prefill, double ms);
+  // The calibrated prefill curve: (position, ms per token) samples, any
+  // order; a least-squares line through them seeds base_ms and attn_ms.
+  void SetPrefillProfile(std::vector<std::pair<double, double>> samples);
 
-  // What a step decoding n sequences alone is expected to take, in ms; 0
-  // until a decode step has been timed.
-  double DecodeMs(size_t n_decode) const;
-  double prefill_ms_per_token() const { return prefill_ms_; }
+  // The budget of a step that decodes n_decode sequences whose cached
+  // positions sum to decode_context.
+  PrefillBudget Prefill(size_t n_decode, double decode_context = 0) const;
+  // Tokens of a prompt at position 0 that the shared budget allows (tests,
+  // reports): Prefill(n_decode) priced at depth 0.
+  size_t PrefillTokens(size_t n_decode) const;
+
+  // Predicted time of prefilling tokens [pos, pos + n), ms.
+  double PrefillMs(size_t pos, size_t n) const;
+  // The most tokens from pos whose prefill fits in ms (0 when none does).
+  size_t PrefillTokensWithin(double ms, size_t pos) const;
+  // Predicted time of a step decoding n sequences alone, ms; 0 until a
+  // decode step has been timed.
+  double DecodeMs(size_t n_decode, double decode_context = 0) const;
+  // The part of every step that does not depend on its tokens (the weights
+  // read once), ms: the decode line's fixed part; 0 until measured.
+  double StepFixedMs() const;
+
+  // A finished step and its measured duration.
+  void Observe(const StepShape& step, double ms);
+  void Observe(size_t n_decode, size_t n_prefill, double ms) { Observe(StepShape{n_decode, 0, n_prefill, 0}, ms); }
+
+  // Prefill cost per token at position 0 and per position, ms (< 0 until known).
+  double prefill_ms_per_token() const { return base_ms_; }
+  double attention_ms_per_position() const { return attn_ms_; }
+  bool knows_prefill_cost() const { return base_ms_ > 0; }
 
  private:
   void ObserveDecode(size_t n_decode, double ms);
+  void ObservePrefill(double n, double positions, double ms);
+  size_t FloorTokens(size_t room) const;
 
   StepBudgetOptions opt_;
   // Decode steps: decayed sums of 1, n, n^2, ms and n * ms, and the line
@@ -67,7 +118,13 @@ class StepBudget {
   double w_ = 0, wn_ = 0, wnn_ = 0, wt_ = 0, wnt_ = 0;
   double fixed_ms_ = -1;    // per decode step
   double per_seq_ms_ = -1;  // per decode sequence
-  double prefill_ms_ = -1;  // per prefill token; < 0 until measured
+  // Prefill: decayed sums over mixed steps of n^2, n*s, s^2, n*y, s*y
+  // (n tokens, s their summed positions, y the prefill part in ms) and the
+  // calibrated prior the fit is held toward.
+  double pnn_ = 0, pns_ = 0, pss_ = 0, pny_ = 0, psy_ = 0, pw_ = 0;
+  double prior_base_ms_ = -1, prior_attn_ms_ = 0;
+  double base_ms_ = -1;  // per prefill token at position 0; < 0 until known
+  double attn_ms_ = 0;   // per query token per cached position
 };
 
 }  // namespace pc

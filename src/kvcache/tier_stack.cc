@@ -49,7 +49,7 @@ size_t CostModel::MinUsefulMatchTokens(const std::string& tier, size_t block_siz
   return 0;
 }
 
-CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens) {
+CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens, double max_ms) {
   const ModelConfig& c = model.config();
   const size_t chunk = chunk_tokens;
   std::vector<size_t> positions = {0};
@@ -61,7 +61,12 @@ CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_t
   for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
   std::vector<float> logits;
   std::vector<std::pair<double, double>> samples;
+  // Shallowest and deepest first: two points fix the line the step budget
+  // uses; the rest refine the curve while the time allows.
+  if (positions.size() > 2) std::rotate(positions.begin() + 1, positions.end() - 1, positions.end());
+  const int64_t start_ns = NowNs();
   for (size_t p : positions) {
+    if (samples.size() >= 2 && NsToMs(NowNs() - start_ns) > max_ms) break;
     std::vector<BatchToken> batch;
     for (size_t i = 0; i < chunk; ++i) batch.push_back({static_cast<int32_t>(1 + i % 100), static_cast<int32_t>(p + i), table, i + 1 == chunk});
     double best = 1e300;

@@ -54,8 +54,10 @@ class CostModel {
 };
 
 // Times prefill of a chunk of tokens at several positions (the K/V behind
-// each position need not be meaningful for timing). Takes about a second.
-CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens = 32);
+// each position need not be meaningful for timing): position 0 and the
+// deepest always, the others until max_ms have passed. About a second on
+// a small model.
+CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens = 32, double max_ms = 3000);
 // Times loads of 1 and of 8 blocks of payload_bytes (random keys, erased
 // after); nullopt when the tier could not store or return them (full, down).
 // The stack then treats the tier as unavailable (an infinite load latency)

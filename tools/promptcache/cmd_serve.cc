@@ -23,6 +23,7 @@ struct ServeFlags {
   int port = 8080, threads = 0;
   size_t kv_mem = 0, ctx_size = 0, block_size = 16, batch_tokens = 256, max_running = 32, max_queue = 256;
   double max_step_ms = 25;
+  std::string admission = "cache-aware";
   double drain_timeout_s = 30;
   size_t host_cache_mem = 0, disk_cache_size = size_t{8} << 30;
   std::string disk_cache, redis, redis_ns = "promptcache";
@@ -170,6 +171,20 @@ int Serve(const ServeFlags& f) {
   Result<std::unique_ptr<TierStack>> tiers = MakeTiers(f, **model, eo.cache);
   if (!tiers.ok()) return Fail(tiers.status().message());
   eo.tiers = tiers->get();  // declared before the engine: destroyed (and flushed) after it
+  eo.admission = f.admission == "fifo" ? Admission::kFifo : Admission::kCacheAware;
+  if (eo.tiers) {
+    eo.prefill_profile = eo.tiers->costs().prefill_samples();
+  } else if (f.max_step_ms > 0) {
+    // The step budget's first prices for deep chunks (its learned costs
+    // refine them): about a second on a small model.
+    eo.prefill_profile = CalibratePrefill(**model, eo.cache).prefill_samples();
+  }
+  if (!eo.prefill_profile.empty()) {
+    std::string curve;
+    for (const auto& [pos, ms] : eo.prefill_profile) curve += fmt::format(" {:.2f} ms at {:.0f},", ms, pos);
+    curve.pop_back();
+    std::fprintf(stderr, "promptcache: prefill per token:%s\n", curve.c_str());
+  }
   Engine engine(**model, *tok, eo);
   Server server(engine, *tok, so);
   Result<int> port = server.Bind();
@@ -220,6 +235,10 @@ void RegisterServe(CLI::App& app, int* exit_code) {
                 "Step-time target while streams decode: prefill chunks are sized to keep each step (the "
                 "inter-token gap) near it; 0: off")
       ->check(CLI::Range(0.0, 60000.0));
+  c->add_option("--admission", f->admission,
+                "Who goes first among waiting requests and prompts: cache-aware (arrival plus predicted prefill "
+                "still to do: a mostly cached prompt is not queued behind misses, none starves) or fifo")
+      ->check(CLI::IsMember({"cache-aware", "fifo"}));
   c->add_option("--max-running", f->max_running, "Sequences decoded together")->check(CLI::Range(1, 4096));
   c->add_option("--max-queue", f->max_queue, "Waiting requests before answering 429")->check(CLI::Range(0, 1 << 20));
   c->add_option("--host-cache-mem", f->host_cache_mem, "Host-RAM tier bytes for blocks evicted from the pool (0: off)");
