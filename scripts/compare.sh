@@ -35,7 +35,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=build/promptcache
-anchor=../shared/anchor
+anchor="${PROMPTCACHE_ANCHOR:-../shared/anchor}"  # another build of it (e.g. without the AVX-512 variants)
 cache="${PROMPTCACHE_CACHE:-$HOME/.cache/promptcache}"
 [ -x "$bin" ] || { echo "compare.sh: build first ($bin missing)" >&2; exit 1; }
 [ -x "$anchor/llama-bench" ] || { echo "compare.sh: $anchor/llama-bench not found" >&2; exit 1; }

@@ -27,7 +27,13 @@ SimRequest Req(double t, std::vector<uint64_t> keys, size_t input = 0, size_t ou
   return r;
 }
 
-SimConfig Pool(size_t tokens) { return SimConfig{true, {{"pool", tokens, 0}}}; }
+// A pool of that many tokens; no step-time target (serve --max-step-ms 0:
+// steps fill the token budget), so step costs are easy to add up by hand.
+SimConfig Pool(size_t tokens) {
+  SimConfig c{true, {{"pool", tokens, 0}}};
+  c.step_ms = 0;
+  return c;
+}
 
 TEST(AdviseSim, DistinctPromptsNeverHit) {
   std::vector<SimRequest> rs;
@@ -45,9 +51,9 @@ TEST(AdviseSim, IdenticalPromptsHitAllButTheFirst) {
   // 64 tokens at 1 ms: TTFT 64 ms cold, 1 ms warm; no queueing at these gaps.
   EXPECT_NEAR(r.requests[0].ttft_ms, 64, 1e-9);
   EXPECT_NEAR(r.requests[5].ttft_ms, 1, 1e-9);
-  // Decode steps alone cost the calibrated single-token step at their context.
-  // (positions 65..73 for tokens 2..10: mean 69).
-  EXPECT_NEAR(r.requests[5].itl_ms, 10 + 10.0 * 69 / 4096, 1e-6);
+  // Decode steps alone cost the calibrated single-token step at their context
+  // (tokens 2..10 feed the tokens at positions 64..72: mean 68).
+  EXPECT_NEAR(r.requests[5].itl_ms, 10 + 10.0 * 68 / 4096, 1e-6);
   EXPECT_NEAR(r.requests[5].e2e_ms, 1 + 9 * r.requests[5].itl_ms, 1e-6);
 }
 
@@ -65,17 +71,66 @@ TEST(AdviseSim, StepsShareTheTokenBudgetOldestFirst) {
   EXPECT_NEAR(r.requests[1].ttft_ms, 64, 1e-9);
   // A 32-token budget: step 1 the older 32-token prompt; step 2 the older
   // one's decode token + 31 of the newer prompt (32 ms); step 3 the last
-  // prompt token + a decode token, costing one decode step at context 34.
+  // prompt token + a decode token, costing one decode step at context 33.
   SimConfig small = Pool(0);
   small.batch_tokens = 32;
   r = Simulate({Req(0, {1, 2}), Req(0, {3, 4})}, Profile(), small);
   EXPECT_NEAR(r.requests[0].ttft_ms, 32, 1e-9);
-  EXPECT_NEAR(r.requests[1].ttft_ms, 32 + 32 + (10 + 10.0 * 34 / 4096), 1e-6);
+  EXPECT_NEAR(r.requests[1].ttft_ms, 32 + 32 + (10 + 10.0 * 33 / 4096), 1e-6);
   // One running slot: the second waits for the first to finish entirely.
   SimConfig one = Pool(0);
   one.max_running = 1;
   r = Simulate({Req(0, {1, 2}, 0, 2), Req(0, {3, 4}, 0, 2)}, Profile(), one);
   EXPECT_NEAR(r.requests[1].ttft_ms, r.requests[0].e2e_ms + 32, 1e-6);
+}
+
+// The simulation runs the server's own Scheduler (src/sched): its admission
+// order decides here. Three misses queue behind one running slot, then a
+// prompt whose 64 leading blocks the pool holds arrives: cache-aware
+// admission runs it right after the miss in progress, FIFO after all three.
+// (A simulator with a scheduler of its own would not see --admission.)
+TEST(AdviseSim, AdmissionIsTheServersScheduler) {
+  std::vector<uint64_t> shared;
+  for (uint64_t k = 1; k <= 64; ++k) shared.push_back(k);
+  std::vector<SimRequest> rs = {Req(0, shared, 1024, 1)};
+  for (uint64_t m = 0; m < 3; ++m) {
+    std::vector<uint64_t> keys;
+    for (uint64_t k = 0; k < 128; ++k) keys.push_back(1000 * (m + 1) + k);
+    rs.push_back(Req(2.0 + 0.001 * static_cast<double>(m), keys, 2048, 1));
+  }
+  std::vector<uint64_t> hit = shared;
+  hit.push_back(999);
+  rs.push_back(Req(2.003, hit, 1040, 1));
+  SimConfig c = Pool(1 << 20);
+  c.max_running = 1;
+  c.admission = Admission::kFifo;
+  const double fifo_ms = Simulate(rs, Profile(), c).requests[4].ttft_ms;
+  c.admission = Admission::kCacheAware;
+  const SimResult aware = Simulate(rs, Profile(), c);
+  EXPECT_EQ(aware.requests[4].cached_tokens, 1024u);
+  EXPECT_NEAR(fifo_ms, 3 * 2048 + 16 - 3, 1.0);       // behind all three misses
+  EXPECT_NEAR(aware.requests[4].ttft_ms, 2048 + 16 - 3, 1.0);  // behind the one in progress
+  EXPECT_GT(aware.requests[3].ttft_ms, aware.requests[2].ttft_ms);  // the misses keep their order
+}
+
+// The step-time target is the server's StepBudget: a stream decoding while
+// a 4,000-token prompt prefills keeps short gaps with it (the prompt goes in
+// chunks beside the decodes) and long ones without (255 tokens a step).
+TEST(AdviseSim, TheStepTargetIsTheServersBudget) {
+  // The stream's first 13 gaps come before the prompt arrives, the other 16
+  // beside it.
+  const std::vector<SimRequest> rs = {Req(0, {1, 2, 3, 4}, 64, 30), Req(0.2, {}, 4000, 1)};
+  SimConfig c = Pool(1 << 20);
+  c.step_ms = 0;
+  const double gaps_off = Simulate(rs, Profile(), c).requests[0].itl_ms;
+  c.step_ms = 25;
+  const SimResult on = Simulate(rs, Profile(), c);
+  EXPECT_GT(gaps_off, 100);
+  EXPECT_LT(on.requests[0].itl_ms, 30);
+  // The prompt is not starved meanwhile: beside the decodes it gets what
+  // the target leaves (about 24 of every 25 ms here).
+  EXPECT_GT(on.requests[1].ttft_ms, 4000 - 200);
+  EXPECT_LT(on.requests[1].ttft_ms, 4000 * 1.25 - 200);
 }
 
 TEST(AdviseSim, EvictedBlocksComeBackFromTheHostTier) {
@@ -137,6 +192,10 @@ TEST(Advise, SharedTracesGetDifferentVerdicts) {
   PC_SHARED_OR_SKIP(azure, "traces/azure_code_2023.jsonl");
   AdviceOptions opt;
   opt.tiers = {{"pool", 1 << 20, 0}, {"host", 4 << 20, 0}};
+  // Steps of the whole token budget (no step-time target): 61M prompt
+  // tokens in 25 ms steps are millions of simulated steps per curve point,
+  // and the verdicts are about the traffic, not the step size.
+  opt.step_ms = 0;
   std::vector<std::string> verdicts;
   for (const std::string& path : {mooncake, azure}) {
     TraceParams tp;
@@ -144,8 +203,14 @@ TEST(Advise, SharedTracesGetDifferentVerdicts) {
     tp.token_scale = 1;
     tp.max_requests = 1 << 30;
     tp.max_output_tokens = 1 << 20;
-    const std::vector<SimRequest> rs = ToSimRequests(*LoadTrace(tp));
+    std::vector<SimRequest> rs = ToSimRequests(*LoadTrace(tp));
     EXPECT_GT(rs.size(), 3000u);
+    // As `promptcache advise` does unless given --time-scale: arrivals
+    // spread until one server would be 70% busy.
+    const double util = Utilization(rs, Profile());
+    if (util > 0.9) {
+      for (SimRequest& r : rs) r.arrival_s *= util / 0.7;
+    }
     const Advice a = Advise(rs, Profile(), opt);
     verdicts.push_back(a.verdict);
     EXPECT_EQ(a.has_prefix_info, path == mooncake);

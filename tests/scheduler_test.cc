@@ -3,7 +3,8 @@
 
 #include <map>
 
-#include "engine/scheduler.h"
+#include "sched/cheap_first.h"
+#include "sched/scheduler.h"
 
 namespace pc {
 namespace {
@@ -384,8 +385,9 @@ TEST(Scheduler, FinishUnknownAndWaiting) {
   EXPECT_TRUE(s.Admit(0).empty());
 }
 
-// Cache-aware admission (the default): arrival plus the predicted prefill
-// still to do. The pool below holds 60 of request 9's 64 blocks.
+// Cache-aware admission (the default): cheapest predicted prefill first,
+// within what the requests passed allow (a fifth of their wait). The pool
+// below holds 60 of request 9's 64 blocks.
 PoolView HoldsMostOf(uint64_t hit_id) {
   PoolView v;
   v.cached_leading_blocks = [hit_id](const SchedRequest& r) { return r.id == hit_id ? size_t{60} : size_t{0}; };
@@ -399,47 +401,59 @@ SchedRequest At(uint64_t id, size_t prompt, int64_t arrival_ms, uint64_t tenant 
   return r;
 }
 
-TEST(Scheduler, AMostlyCachedPromptIsNotQueuedBehindMisses) {
+constexpr int64_t kMs = 1'000'000;
+
+TEST(Scheduler, AMostlyCachedPromptIsNotQueuedBehindMissesThatHaveWaited) {
   for (Admission mode : {Admission::kCacheAware, Admission::kFifo}) {
     SchedulerOptions o = Opts(256, 10000, 1, 64);
     o.admission = mode;
     Scheduler s(o);
     s.Submit(At(1, 1024, 0));
     ASSERT_EQ(s.Admit(0, HoldsMostOf(9)), std::vector<uint64_t>{1});  // the one running slot
-    s.Submit(At(2, 1024, 10));
-    s.Submit(At(3, 1024, 20));
-    s.Submit(At(9, 1024, 30));  // arrives last, 94% cached
+    s.Submit(At(2, 1024, 1000));
+    s.Submit(At(3, 1024, 2000));
+    s.Submit(At(9, 1024, 3000));  // arrives last, 94% cached: 64 tokens to prefill
     s.Finish(1);
-    const std::vector<uint64_t> next = s.Admit(40'000'000, HoldsMostOf(9));
+    // The misses have waited 37 and 38 s: a fifth of that is far more than
+    // the hit's prefill. (Token counts stand for ms without a StepBudget.)
+    const std::vector<uint64_t> next = s.Admit(40'000 * kMs, HoldsMostOf(9));
     ASSERT_EQ(next.size(), 1u);
     EXPECT_EQ(next[0], mode == Admission::kFifo ? 2u : 9u);
   }
+  // Misses that have just arrived allow nothing yet: first come, first served.
+  Scheduler fresh(Opts(256, 10000, 1, 64));
+  fresh.Submit(At(1, 1024, 0));
+  fresh.Admit(0, HoldsMostOf(9));
+  fresh.Submit(At(2, 1024, 10));
+  fresh.Submit(At(9, 1024, 20));
+  fresh.Finish(1);
+  EXPECT_EQ(fresh.Admit(30 * kMs, HoldsMostOf(9)), std::vector<uint64_t>{2});
 }
 
 // Tenants keep their turns: the k-th waiting request of a tenant ranks k
-// plus its running ones, whatever the keys; the keys order within a rank.
+// plus its running ones, whatever the cost; cheap-first orders within a rank.
 TEST(Scheduler, CacheAwareOrderKeepsTenantTurns) {
   Scheduler s(Opts(256, 10000, 8, 64));
   s.Submit(At(1, 1024, 0, /*tenant=*/1));
-  s.Submit(At(2, 1024, 1, 1));
-  s.Submit(At(3, 1024, 2, 2));
-  s.Submit(At(9, 1024, 3, 1));  // tenant 1's hit
-  s.Submit(At(4, 1024, 4, 2));
+  s.Submit(At(2, 1024, 1000, 1));
+  s.Submit(At(3, 1024, 2000, 2));
+  s.Submit(At(9, 1024, 3000, 1));  // tenant 1's hit
+  s.Submit(At(4, 1024, 4000, 2));
   // Rank 0: tenant 1's cheapest (9), tenant 2's first (3); rank 1: 1 and 4
   // (by arrival); rank 2: 2.
-  EXPECT_EQ(s.Admit(0, HoldsMostOf(9)), (std::vector<uint64_t>{9, 3, 1, 4, 2}));
+  EXPECT_EQ(s.Admit(100'000 * kMs, HoldsMostOf(9)), (std::vector<uint64_t>{9, 3, 1, 4, 2}));
 }
 
-// Prefill turns follow the same key: a hit admitted after a miss is
-// computing gets the step's chunk first.
+// Prefill turns follow the same rule: a hit admitted while a miss that has
+// waited is computing gets the step's chunk first.
 TEST(Scheduler, AHitsRemainingPrefillGoesFirstInTheStep) {
   Scheduler s(Opts(256, 10000, 8, 64));
   s.Submit(At(1, 2048, 0));
   s.Admit(0, HoldsMostOf(9));
   s.Started(1, 0);
   s.Advanced(1, 64);
-  s.Submit(At(9, 1024, 50));
-  ASSERT_EQ(s.Admit(0, HoldsMostOf(9)), std::vector<uint64_t>{9});
+  s.Submit(At(9, 1024, 30'000));
+  ASSERT_EQ(s.Admit(31'000 * kMs, HoldsMostOf(9)), std::vector<uint64_t>{9});
   s.Started(9, 960);
   const std::vector<WorkItem> w = s.Plan(size_t{100});
   ASSERT_EQ(w.size(), 2u);
@@ -449,39 +463,98 @@ TEST(Scheduler, AHitsRemainingPrefillGoesFirstInTheStep) {
   EXPECT_EQ(w[1].num_tokens, 36u);
 }
 
-// A stream of cheap hits would starve a miss under cheapest-first; aged by
-// arrival, the miss is passed only by hits that arrived before its key
-// (arrival + its predicted 5 s), so it waits for those and no others: about
-// 5 s when the hits alone load the slot 80%, and the 4,960 / 30 x 40 ms of
-// hits that arrived before its key when they overload it.
-int64_t MissAdmittedMs(int64_t hit_every_ms) {
-  Scheduler s(Opts(256, 100000, 1, 256));
+// One running slot; a cheap hit (40 ms of prefill) arrives every
+// `hit_every_ms`, and at 1 s a miss (5,000 tokens as 5,000 ms). Returns
+// when the miss is admitted, or -1 if it never is within a minute.
+int64_t MissAdmittedMs(Admission mode, int64_t hit_every_ms) {
+  SchedulerOptions o = Opts(256, 100000, 1, 4096);
+  o.admission = mode;
+  Scheduler s(o);
   std::map<uint64_t, size_t> cached;  // id -> leading blocks held
   PoolView pool;
   pool.cached_leading_blocks = [&cached](const SchedRequest& r) { return cached.count(r.id) ? cached.at(r.id) : size_t{0}; };
-  s.Submit(At(1, 5000, 0));  // the miss: 5,000 tokens, as 5,000 ms
   int64_t now_ms = 0, next_hit_ms = 0;
+  bool miss_sent = false;
   uint64_t id = 100;
   while (now_ms < 60000) {
-    for (; next_hit_ms <= now_ms; next_hit_ms += hit_every_ms) {  // each hit: 40 ms of prefill
+    for (; next_hit_ms <= now_ms; next_hit_ms += hit_every_ms) {
+      if (!miss_sent && next_hit_ms >= 1000) {
+        s.Submit(At(1, 5000, 1000));
+        miss_sent = true;
+      }
       cached[id] = 60;
       if (s.Submit(At(id++, 1000, next_hit_ms)) != SubmitResult::kQueued) return -2;
     }
-    const std::vector<uint64_t> admitted = s.Admit(now_ms * 1'000'000, pool);
+    const std::vector<uint64_t> admitted = s.Admit(now_ms * kMs, pool);
     if (admitted.size() != 1) return -3;
     if (admitted[0] == 1) return now_ms;
     now_ms += 40;  // it runs, then frees the slot
     s.Finish(admitted[0]);
   }
-  return -1;  // starved
+  return -1;
 }
 
+// Hits alone overload the slot (one every 30 ms, 40 ms each): cheapest
+// first would never admit the miss; first come, first served admits it
+// after the 34 hits that arrived before it; cheap-first within the
+// allowance admits it at most a quarter of that wait later.
 TEST(Scheduler, AMissIsNeverStarvedByAStreamOfHits) {
-  const int64_t loaded = MissAdmittedMs(50), overloaded = MissAdmittedMs(30);
-  EXPECT_GT(loaded, 0);  // the hits went first meanwhile
-  EXPECT_LE(loaded, 5040);
-  EXPECT_GT(overloaded, 5040);
-  EXPECT_LE(overloaded, 4960 / 30 * 40 + 80);
+  const int64_t fifo = MissAdmittedMs(Admission::kFifo, 30);
+  const int64_t aware = MissAdmittedMs(Admission::kCacheAware, 30);
+  ASSERT_GT(fifo, 1000);
+  ASSERT_GT(aware, 0) << "starved";
+  EXPECT_GE(aware, fifo);  // hits went ahead of it
+  EXPECT_LE(aware - 1000, 1.25 * static_cast<double>(fifo - 1000) + 40);
+}
+
+// A running prompt whose prefix two waiting requests wait for serves three
+// requests with its prefill: it goes before an older miss of the same
+// length (which has waited long enough to allow it).
+TEST(Scheduler, APrefixOthersWaitForIsComputedFirst) {
+  Scheduler s(Opts(256, 10000, 2, 64));
+  s.Submit(At(1, 1024, 0));
+  SchedRequest shared = At(2, 1024, 1000);
+  shared.block_hashes = Chain(7, 64);
+  s.Submit(shared);
+  ASSERT_EQ(s.Admit(1000 * kMs), (std::vector<uint64_t>{1, 2}));
+  s.Started(1, 0);
+  s.Started(2, 0);
+  EXPECT_EQ(s.Plan(size_t{100})[0].id, 1u);  // nobody waits on 2: first come, first served
+  for (uint64_t id : {3, 4}) {
+    SchedRequest r = At(id, 1100, 1000 + static_cast<int64_t>(id) * 1000);
+    r.block_hashes = Chain(7, 68);  // starts with 2's prompt
+    s.Submit(r);
+  }
+  EXPECT_TRUE(s.Admit(40'000 * kMs).empty());  // the running cap
+  EXPECT_TRUE(s.IsWaitingForPrefix(3));
+  const std::vector<WorkItem> w = s.Plan(size_t{100});
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0].id, 2u);
+}
+
+TEST(CheapFirst, OrderWithinTheAllowance) {
+  // Arrival order: a miss that has waited 10 s, one that has waited 1 s,
+  // then a hit (50 ms) and a partial hit (1,500 ms) that just arrived.
+  const int64_t now = 10'000 * kMs;
+  const std::vector<QueueEntry> q = {{0, 3000, 0}, {9'000 * kMs, 3000, 0}, {now, 50, 0}, {now, 1500, 0}};
+  // The hit passes both (50 <= 2,000 and 50 <= 200 ms); the partial hit
+  // would exceed the second miss's 200 ms (less the 50 taken): it waits.
+  EXPECT_EQ(CheapFirstOrder(q, now, 0.2), (std::vector<size_t>{2, 0, 1, 3}));
+  // Nobody may be passed without waiting; no allowance: arrival order.
+  EXPECT_EQ(CheapFirstOrder(q, now, 0.0), (std::vector<size_t>{0, 1, 2, 3}));
+  // A prefix that others wait for counts their requests: 3,000 ms for
+  // three is 1,000 ms a request, cheaper than the partial hit. Later, when
+  // the first two have waited 100 and 91 s (room for all): by cost alone
+  // 2, 3, 0, 1; with the second's waiters 2, 1, 3, 0.
+  std::vector<QueueEntry> shared = q;
+  shared[1].beneficiaries = 3;
+  const int64_t later = 100'000 * kMs;
+  EXPECT_EQ(CheapFirstOrder(q, later, 0.2), (std::vector<size_t>{2, 3, 0, 1}));
+  EXPECT_EQ(CheapFirstOrder(shared, later, 0.2), (std::vector<size_t>{2, 1, 3, 0}));
+  // What a request was already passed for counts against it.
+  std::vector<QueueEntry> used = q;
+  used[0].passed_ms = 1990;
+  EXPECT_EQ(CheapFirstOrder(used, now, 0.2), (std::vector<size_t>{0, 1, 2, 3}));
 }
 
 }  // namespace

@@ -28,8 +28,8 @@
 #include <vector>
 
 #include "engine/metrics.h"
-#include "engine/scheduler.h"
-#include "engine/step_budget.h"
+#include "sched/scheduler.h"
+#include "sched/step_budget.h"
 #include "kvcache/logits_memo.h"
 #include "kvcache/prefix_cache.h"
 #include "kvcache/tier_stack.h"

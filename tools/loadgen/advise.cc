@@ -9,6 +9,8 @@
 #include <unordered_map>
 
 #include "base/piecewise.h"
+#include "sched/scheduler.h"
+#include "sched/step_budget.h"
 
 namespace pc::loadgen {
 
@@ -119,6 +121,15 @@ class CachePolicy {
       if (cfg.tiers[i].name == "host") host_ = static_cast<int>(i);
     }
   }
+  // Leading full blocks of the request's prompt the pool holds at now_s.
+  size_t PoolLeading(const SimRequest& r, double now_s) {
+    const size_t full = std::min(r.keys.size(), r.input_tokens / tpk_);
+    size_t k = 0;
+    if (!lrus_.empty()) {
+      while (k < full && lrus_[0].Has(r.keys[k], now_s)) ++k;
+    }
+    return k;
+  }
   // Looks the request up at time now_s and stores its blocks; fills the
   // outcome's cached tokens by tier and returns the tier load time.
   double Admit(const SimRequest& r, double now_s, const CostProfile& cost, SimOutcome* o) {
@@ -166,46 +177,15 @@ class CachePolicy {
   int host_ = -1;
 };
 
-struct Running {
-  size_t index;
-  size_t computed;  // prompt tokens with K/V
+// An admitted request in the simulation.
+struct Live {
+  double ready_ms;  // its tier loads are done
+  size_t computed;  // tokens with K/V (cached, prefilled, generated)
+  bool started = false;
   size_t generated = 0;
-  double ready_ms;  // tier loads done
   double last_token_ms = 0;
   std::vector<double> gaps;
 };
-
-// One engine step: a decode token for every running request past its prompt,
-// then prefill chunks oldest first, within the token budget. Returns the
-// number of tokens planned; chunk[i] is running[i]'s share.
-size_t PlanStep(const std::vector<Running>& running, const std::vector<SimRequest>& reqs, const CostProfile& cost,
-                const SimConfig& cfg, double now_ms, std::vector<size_t>* chunk, double* step_ms) {
-  chunk->assign(running.size(), 0);
-  size_t budget = std::max<size_t>(cfg.batch_tokens, 1), planned = 0, decoders = 0;
-  double decode_ctx = 0;
-  *step_ms = 0;
-  for (size_t i = 0; i < running.size() && budget > 0; ++i) {
-    const Running& r = running[i];
-    if (r.ready_ms > now_ms || r.computed < reqs[r.index].input_tokens) continue;
-    const size_t pos = reqs[r.index].input_tokens + r.generated;
-    (*chunk)[i] = 1;
-    *step_ms += cost.PrefillMs(pos, pos + 1);
-    decode_ctx += static_cast<double>(pos);
-    ++decoders, ++planned, --budget;
-  }
-  for (size_t i = 0; i < running.size() && budget > 0; ++i) {
-    const Running& r = running[i];
-    const size_t left = reqs[r.index].input_tokens - std::min(r.computed, reqs[r.index].input_tokens);
-    if (r.ready_ms > now_ms || left == 0) continue;
-    (*chunk)[i] = std::min(left, budget);
-    *step_ms += cost.PrefillMs(r.computed, r.computed + (*chunk)[i]);
-    planned += (*chunk)[i];
-    budget -= (*chunk)[i];
-  }
-  // The weights stream once per step, whatever the batch.
-  if (decoders > 0) *step_ms = std::max(*step_ms, cost.DecodeMs(static_cast<size_t>(decode_ctx / static_cast<double>(decoders))));
-  return planned;
-}
 
 void Summarize(const std::vector<SimRequest>& reqs, SimResult* res) {
   size_t input_total = 0, cached_total = 0;
@@ -228,6 +208,32 @@ void Summarize(const std::vector<SimRequest>& reqs, SimResult* res) {
   res->itl_ms = loadgen::Summarize(itl);
 }
 
+// One simulated step's cost from the calibrated profile: every token at its
+// position, and at least a single-token decode step when it decodes (the
+// weights stream once per step). shape is what the step budget is told.
+double StepCostMs(const std::vector<WorkItem>& work, const std::unordered_map<uint64_t, Live>& live,
+                  const CostProfile& cost, StepShape* shape) {
+  *shape = {};
+  double ms = 0;
+  for (const WorkItem& w : work) {
+    const size_t pos = live.at(w.id).computed;
+    const double n = static_cast<double>(w.num_tokens);
+    ms += cost.PrefillMs(pos, pos + w.num_tokens);
+    if (w.decode) {
+      ++shape->n_decode;
+      shape->decode_context += static_cast<double>(pos);
+    } else {
+      shape->n_prefill += w.num_tokens;
+      shape->prefill_positions += n * static_cast<double>(pos) + 0.5 * n * (n - 1);
+    }
+  }
+  if (shape->n_decode > 0) {
+    const double mean_ctx = shape->decode_context / static_cast<double>(shape->n_decode);
+    ms = std::max(ms, cost.DecodeMs(static_cast<size_t>(mean_ctx)));
+  }
+  return std::max(ms, 1e-6);
+}
+
 }  // namespace
 
 double Utilization(const std::vector<SimRequest>& reqs, const CostProfile& cost) {
@@ -241,55 +247,82 @@ double Utilization(const std::vector<SimRequest>& reqs, const CostProfile& cost)
   return span_ms > 0 ? demand_ms / span_ms : INFINITY;
 }
 
+// The engine's step loop with the server's own Scheduler and StepBudget
+// (src/sched), on a simulated clock: arrivals are submitted, admission and
+// prefill order, chunk sizes and the step-time target are decided by the
+// production code; the step's duration comes from the calibrated profile and
+// is reported back to the budget as a measured step would be.
 SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost, const SimConfig& cfg) {
   const size_t tpk = reqs.empty() ? 16 : std::max<size_t>(reqs.front().tokens_per_key, 1);
   CachePolicy policy(cfg, tpk);
   SimResult res;
   res.requests.resize(reqs.size());
-  std::vector<Running> running;
-  size_t next = 0;  // next request to admit (arrival order)
+  SchedulerOptions so;
+  so.max_batch_tokens = std::max<size_t>(cfg.batch_tokens, 1);
+  so.max_running = std::max<size_t>(cfg.max_running, 1);
+  so.max_waiting = SIZE_MAX / 4;  // the sim never refuses
+  so.num_blocks = SIZE_MAX / 4;   // KV memory limits are not simulated
+  so.block_size = tpk;
+  so.admission = cfg.admission;
+  Scheduler sched(so);
+  StepBudget budget(StepBudgetOptions{cfg.step_ms, so.max_batch_tokens, tpk});
+  budget.SetPrefillProfile(cost.prefill_ms_per_token);
+  std::unordered_map<uint64_t, Live> live;  // admitted requests, by index
   double now_ms = 0;
-  while (next < reqs.size() || !running.empty()) {
-    if (running.empty() && next < reqs.size()) now_ms = std::max(now_ms, reqs[next].arrival_s * 1e3);
-    while (next < reqs.size() && running.size() < std::max<size_t>(cfg.max_running, 1) &&
-           reqs[next].arrival_s * 1e3 <= now_ms) {
-      SimOutcome& o = res.requests[next];
-      const double load_ms = policy.Admit(reqs[next], now_ms / 1e3, cost, &o);
-      running.push_back(Running{next, o.cached_tokens, 0, now_ms + load_ms, 0, {}});
-      ++next;
+  PoolView pool;
+  pool.cost = &budget;
+  pool.cached_leading_blocks = [&](const SchedRequest& r) {
+    return cfg.caching ? policy.PoolLeading(reqs[r.id], now_ms / 1e3) : 0;
+  };
+  size_t next = 0;  // next arrival
+  while (next < reqs.size() || sched.num_running() + sched.num_waiting() > 0) {
+    for (; next < reqs.size() && reqs[next].arrival_s * 1e3 <= now_ms; ++next) {
+      const SimRequest& q = reqs[next];
+      std::vector<Hash128> keys;
+      if (cfg.caching) {
+        for (size_t k = 0; k < std::min(q.keys.size(), q.input_tokens / tpk); ++k) keys.push_back(Hash128{q.keys[k], 1});
+      }
+      sched.Submit(SchedRequest{next, q.input_tokens, std::max<size_t>(q.output_tokens, 1), std::move(keys),
+                                static_cast<int64_t>(q.arrival_s * 1e9), 0});
     }
-    std::vector<size_t> chunk;
-    double step_ms = 0;
-    const size_t planned = PlanStep(running, reqs, cost, cfg, now_ms, &chunk, &step_ms);
-    if (planned == 0) {  // nothing runnable: jump to the next event
-      double t = INFINITY;
-      for (const Running& r : running) t = std::min(t, r.ready_ms);
-      if (next < reqs.size() && running.size() < cfg.max_running) t = std::min(t, reqs[next].arrival_s * 1e3);
-      now_ms = std::max(now_ms, t);
+    for (uint64_t id : sched.Admit(static_cast<int64_t>(now_ms * 1e6), pool)) {
+      SimOutcome& o = res.requests[id];
+      const double load_ms = policy.Admit(reqs[id], now_ms / 1e3, cost, &o);
+      live.emplace(id, Live{now_ms + load_ms, o.cached_tokens, false, 0, 0, {}});
+    }
+    double next_event_ms = next < reqs.size() ? reqs[next].arrival_s * 1e3 : INFINITY;
+    for (auto& [id, l] : live) {  // loads done: the request starts (the engine's Started)
+      if (!l.started && l.ready_ms <= now_ms) sched.Started(id, l.computed), l.started = true;
+      if (!l.started) next_event_ms = std::min(next_event_ms, l.ready_ms);
+    }
+    const std::vector<WorkItem> work = sched.Plan(budget.Prefill(sched.NumDecoding(), sched.DecodeContext()));
+    if (work.empty()) {  // nothing runnable: jump to the next event
+      if (std::isinf(next_event_ms)) break;
+      now_ms = std::max(now_ms, next_event_ms);
       continue;
     }
-    now_ms += std::max(step_ms, 1e-6);
-    for (size_t i = 0; i < running.size(); ++i) {
-      if (chunk[i] == 0) continue;
-      Running& r = running[i];
-      const SimRequest& q = reqs[r.index];
-      const bool prefill = r.computed < q.input_tokens;
-      if (prefill) r.computed += chunk[i];
-      if (prefill && r.computed < q.input_tokens) continue;
+    StepShape shape;
+    const double step_ms = StepCostMs(work, live, cost, &shape);
+    budget.Observe(shape, step_ms);
+    now_ms += step_ms;
+    for (const WorkItem& w : work) {
+      sched.Advanced(w.id, w.num_tokens);
+      Live& l = live.at(w.id);
+      l.computed += w.num_tokens;
+      if (!w.decode && !w.last_prompt_chunk) continue;
       // A token: the first after the prompt's last chunk, or a decode step.
-      SimOutcome& o = res.requests[r.index];
-      if (r.generated == 0) o.ttft_ms = now_ms - q.arrival_s * 1e3;
-      else r.gaps.push_back(now_ms - r.last_token_ms);
-      r.last_token_ms = now_ms;
-      ++r.generated;
-      if (r.generated >= std::max<size_t>(q.output_tokens, 1)) {
+      const SimRequest& q = reqs[w.id];
+      SimOutcome& o = res.requests[w.id];
+      if (l.generated == 0) o.ttft_ms = now_ms - q.arrival_s * 1e3;
+      else l.gaps.push_back(now_ms - l.last_token_ms);
+      l.last_token_ms = now_ms;
+      if (++l.generated >= std::max<size_t>(q.output_tokens, 1)) {
         o.e2e_ms = now_ms - q.arrival_s * 1e3;
-        o.itl_ms = r.gaps.empty() ? cost.DecodeMs(q.input_tokens) : Mean(r.gaps);
-        r.generated = SIZE_MAX;  // mark done
+        o.itl_ms = l.gaps.empty() ? cost.DecodeMs(q.input_tokens) : Mean(l.gaps);
+        sched.Finish(w.id);
+        live.erase(w.id);
       }
     }
-    running.erase(std::remove_if(running.begin(), running.end(), [](const Running& r) { return r.generated == SIZE_MAX; }),
-                  running.end());
   }
   Summarize(reqs, &res);
   return res;

@@ -1,18 +1,21 @@
 // The advisor's simulator: replays a trace through the cache policy (the
 // pool and the spill tiers, each an LRU of blocks with a capacity, Redis with
-// a TTL) with a prefill queue and calibrated costs, and predicts TTFT,
+// a TTL) with calibrated costs, and predicts TTFT, inter-token latency,
 // end-to-end latency and hit rates with and without caching.
 //
-// Model of the server: the engine's step loop, replayed. At most
-// max_running requests run; each step gives every running request past its
-// prompt one decode token and fills the rest of batch_tokens with prefill
-// chunks, oldest request first (as the scheduler does). A step costs the
-// calibrated per-token prefill time of every token in it at its position,
-// and at least one calibrated single-token decode step when it decodes
-// (weights stream once per step). Cached tokens are skipped; a run loaded
-// from a tier delays the request by its load time (the loader is
-// asynchronous: others keep stepping). Ignored: KV memory limits on
-// admission, and the exact overlap of loads with steps.
+// Model of the server: the engine's step loop, on a simulated clock, driving
+// the server's own Scheduler and StepBudget (src/sched): admission (running
+// cap, cache-aware or FIFO order, waiting for a prefix another request is
+// computing), prefill turns, chunk sizes under the step-time target, all
+// decided by the production code, so the advice follows every scheduling
+// change by construction. A step costs the calibrated per-token prefill time
+// of every token in it at its position, and at least one calibrated
+// single-token decode step when it decodes (weights stream once per step);
+// that duration is what the budget is told, as a measured step would be.
+// Cached tokens are skipped; a run loaded from a tier delays the request's
+// start by its load time (the loader is asynchronous: others keep stepping).
+// Ignored: KV memory limits on admission (preemption), tenants, and the
+// exact overlap of loads with steps.
 // Thread-safety: pure functions.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "sched/scheduler.h"
 #include "stats.h"
 #include "workload.h"
 
@@ -56,6 +60,8 @@ struct SimConfig {
   std::vector<TierSpec> tiers;  // the pool first
   size_t max_running = 32;      // serve --max-running
   size_t batch_tokens = 256;    // serve --batch-tokens
+  double step_ms = 25;          // serve --max-step-ms
+  Admission admission = Admission::kCacheAware;  // serve --admission
 };
 
 struct SimRequest {
@@ -89,6 +95,8 @@ double Utilization(const std::vector<SimRequest>& reqs, const CostProfile& cost)
 struct AdviceOptions {
   std::vector<TierSpec> tiers;  // capacities to advise around (the pool first)
   size_t max_running = 32, batch_tokens = 256;
+  double step_ms = 25;
+  Admission admission = Admission::kCacheAware;
 };
 
 struct Advice {

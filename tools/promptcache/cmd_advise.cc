@@ -93,7 +93,8 @@ struct AdviseFlags {
   std::string trace, profile, json_path, html_path;
   loadgen::TraceParams tp;
   size_t pool_tokens = 65536, host_tokens = 0, disk_tokens = 0, redis_tokens = 0, max_running = 32, batch_tokens = 256;
-  double redis_ttl_s = 0;
+  double redis_ttl_s = 0, step_ms = 25;
+  std::string admission = "cache-aware";
   bool time_scale_set = false;
 };
 
@@ -110,6 +111,8 @@ int Advise(AdviseFlags f) {
   loadgen::AdviceOptions opt;
   opt.max_running = f.max_running;
   opt.batch_tokens = f.batch_tokens;
+  opt.step_ms = f.step_ms;
+  opt.admission = f.admission == "fifo" ? Admission::kFifo : Admission::kCacheAware;
   opt.tiers.push_back({"pool", f.pool_tokens, 0});
   if (f.host_tokens) opt.tiers.push_back({"host", f.host_tokens, 0});
   if (f.disk_tokens) opt.tiers.push_back({"disk", f.disk_tokens, 0});
@@ -172,6 +175,8 @@ void RegisterAdvise(CLI::App& app, int* exit_code) {
   c->add_option("--redis-ttl", f->redis_ttl_s, "Redis TTL in seconds (0: none)");
   c->add_option("--max-running", f->max_running, "The server's --max-running");
   c->add_option("--batch-tokens", f->batch_tokens, "The server's --batch-tokens");
+  c->add_option("--max-step-ms", f->step_ms, "The server's --max-step-ms")->check(CLI::Range(0.0, 60000.0));
+  c->add_option("--admission", f->admission, "The server's --admission")->check(CLI::IsMember({"cache-aware", "fifo"}));
   c->add_option("--token-scale", f->tp.token_scale, "Multiply token counts and block size by this");
   c->add_option("--time-scale", f->tp.time_scale, "Multiply arrival times by this (default: as recorded, spread "
                 "automatically when one server could not keep up)")->each([f](const std::string&) { f->time_scale_set = true; });

@@ -23,10 +23,11 @@
 //   with decodes: max(target - decode_ms, decode_ms)   (when the decodes
 //     alone fill the target, prefill still gets as long as they take, so
 //     queued prompts advance at half the machine's speed)
-//   without decodes: max(target - fixed_ms, 3 x fixed_ms): nobody streams,
-//     but a step is what an arriving request (a cache hit) waits behind; on
-//     a CPU whose fixed per-step part (the weights read once) is long, the
-//     step is stretched until that part is at most a quarter of it.
+//   without decodes: nobody streams, but a step is what an arriving request
+//     (a cache hit) waits behind: target - fixed_ms, stretched until the
+//     fixed per-step part (fixed_ms: the weights read once, what a
+//     one-token step costs) is a tenth of the step (prefill at 90% of its
+//     long-chunk speed), but never past twice the target.
 // A turn always gets at least one token (prompts always advance); before
 // any cost is known, min_chunk tokens. When even the decodes or that one
 // token cannot fit the target, steps_over_target() counts it.
@@ -95,7 +96,7 @@ class StepBudget {
   // decode step has been timed.
   double DecodeMs(size_t n_decode, double decode_context = 0) const;
   // The part of every step that does not depend on its tokens (the weights
-  // read once), ms: the decode line's fixed part; 0 until measured.
+  // read once), ms: what a one-sequence decode step costs; 0 until measured.
   double StepFixedMs() const;
 
   // A finished step and its measured duration.

@@ -8,7 +8,7 @@
 //   Plan(prefill) -> work       one step: 1 decode token for every running
 //                               sequence past its prompt, then prefill
 //                               chunks (tenants in turn, within a tenant
-//                               by OrderKey), up to `prefill` (tokens and
+//                               cheap first: see below), up to `prefill` (tokens and
 //                               ms at the chunk's depth, by the standing of
 //                               the tenant whose turn it is: StepBudget)
 //                               and the step's token budget
@@ -40,33 +40,42 @@
 // nothing waiting for admission (it sends less than its share of the
 // machine) prefills in the whole step, so its prompt is not cut into slices
 // between the others' decode batches; the rest get the shared budget.
-// Cache-aware ordering: admission and prefill turns within a tenant go by
-// arrival time plus the predicted time of the prefill still to do (cached
-// leading blocks cost nothing), so a mostly cached prompt is not queued
-// behind misses, and a request is passed only by requests that arrived
-// before that key (no starvation); Admission::kFifo orders by arrival alone.
+// Cache-aware ordering: admission and prefill turns within a tenant go
+// cheapest predicted prefill first (cached leading blocks cost nothing), as
+// far as CheapFirstOrder allows: a request is passed by later, cheaper ones
+// only while the time they take ahead of it stays within a fifth of its
+// wait so far (kPassAllowance), so a mostly cached prompt is not queued
+// behind misses that have waited long, and a miss waits at most about 1.25x
+// what first come, first served would give it; Admission::kFifo orders by
+// arrival alone. A request computing (or first in line to compute) a first
+// block that other waiting requests start with counts them as served by
+// its prefill, so a shared prefix is computed early and its requests hit
+// it. The time a request was passed for is accounted as it happens
+// (admissions ahead of it, prefill chunks while it got none).
 // A waiting request whose prompt shares a block that a
 // running request is still computing waits for it (and is then admitted with
 // a cache hit) instead of computing the same prefix twice; requests behind it
 // that do not share that prefix go ahead.
 // Thread-safety: none; owned by the engine loop.
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "base/hash128.h"
-#include "engine/step_budget.h"
+#include "sched/step_budget.h"
 
 namespace pc {
 
 // The order in which waiting requests are admitted and running prompts
 // prefilled (within a tenant): first come, first served, or cache-aware
-// (OrderKey in scheduler.cc: arrival plus predicted remaining prefill).
+// (cheap first within what the others allow: see above and cheap_first.h).
 enum class Admission { kFifo, kCacheAware };
 
 struct SchedulerOptions {
@@ -164,7 +173,15 @@ class Scheduler {
   void ReleasePending(Running& r, size_t old_computed);
   void DropPending(const Running& r);
   std::vector<size_t> FairOrder(const PoolView& pool) const;
-  int64_t OrderKey(const SchedRequest& r, size_t first_token, size_t num_tokens, const StepBudget* cost) const;
+  double CostMs(size_t first_token, size_t num_tokens) const;
+  // Waiting requests by tenant and by the hash of their first block (kept
+  // as they come and go: the simulator's queues hold thousands).
+  void CountWaiting(const SchedRequest& r, int delta);
+  size_t WaitingWithFirstBlock(const Hash128& h) const;
+  double PassedMs(uint64_t id) const;
+  void SettlePassing();
+  // A request may be passed for this share of its wait (cheap_first.h).
+  static constexpr double kPassAllowance = 0.2;
   void DecayServed(int64_t now_ns);
   size_t Promised(const Running& r) const;
 
@@ -177,6 +194,19 @@ class Scheduler {
   // Recent prefill tokens per tenant (decayed, 10 s half-life).
   std::unordered_map<uint64_t, double> served_;
   int64_t last_decay_ns_ = 0;
+  // Cache-aware order: the clock and prices of the last Admit, the time
+  // each request has been passed for, and the last step's prefill chunks
+  // (id, ms) and the requests they advanced, settled at the next Admit.
+  int64_t now_ns_ = 0;
+  const StepBudget* cost_ = nullptr;
+  std::unordered_map<uint64_t, double> passed_ms_;
+  std::vector<std::pair<uint64_t, double>> last_chunks_;
+  std::unordered_set<uint64_t> advanced_;
+  std::unordered_map<Hash128, size_t, Hash128Hasher> waiting_first_;
+  std::unordered_map<uint64_t, size_t> waiting_tenants_;  // tenant -> waiting requests
+  // What decided the last Admit that admitted nothing (see Admit).
+  uint64_t waiting_version_ = 0, pending_version_ = 0;
+  std::array<uint64_t, 5> last_empty_admit_ = {};
 };
 
 }  // namespace pc

@@ -1,10 +1,13 @@
-#include "engine/scheduler.h"
+#include "sched/scheduler.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 #include "base/check.h"
+#include "sched/cheap_first.h"
 
 namespace pc {
 
@@ -20,6 +23,7 @@ size_t Scheduler::BlocksNeeded(const SchedRequest& r) const {
 SubmitResult Scheduler::Submit(SchedRequest req) {
   if (BlocksNeeded(req) > opt_.num_blocks) return SubmitResult::kTooLarge;
   if (waiting_.size() >= opt_.max_waiting) return SubmitResult::kQueueFull;
+  CountWaiting(req, +1);
   waiting_.push_back(std::move(req));
   return SubmitResult::kQueued;
 }
@@ -59,7 +63,17 @@ size_t Scheduler::num_promised_blocks() const {
 
 std::vector<uint64_t> Scheduler::Admit(int64_t now_ns, const PoolView& pool) {
   DecayServed(now_ns);
+  now_ns_ = std::max(now_ns_, now_ns);
+  cost_ = pool.cost;
+  SettlePassing();
   std::vector<uint64_t> admitted;
+  if (running_.size() >= opt_.max_running || waiting_.empty()) return admitted;
+  // Nothing was admissible last time and nothing that decides it has
+  // changed since (the queue, the running set, the prefixes being computed,
+  // the pool, the tenants active): the order would not matter; skip it
+  // (the advisor's simulated queues hold thousands).
+  const std::array<uint64_t, 5> state = {waiting_version_, running_.size(), pending_version_, pool.free_blocks, served_.size()};
+  if (state == last_empty_admit_) return admitted;
   const size_t reserved = num_promised_blocks() + opt_.watermark_blocks;
   size_t avail = pool.free_blocks > reserved ? pool.free_blocks - reserved : 0;
   std::vector<size_t> taken;  // indices into waiting_
@@ -68,11 +82,10 @@ std::vector<uint64_t> Scheduler::Admit(int64_t now_ns, const PoolView& pool) {
   // request waits for one to free.
   std::unordered_map<uint64_t, size_t> slots;  // tenant -> running sequences
   for (const auto& [t, v] : served_) slots.try_emplace(t, 0);
-  for (const SchedRequest& w : waiting_) slots.try_emplace(w.tenant, 0);
+  for (const auto& [t, n] : waiting_tenants_) slots.try_emplace(t, 0);
   for (const auto& [id, r] : running_) ++slots[r.req.tenant];
   const size_t others = slots.empty() ? 0 : slots.size() - 1;
   const size_t per_tenant = opt_.max_running > others ? opt_.max_running - others : 1;
-  if (running_.size() >= opt_.max_running) return admitted;
   for (size_t i : FairOrder(pool)) {
     if (running_.size() >= opt_.max_running) break;
     SchedRequest& w = waiting_[i];
@@ -99,37 +112,101 @@ std::vector<uint64_t> Scheduler::Admit(int64_t now_ns, const PoolView& pool) {
   }
   std::sort(taken.rbegin(), taken.rend());
   for (size_t i : taken) waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(i));
+  for (uint64_t id : admitted) CountWaiting(running_.at(id).req, -1);
+  if (admitted.empty()) last_empty_admit_ = state;
+  // Those still waiting were passed by the admitted requests that arrived
+  // after them, for those requests' prefill.
+  for (uint64_t id : admitted) {
+    const Running& r = running_.at(id);
+    const size_t cached = std::min(r.cached_blocks_at_admit * opt_.block_size, r.req.num_prompt_tokens);
+    const double ms = CostMs(cached, r.req.num_prompt_tokens - cached);
+    for (const SchedRequest& w : waiting_) {
+      if (w.arrival_ns < r.req.arrival_ns) passed_ms_[w.id] += ms;
+    }
+  }
   return admitted;
 }
 
-// Waiting requests in the order admission considers them: by OrderKey
-// (FIFO, or cache-aware: what the pool holds of each prompt makes its
-// prefill cheap), then a tenant's k-th waiting request ranks k plus the
-// tenant's running sequences, ties in key order. With one tenant this is the
-// key order; with several, a tenant that floods the queue cannot keep a
-// quiet one's request behind its whole burst.
+// Waiting requests in the order admission considers them: first come,
+// first served, or cache-aware (CheapFirstOrder: what the pool holds of each
+// prompt makes its prefill cheap); then a tenant's k-th waiting request
+// ranks k plus the tenant's running sequences, ties in that order. With one
+// tenant this is the first order; with several, a tenant that floods the
+// queue cannot keep a quiet one's request behind its whole burst.
 std::vector<size_t> Scheduler::FairOrder(const PoolView& pool) const {
-  std::vector<std::pair<int64_t, size_t>> keyed;  // (key, index)
-  keyed.reserve(waiting_.size());
-  for (size_t i = 0; i < waiting_.size(); ++i) {
-    const SchedRequest& w = waiting_[i];
-    size_t cached = 0;
-    if (opt_.admission == Admission::kCacheAware && pool.cached_leading_blocks) {
-      cached = std::min(pool.cached_leading_blocks(w) * opt_.block_size, w.num_prompt_tokens);
+  std::vector<size_t> fcfs(waiting_.size());
+  std::iota(fcfs.begin(), fcfs.end(), size_t{0});
+  std::stable_sort(fcfs.begin(), fcfs.end(),
+                   [&](size_t a, size_t b) { return waiting_[a].arrival_ns < waiting_[b].arrival_ns; });
+  std::vector<size_t> first = fcfs;
+  if (opt_.admission == Admission::kCacheAware) {
+    std::unordered_set<Hash128, Hash128Hasher> claimed;  // first blocks whose first waiter is placed
+    std::vector<QueueEntry> entries;
+    entries.reserve(fcfs.size());
+    for (size_t i : fcfs) {
+      const SchedRequest& w = waiting_[i];
+      const size_t cached = pool.cached_leading_blocks ? std::min(pool.cached_leading_blocks(w) * opt_.block_size, w.num_prompt_tokens) : 0;
+      // The first of several waiting requests with one first block computes
+      // it for the others (they wait for it: SharesPendingBlock).
+      size_t served = 1;
+      if (!w.block_hashes.empty() && cached == 0) {
+        if (claimed.insert(w.block_hashes[0]).second) served = std::max<size_t>(WaitingWithFirstBlock(w.block_hashes[0]), 1);
+      }
+      entries.push_back({w.arrival_ns, CostMs(cached, w.num_prompt_tokens - cached), PassedMs(w.id), served});
     }
-    keyed.emplace_back(OrderKey(w, cached, w.num_prompt_tokens - cached, pool.cost), i);
+    const std::vector<size_t> order = CheapFirstOrder(entries, now_ns_, kPassAllowance);
+    for (size_t k = 0; k < order.size(); ++k) first[k] = fcfs[order[k]];
   }
-  std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::unordered_map<uint64_t, size_t> load;
   for (const auto& [id, r] : running_) ++load[r.req.tenant];
   std::vector<std::pair<size_t, size_t>> ranked;  // (rank, index)
-  ranked.reserve(keyed.size());
-  for (const auto& [key, i] : keyed) ranked.emplace_back(load[waiting_[i].tenant]++, i);
+  ranked.reserve(first.size());
+  for (size_t i : first) ranked.emplace_back(load[waiting_[i].tenant]++, i);
   std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<size_t> order;
   order.reserve(ranked.size());
   for (const auto& [rank, i] : ranked) order.push_back(i);
   return order;
+}
+
+void Scheduler::CountWaiting(const SchedRequest& r, int delta) {
+  ++waiting_version_;
+  size_t& t = waiting_tenants_[r.tenant];
+  t = static_cast<size_t>(static_cast<int64_t>(t) + delta);
+  if (t == 0) waiting_tenants_.erase(r.tenant);
+  if (r.block_hashes.empty()) return;
+  size_t& n = waiting_first_[r.block_hashes[0]];
+  n = static_cast<size_t>(static_cast<int64_t>(n) + delta);
+  if (n == 0) waiting_first_.erase(r.block_hashes[0]);
+}
+
+size_t Scheduler::WaitingWithFirstBlock(const Hash128& h) const {
+  auto it = waiting_first_.find(h);
+  return it == waiting_first_.end() ? 0 : it->second;
+}
+
+double Scheduler::CostMs(size_t first_token, size_t num_tokens) const {
+  return cost_ ? cost_->PrefillMs(first_token, num_tokens) : static_cast<double>(num_tokens);
+}
+
+double Scheduler::PassedMs(uint64_t id) const {
+  auto it = passed_ms_.find(id);
+  return it == passed_ms_.end() ? 0.0 : it->second;
+}
+
+// The prefill chunks of the last step that went to a request while an
+// earlier arrival, in prefill too, got nothing: that one was passed (by
+// cheap-first order or another tenant's turn) for the chunk's time.
+void Scheduler::SettlePassing() {
+  for (const auto& [id, ms] : last_chunks_) {
+    auto c = running_.find(id);
+    const int64_t arrival = c != running_.end() ? c->second.req.arrival_ns : INT64_MIN;
+    for (const auto& [mid, m] : running_) {
+      if (m.started && m.in_prefill() && m.req.arrival_ns < arrival && advanced_.count(mid) == 0) passed_ms_[mid] += ms;
+    }
+  }
+  last_chunks_.clear();
+  advanced_.clear();
 }
 
 void Scheduler::MarkPending(const Running& r, size_t from_block) {
@@ -145,7 +222,7 @@ void Scheduler::ReleasePending(Running& r, size_t old_computed) {
   for (size_t k = from; k < to; ++k) {
     auto it = pending_.find(r.req.block_hashes[k]);
     PC_CHECK(it != pending_.end());
-    if (--it->second == 0) pending_.erase(it);
+    if (--it->second == 0) pending_.erase(it), ++pending_version_;
   }
 }
 
@@ -179,17 +256,18 @@ std::vector<WorkItem> Scheduler::Plan(size_t max_prefill_tokens) const {
 }
 
 Scheduler::Standing Scheduler::StandingOf(uint64_t tenant) const {
+  // One tenant in flight (the usual case): nothing to weigh.
+  bool others = waiting_tenants_.size() > 1 || (waiting_tenants_.size() == 1 && !waiting_tenants_.count(tenant));
+  for (auto it = running_.begin(); it != running_.end() && !others; ++it) others = it->second.req.tenant != tenant;
+  if (!others) return Standing::kFair;
   std::unordered_map<uint64_t, double> in_flight;  // tenant -> recent prefill tokens
   auto note = [&](uint64_t t) {
     auto it = served_.find(t);
     in_flight[t] = it == served_.end() ? 0.0 : it->second;
   };
-  bool backlog = false;  // requests of this tenant wait for admission
   for (const auto& [id, r] : running_) note(r.req.tenant);
-  for (const SchedRequest& r : waiting_) {
-    note(r.tenant);
-    backlog = backlog || r.tenant == tenant;
-  }
+  for (const auto& [t, n] : waiting_tenants_) note(t);
+  const bool backlog = waiting_tenants_.count(tenant) != 0;  // requests of this tenant wait for admission
   note(tenant);
   if (in_flight.size() < 2) return Standing::kFair;
   double total = 0;
@@ -214,33 +292,47 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
   }
   // Prompts take turns by tenant: the tenant that has had the fewest
   // prefill tokens lately goes first, so a tenant with a long queue cannot
-  // hold back one that sends little; within a tenant, by OrderKey (the
-  // cheapest remaining prefill first, aged by arrival; arrival order when
-  // FIFO). Each chunk is bounded by its tenant's budget less what the step
-  // has prefilled already, in tokens and, when the budget prices chunks, in
+  // hold back one that sends little; within a tenant, cache-aware by
+  // CheapFirstOrder over the remaining prefill (arrival order when FIFO).
+  // Each chunk is bounded by its tenant's budget less what the step has
+  // prefilled already, in tokens and, when the budget prices chunks, in
   // milliseconds at the chunk's depth.
-  struct Turn {
-    double served;  // the tenant's recent prefill tokens
-    int64_t key;    // OrderKey
-    uint64_t id;
-  };
-  std::vector<Turn> prefills;  // admission order
+  std::vector<std::pair<uint64_t, const Running*>> in_prefill;  // first come, first served
   for (uint64_t id : order_) {
     const Running& r = running_.at(id);
-    if (!r.started || !r.in_prefill()) continue;
-    auto it = served_.find(r.req.tenant);
-    const size_t left = r.req.num_prompt_tokens - r.num_computed;
-    prefills.push_back({it == served_.end() ? 0.0 : it->second, OrderKey(r.req, r.num_computed, left, prefill.cost), id});
+    if (r.started && r.in_prefill()) in_prefill.emplace_back(id, &r);
   }
-  std::stable_sort(prefills.begin(), prefills.end(), [](const Turn& a, const Turn& b) {
-    return a.served != b.served ? a.served < b.served : a.key < b.key;
-  });
+  std::stable_sort(in_prefill.begin(), in_prefill.end(),
+                   [](const auto& a, const auto& b) { return a.second->req.arrival_ns < b.second->req.arrival_ns; });
+  if (opt_.admission == Admission::kCacheAware && in_prefill.size() > 1) {
+    std::vector<QueueEntry> entries;
+    entries.reserve(in_prefill.size());
+    for (const auto& [id, r] : in_prefill) {
+      // Waiting requests that start with its first block wait for its
+      // prefix (SharesPendingBlock) and then hit it.
+      size_t served = 1;
+      if (!r->req.block_hashes.empty()) served += WaitingWithFirstBlock(r->req.block_hashes[0]);
+      entries.push_back({r->req.arrival_ns, CostMs(r->num_computed, r->req.num_prompt_tokens - r->num_computed), PassedMs(id), served});
+    }
+    const std::vector<size_t> order = CheapFirstOrder(entries, now_ns_, kPassAllowance);
+    std::vector<std::pair<uint64_t, const Running*>> reordered;
+    reordered.reserve(order.size());
+    for (size_t k : order) reordered.push_back(in_prefill[k]);
+    in_prefill = std::move(reordered);
+  }
+  std::vector<std::pair<double, uint64_t>> prefills;  // (the tenant's recent prefill tokens, id)
+  prefills.reserve(in_prefill.size());
+  for (const auto& [id, r] : in_prefill) {
+    auto it = served_.find(r->req.tenant);
+    prefills.emplace_back(it == served_.end() ? 0.0 : it->second, id);
+  }
+  std::stable_sort(prefills.begin(), prefills.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   // The caps are on the step's prefill so far, at the turn of each tenant.
   size_t used_tokens = 0;
   double used_ms = 0;
   std::unordered_map<uint64_t, std::pair<size_t, double>> caps;  // tenant -> (tokens, ms)
-  for (const Turn& t : prefills) {
-    const Running& r = running_.at(t.id);
+  for (const auto& [served, id] : prefills) {
+    const Running& r = running_.at(id);
     auto [cap, fresh] = caps.try_emplace(r.req.tenant);
     if (fresh) {
       const Standing st = StandingOf(r.req.tenant);
@@ -259,24 +351,12 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
     if (allowed == 0) continue;
     const size_t left = r.req.num_prompt_tokens - r.num_computed;
     const size_t n = std::min(left, allowed);
-    work.push_back({t.id, n, false, n == left});
+    work.push_back({id, n, false, n == left});
     budget -= n;
     used_tokens += n;
     if (prefill.cost) used_ms += prefill.cost->PrefillMs(r.num_computed, n);
   }
   return work;
-}
-
-// When a request's prefill should run, as an order key (smaller first):
-// FIFO by arrival, or (cache-aware) arrival plus its predicted remaining
-// prefill time. A request mostly cached costs little and goes ahead of
-// misses that arrived shortly before it; a request is passed only by ones
-// that arrived before its key, so none starves: its wait grows by at most
-// its own predicted prefill time (SGLang's longest-prefix-first, aged).
-int64_t Scheduler::OrderKey(const SchedRequest& r, size_t first_token, size_t num_tokens, const StepBudget* cost) const {
-  if (opt_.admission == Admission::kFifo) return r.arrival_ns;
-  const double ms = cost ? cost->PrefillMs(first_token, num_tokens) : static_cast<double>(num_tokens);
-  return r.arrival_ns + static_cast<int64_t>(std::min(ms, 1e9) * 1e6);
 }
 
 void Scheduler::Advanced(uint64_t id, size_t num_tokens) {
@@ -288,6 +368,8 @@ void Scheduler::Advanced(uint64_t id, size_t num_tokens) {
     const size_t old = r.num_computed;
     r.num_computed += num_tokens;
     ReleasePending(r, old);
+    last_chunks_.emplace_back(id, CostMs(old, num_tokens));
+    advanced_.insert(id);
     served_[r.req.tenant] += static_cast<double>(num_tokens);
   } else {
     r.num_generated += num_tokens;
@@ -300,13 +382,15 @@ void Scheduler::DropPending(const Running& r) {
   for (size_t k = done_blocks; k < r.req.block_hashes.size(); ++k) {
     auto p = pending_.find(r.req.block_hashes[k]);
     PC_CHECK(p != pending_.end());
-    if (--p->second == 0) pending_.erase(p);
+    if (--p->second == 0) pending_.erase(p), ++pending_version_;
   }
 }
 
 bool Scheduler::Finish(uint64_t id) {
+  passed_ms_.erase(id);
   auto w = std::find_if(waiting_.begin(), waiting_.end(), [&](const SchedRequest& r) { return r.id == id; });
   if (w != waiting_.end()) {
+    CountWaiting(*w, -1);
     waiting_.erase(w);
     return true;
   }
@@ -349,6 +433,7 @@ size_t Scheduler::NumStarted() const {
 void Scheduler::Preempt(uint64_t id, SchedRequest resumed) {
   PC_CHECK(resumed.id == id && running_.count(id) != 0);
   Finish(id);
+  CountWaiting(resumed, +1);
   waiting_.push_front(std::move(resumed));
 }
 

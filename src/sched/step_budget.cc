@@ -1,4 +1,4 @@
-#include "engine/step_budget.h"
+#include "sched/step_budget.h"
 
 #include <algorithm>
 #include <cmath>
@@ -6,10 +6,12 @@
 namespace pc {
 
 namespace {
-// A step without decodes spends at most this share of its time on the
-// fixed per-step part (the weights read once): on a slow CPU a prompt deep
-// in its context then still advances at three quarters of prefill speed.
-constexpr double kMaxFixedShare = 0.25;
+// A step without decodes may grow until its fixed per-step part (the
+// weights read once, what a one-token step costs) is this share of it, so
+// prefill runs at 90% of its speed in long chunks; but to at most twice the
+// target, so that a request arriving meanwhile waits at most that.
+constexpr double kMaxFixedShare = 0.1;
+constexpr double kPrefillOnlyTargets = 2;
 // Weight of the calibrated prior, in recent steps' worth of evidence.
 constexpr double kPriorSteps = 1;
 }  // namespace
@@ -64,7 +66,7 @@ double StepBudget::DecodeMs(size_t n_decode, double decode_context) const {
   return fixed_ms_ + per_seq_ms_ * static_cast<double>(n_decode) + std::max(attn_ms_, 0.0) * decode_context;
 }
 
-double StepBudget::StepFixedMs() const { return std::max(fixed_ms_, 0.0); }
+double StepBudget::StepFixedMs() const { return DecodeMs(1); }
 
 size_t StepBudget::FloorTokens(size_t room) const { return std::min(opt_.min_chunk, room); }
 
@@ -86,7 +88,8 @@ PrefillBudget StepBudget::Prefill(size_t n_decode, double decode_context) const 
     b.within_target_ms = std::max(opt_.target_ms - decode_ms, 0.0);
   } else {
     const double fixed_ms = StepFixedMs();
-    b.shared_ms = std::max(opt_.target_ms - fixed_ms, fixed_ms * (1 - kMaxFixedShare) / kMaxFixedShare);
+    const double efficient_ms = std::min(fixed_ms * (1 - kMaxFixedShare) / kMaxFixedShare, kPrefillOnlyTargets * opt_.target_ms - fixed_ms);
+    b.shared_ms = std::max(opt_.target_ms - fixed_ms, efficient_ms);
     b.within_target_ms = b.shared_ms;
   }
   return b;
