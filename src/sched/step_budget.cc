@@ -68,6 +68,11 @@ double StepBudget::DecodeMs(size_t n_decode, double decode_context) const {
 
 double StepBudget::StepFixedMs() const { return DecodeMs(1); }
 
+double StepBudget::PrefillOnlyStepMs() const {
+  const double fixed_ms = StepFixedMs();
+  return std::clamp(fixed_ms / kMaxFixedShare, opt_.target_ms, kPrefillOnlyTargets * opt_.target_ms);
+}
+
 size_t StepBudget::FloorTokens(size_t room) const { return std::min(opt_.min_chunk, room); }
 
 PrefillBudget StepBudget::Prefill(size_t n_decode, double decode_context) const {
@@ -87,10 +92,7 @@ PrefillBudget StepBudget::Prefill(size_t n_decode, double decode_context) const 
     b.shared_ms = std::max(opt_.target_ms - decode_ms, decode_ms);
     b.within_target_ms = std::max(opt_.target_ms - decode_ms, 0.0);
   } else {
-    const double fixed_ms = StepFixedMs();
-    const double efficient_ms = std::min(fixed_ms * (1 - kMaxFixedShare) / kMaxFixedShare, kPrefillOnlyTargets * opt_.target_ms - fixed_ms);
-    b.shared_ms = std::max(opt_.target_ms - fixed_ms, efficient_ms);
-    b.within_target_ms = b.shared_ms;
+    b.shared_ms = b.within_target_ms = PrefillOnlyStepMs() - StepFixedMs();
   }
   return b;
 }

@@ -98,6 +98,8 @@ class StepBudget {
   // The part of every step that does not depend on its tokens (the weights
   // read once), ms: what a one-sequence decode step costs; 0 until measured.
   double StepFixedMs() const;
+  // How long a step without decodes may be (see above), ms.
+  double PrefillOnlyStepMs() const;
 
   // A finished step and its measured duration.
   void Observe(const StepShape& step, double ms);
