@@ -132,7 +132,8 @@ std::vector<std::pair<size_t, double>> Simulate(const Machine& m, bool calibrate
     const PrefillBudget pb = b.Prefill(1, ctx);
     size_t n = pb.cost ? std::max<size_t>(1, b.PrefillTokensWithin(pb.shared_ms, pos)) : pb.shared;
     n = std::min({n, pb.shared, 4500 - pos});
-    const StepShape s{1, ctx, n, static_cast<double>(n) * static_cast<double>(pos) + 0.5 * static_cast<double>(n * (n - 1))};
+    StepShape s{1, ctx, 0, 0};
+    s.AddChunk(pos, n);
     const double ms = m.StepMs(s);
     b.Observe(s, ms);
     steps.emplace_back(pos, ms);
@@ -180,7 +181,8 @@ TEST(StepBudget, APrefillOnlyStepKeepsTheTarget) {
     for (int i = 0; i < 40; ++i) {
       const PrefillBudget pb = b.Prefill(0);
       const size_t n = std::max<size_t>(1, b.PrefillTokensWithin(pb.shared_ms, pos));
-      const StepShape s{0, 0, n, static_cast<double>(n) * static_cast<double>(pos) + 0.5 * static_cast<double>(n * (n - 1))};
+      StepShape s;
+      s.AddChunk(pos, n);
       const double ms = m->StepMs(s);
       b.Observe(s, ms);
       if (i >= 3) worst = std::max(worst, ms);

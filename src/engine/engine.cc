@@ -501,7 +501,7 @@ bool Engine::Step() {
     return false;
   }
   const StepShape shape = ShapeOf(work, acts);
-  NotePlannedStep(work, acts, shape);
+  NotePlannedStep(shape);
   const int64_t t0 = NowNs();
   RunStep(work, acts);
   const double ms = NsToMs(NowNs() - t0);
@@ -522,15 +522,9 @@ bool Engine::Step() {
 StepShape Engine::ShapeOf(const std::vector<WorkItem>& work, const std::vector<Active*>& acts) {
   StepShape s;
   for (size_t i = 0; i < work.size(); ++i) {
-    const double pos = static_cast<double>(acts[i]->seq->num_computed());
-    const double n = static_cast<double>(work[i].num_tokens);
-    if (work[i].decode) {
-      ++s.n_decode;
-      s.decode_context += pos;
-    } else {
-      s.n_prefill += work[i].num_tokens;
-      s.prefill_positions += n * pos + 0.5 * n * (n - 1);
-    }
+    const size_t pos = acts[i]->seq->num_computed();
+    if (work[i].decode) s.AddDecode(pos);
+    else s.AddChunk(pos, work[i].num_tokens);
   }
   return s;
 }
@@ -538,13 +532,10 @@ StepShape Engine::ShapeOf(const std::vector<WorkItem>& work, const std::vector<A
 // Steps predicted past the target, by what put them there: the decodes
 // alone, or the one-token floor a prompt always gets. Both are what the
 // CPU cannot do at this target; the budget does not drift to hide them.
-void Engine::NotePlannedStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts, const StepShape& shape) {
+void Engine::NotePlannedStep(const StepShape& shape) {
   if (opt_.max_step_ms <= 0 || !step_budget_.knows_prefill_cost()) return;
   const double decode_ms = step_budget_.DecodeMs(shape.n_decode, shape.decode_context);
-  double ms = shape.n_decode > 0 ? decode_ms : step_budget_.StepFixedMs();
-  for (size_t i = 0; i < work.size(); ++i) {
-    if (!work[i].decode) ms += step_budget_.PrefillMs(acts[i]->seq->num_computed(), work[i].num_tokens);
-  }
+  const double ms = step_budget_.StepMs(shape);
   metrics_.Set("promptcache_step_predicted_ms", "", ms);
   // A step without decodes may be stretched past the target on purpose
   // (StepBudget: its fixed part kept to a tenth); only past that is it over.

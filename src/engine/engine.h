@@ -160,7 +160,7 @@ class Engine {
   void Loop();
   bool Step();  // false when there was nothing to do
   static StepShape ShapeOf(const std::vector<WorkItem>& work, const std::vector<Active*>& acts);
-  void NotePlannedStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts, const StepShape& shape);
+  void NotePlannedStep(const StepShape& shape);
   void RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts);
   void RefreshPoolSnapshot();
   void StartAdmitted(int64_t now_ns);

@@ -39,10 +39,17 @@ void StepBudget::SetPrefillProfile(std::vector<std::pair<double, double>> sample
 }
 
 double StepBudget::PrefillMs(size_t pos, size_t n) const {
-  const double nd = static_cast<double>(n);
-  if (!knows_prefill_cost()) return nd;  // unknown: a token stands for a millisecond
-  const double positions = nd * static_cast<double>(pos) + 0.5 * nd * (nd - 1);
-  return base_ms_ * nd + attn_ms_ * positions;
+  if (!knows_prefill_cost()) return static_cast<double>(n);  // unknown: a token stands for a millisecond
+  StepShape chunk;
+  chunk.AddChunk(pos, n);
+  return base_ms_ * static_cast<double>(n) + attn_ms_ * chunk.prefill_positions;
+}
+
+double StepBudget::StepMs(const StepShape& step) const {
+  const double prefill = knows_prefill_cost()
+                             ? base_ms_ * static_cast<double>(step.n_prefill) + attn_ms_ * step.prefill_positions
+                             : static_cast<double>(step.n_prefill);
+  return (step.n_decode > 0 ? DecodeMs(step.n_decode, step.decode_context) : StepFixedMs()) + prefill;
 }
 
 size_t StepBudget::PrefillTokensWithin(double ms, size_t pos) const {

@@ -71,6 +71,14 @@ struct StepShape {
   double decode_context = 0;  // sum over decoding sequences of their cached positions
   size_t n_prefill = 0;
   double prefill_positions = 0;  // sum over prefilled tokens of their positions
+
+  void AddDecode(size_t pos) { ++n_decode, decode_context += static_cast<double>(pos); }
+  // Prompt tokens [pos, pos + n).
+  void AddChunk(size_t pos, size_t n) {
+    const double nd = static_cast<double>(n);
+    n_prefill += n;
+    prefill_positions += nd * static_cast<double>(pos) + 0.5 * nd * (nd - 1);
+  }
 };
 
 class StepBudget {
@@ -90,6 +98,8 @@ class StepBudget {
 
   // Predicted time of prefilling tokens [pos, pos + n), ms.
   double PrefillMs(size_t pos, size_t n) const;
+  // Predicted time of a whole step, ms (its fixed part when it has no decodes).
+  double StepMs(const StepShape& step) const;
   // The most tokens from pos whose prefill fits in ms (0 when none does).
   size_t PrefillTokensWithin(double ms, size_t pos) const;
   // Predicted time of a step decoding n sequences alone, ms; 0 until a

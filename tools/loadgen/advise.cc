@@ -217,15 +217,9 @@ double StepCostMs(const std::vector<WorkItem>& work, const std::unordered_map<ui
   double ms = 0;
   for (const WorkItem& w : work) {
     const size_t pos = live.at(w.id).computed;
-    const double n = static_cast<double>(w.num_tokens);
     ms += cost.PrefillMs(pos, pos + w.num_tokens);
-    if (w.decode) {
-      ++shape->n_decode;
-      shape->decode_context += static_cast<double>(pos);
-    } else {
-      shape->n_prefill += w.num_tokens;
-      shape->prefill_positions += n * static_cast<double>(pos) + 0.5 * n * (n - 1);
-    }
+    if (w.decode) shape->AddDecode(pos);
+    else shape->AddChunk(pos, w.num_tokens);
   }
   if (shape->n_decode > 0) {
     const double mean_ctx = shape->decode_context / static_cast<double>(shape->n_decode);
