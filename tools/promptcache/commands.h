@@ -18,6 +18,7 @@ void RegisterCalibrate(CLI::App& app, int* exit_code);
 void RegisterAdvise(CLI::App& app, int* exit_code);
 void RegisterBenchModel(CLI::App& app, int* exit_code);
 void RegisterTemplate(CLI::App& app, int* exit_code);
+void RegisterJsonSchemaCheck(CLI::App& app, int* exit_code);
 
 // Prints "error: msg" to stderr and returns 1.
 int Fail(const std::string& message);

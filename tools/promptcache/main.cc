@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   pc::cli::RegisterAdvise(app, &exit_code);
   pc::cli::RegisterBenchModel(app, &exit_code);
   pc::cli::RegisterTemplate(app, &exit_code);
+  pc::cli::RegisterJsonSchemaCheck(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

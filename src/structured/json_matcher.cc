@@ -1,0 +1,513 @@
+// The byte-level JSON matcher: one function per frame kind, each consuming a
+// byte, refusing it, or finishing its value and handing the byte back to the
+// frame below (numbers and number-like literals end only at a delimiter).
+#include "structured/json_matcher.h"
+
+#include <cmath>
+
+namespace pc::structured {
+namespace {
+
+enum Kind : uint8_t { kRootF, kValueF, kObjectF, kArrayF, kStringF, kKeyF, kNumberF, kLiteralF };
+// Object phases.
+enum : uint8_t { kObjOpen, kObjColon, kObjAfterValue, kObjNeedKey };
+// Array phases.
+enum : uint8_t { kArrOpen, kArrAfterItem, kArrNeedItem };
+// Number phases.
+enum : uint8_t { kNumStart, kNumMinus, kNumZero, kNumInt, kNumDot, kNumFrac, kNumE, kNumESign, kNumExp };
+constexpr uint8_t kNeg = 1;
+
+bool IsWs(uint8_t b) { return b == ' ' || b == '\n' || b == '\t' || b == '\r'; }
+bool IsDigit(uint8_t b) { return b >= '0' && b <= '9'; }
+
+// One byte of a string's text (after the opening quote), canonical escapes
+// only. Returns -1 refused, 0 consumed with no character yet, 1 one decoded
+// byte in *out, 2 the closing quote.
+int LexString(Frame& f, uint8_t b, uint8_t* out) {
+  switch (f.esc) {
+    case 0:
+      if (b == '"') return f.utf8 == 0 ? 2 : -1;
+      if (b == '\\') { if (f.utf8) return -1; f.esc = 1; return 0; }
+      if (b < 0x20) return -1;
+      if (b < 0x80) { if (f.utf8) return -1; }
+      else if (b < 0xC0) { if (!f.utf8) return -1; --f.utf8; }
+      else {
+        if (f.utf8 || b < 0xC2 || b > 0xF4) return -1;
+        f.utf8 = b < 0xE0 ? 1 : b < 0xF0 ? 2 : 3;
+      }
+      *out = b;
+      return 1;
+    case 1:
+      f.esc = 0;
+      switch (b) {
+        case '"': *out = '"'; return 1;
+        case '\\': *out = '\\'; return 1;
+        case 'b': *out = '\b'; return 1;
+        case 'f': *out = '\f'; return 1;
+        case 'n': *out = '\n'; return 1;
+        case 'r': *out = '\r'; return 1;
+        case 't': *out = '\t'; return 1;
+        case 'u': f.esc = 2; return 0;
+        default: return -1;
+      }
+    case 2: case 3:  // \u00XX: only controls without a short form
+      if (b != '0') return -1;
+      ++f.esc;
+      return 0;
+    case 4:
+      if (b != '0' && b != '1') return -1;
+      f.hex = uint16_t((b - '0') << 4);
+      f.esc = 5;
+      return 0;
+    default: {
+      int d = IsDigit(b) ? b - '0' : (b >= 'a' && b <= 'f') ? b - 'a' + 10 : -1;
+      if (d < 0) return -1;
+      uint8_t v = uint8_t(f.hex | d);
+      if (v == '\b' || v == '\f' || v == '\n' || v == '\r' || v == '\t') return -1;
+      f.esc = 0;
+      *out = v;
+      return 1;
+    }
+  }
+}
+
+bool StepDfa(const CompiledSchema& s, int32_t dfa, int32_t* state, uint8_t b) {
+  if (dfa < 0) return true;
+  *state = s.dfas[size_t(dfa)].Next(*state, b);
+  return *state != ByteDfa::kDead;
+}
+bool DfaAccepts(const CompiledSchema& s, int32_t dfa, int32_t state) {
+  return dfa < 0 || s.dfas[size_t(dfa)].Accepting(state);
+}
+
+long double ToLd(const Decimal& d) {
+  long double v = (long double)d.mant;
+  for (int i = 0; i < d.scale; ++i) v /= 10;
+  return d.neg ? -v : v;
+}
+
+// Whether some completion of a tracked number prefix can fall inside the
+// bounds (an over-approximation: exact checks come at the end).
+bool NumberFeasible(const Frame& f, const NumberRule& r, bool fractions) {
+  if (!r.has_min && !r.has_max) return true;
+  if (f.phase == kNumStart || f.phase == kNumMinus) return true;
+  Decimal v{.neg = (f.flags & kNeg) != 0, .mant = f.bits1, .scale = f.s1};
+  long double m = std::fabs(ToLd(v));
+  long double ulp = std::pow(10.0L, -f.s1);
+  // Magnitudes reachable: [m, m + width] and, if more integer digits may
+  // follow, [10m, inf).
+  long double width = 0;
+  bool grow = false;
+  if (f.phase == kNumInt) { width = fractions ? 1 : 0; grow = f.count < 18; }
+  if (f.phase == kNumZero) width = fractions ? 1 : 0;
+  if (f.phase == kNumDot || f.phase == kNumFrac) width = f.count < 18 ? ulp : 0;
+  long double lo = r.has_min ? ToLd(r.min) : -INFINITY, hi = r.has_max ? ToLd(r.max) : INFINITY;
+  long double eps = 1e-9L * (1 + std::fabs(lo) + std::fabs(hi));
+  lo -= eps;
+  hi += eps;
+  auto hits = [&](long double a, long double b) {  // magnitudes [a, b] signed
+    long double x = (f.flags & kNeg) ? -b : a, y = (f.flags & kNeg) ? -a : b;
+    return x <= hi && y >= lo;
+  };
+  if (hits(m, m + width)) return true;
+  return grow && hits(10 * m, INFINITY);
+}
+
+bool NumberComplete(const Frame& f, const Node& n) {
+  bool ints_only = !(n.types & kNumber);
+  if (ints_only ? !(f.phase == kNumZero || f.phase == kNumInt)
+                : !(f.phase == kNumZero || f.phase == kNumInt || f.phase == kNumFrac || f.phase == kNumExp))
+    return false;
+  const NumberRule& r = n.num;
+  if (!r.tracked()) return true;
+  Decimal v{.neg = (f.flags & kNeg) != 0 && f.bits1 != 0, .mant = f.bits1, .scale = f.s1};
+  if (r.has_min) { int c = Compare(v, r.min); if (c < 0 || (c == 0 && r.min_excl)) return false; }
+  if (r.has_max) { int c = Compare(v, r.max); if (c > 0 || (c == 0 && r.max_excl)) return false; }
+  if (r.has_multiple) {
+    // v / m = (M * 10^t) / (C * 10^s) must be an integer.
+    unsigned __int128 num = v.mant, den = r.multiple.mant;
+    for (int i = 0; i < r.multiple.scale; ++i) num *= 10;
+    for (int i = 0; i < v.scale; ++i) den *= 10;
+    if (den == 0 || num % den != 0) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+JsonMatcher::JsonMatcher(const CompiledSchema* schema, int max_whitespace, int32_t root_node)
+    : schema_(schema), max_ws_(uint8_t(std::clamp(max_whitespace, 0, 255))) {
+  frames_[0] = Frame{.kind = kRootF};
+  frames_[1] = Frame{.kind = kValueF, .node = root_node};
+  n_frames_ = 2;
+  n_threads_ = 1;
+  thread_end_[0] = 2;
+}
+
+void JsonMatcher::Emit(const Frame* f, int depth, JsonMatcher* out) const {
+  // Drop a thread equal to one already there (anyOf branches that converged).
+  uint16_t begin = 0;
+  for (int t = 0; t < out->n_threads_; ++t) {
+    uint16_t end = out->thread_end_[t];
+    if (end - begin == depth && std::memcmp(out->frames_ + begin, f, sizeof(Frame) * size_t(depth)) == 0) return;
+    begin = end;
+  }
+  if (out->n_threads_ >= kMaxThreads || out->n_frames_ + depth > kMaxFrames) return;  // refused: bounded work
+  std::memcpy(out->frames_ + out->n_frames_, f, sizeof(Frame) * size_t(depth));
+  out->n_frames_ = uint16_t(out->n_frames_ + depth);
+  out->thread_end_[out->n_threads_++] = out->n_frames_;
+}
+
+bool JsonMatcher::Advance(uint8_t byte, JsonMatcher* out) const {
+  out->schema_ = schema_;
+  out->max_ws_ = max_ws_;
+  out->n_threads_ = 0;
+  out->n_frames_ = 0;
+  Frame buf[kMaxDepth + 1];
+  uint16_t begin = 0;
+  for (int t = 0; t < n_threads_; ++t) {
+    int depth = thread_end_[t] - begin;
+    std::memcpy(buf, frames_ + begin, sizeof(Frame) * size_t(depth));
+    Feed(buf, depth, byte, out, 0);
+    begin = thread_end_[t];
+  }
+  return out->n_threads_ > 0;
+}
+
+bool JsonMatcher::Consume(std::string_view bytes) {
+  JsonMatcher next;
+  for (char c : bytes) {
+    if (!Advance(uint8_t(c), &next)) { n_threads_ = 0; n_frames_ = 0; return false; }
+    CopyFrom(next);
+  }
+  return true;
+}
+
+// Feeds byte to one thread (frames f[0..depth)), emitting the successors.
+bool JsonMatcher::Feed(Frame* f, int depth, uint8_t b, JsonMatcher* out, int forks) const {
+  const CompiledSchema& s = *schema_;
+  auto push = [&](Frame fr) {
+    if (depth >= kMaxDepth) return false;
+    f[depth++] = fr;
+    return true;
+  };
+  auto ws = [&](Frame& top) {
+    if (top.ws >= max_ws_) return false;
+    ++top.ws;
+    Emit(f, depth, out);
+    return true;
+  };
+  while (true) {
+    Frame& top = f[depth - 1];
+    const Node& n = s.nodes[size_t(top.node)];
+    switch (top.kind) {
+      case kRootF:
+        if (IsWs(b)) return ws(top);
+        return false;
+
+      case kValueF: {
+        if (IsWs(b)) return ws(top);
+        if (!n.alts.empty()) {
+          if (forks > 8) return false;
+          bool any = false;
+          for (int32_t alt : n.alts) {
+            Frame copy[kMaxDepth + 1];
+            std::memcpy(copy, f, sizeof(Frame) * size_t(depth));
+            copy[depth - 1].node = alt;
+            any |= Feed(copy, depth, b, out, forks + 1);
+          }
+          return any;
+        }
+        if (n.literals >= 0) { top = Frame{.kind = kLiteralF, .node = top.node, .s1 = n.literals}; continue; }
+        if (b == '{' && (n.types & kObject)) { top = Frame{.kind = kObjectF, .node = top.node}; break; }
+        if (b == '[' && (n.types & kArray)) { top = Frame{.kind = kArrayF, .node = top.node}; break; }
+        if (b == '"' && (n.types & kString)) {
+          top = Frame{.kind = kStringF, .node = top.node};
+          break;
+        }
+        if ((b == '-' || IsDigit(b)) && (n.types & (kInteger | kNumber))) { top = Frame{.kind = kNumberF, .node = top.node}; continue; }
+        if ((b == 't' || b == 'f') && (n.types & kBool)) { top = Frame{.kind = kLiteralF, .node = top.node, .s1 = s.bool_trie}; continue; }
+        if (b == 'n' && (n.types & kNull)) { top = Frame{.kind = kLiteralF, .node = top.node, .s1 = s.null_trie}; continue; }
+        return false;
+      }
+
+      case kLiteralF: {
+        const ByteTrie& trie = s.tries[size_t(top.s1)];
+        int32_t next = trie.Child(top.s2, b);
+        if (next < 0) {
+          if (trie.nodes[size_t(top.s2)].value < 0) return false;
+          --depth;  // a number-like literal ended at a delimiter
+          continue;
+        }
+        top.s2 = next;
+        if (trie.nodes[size_t(next)].value >= 0 && trie.nodes[size_t(next)].kids.empty()) --depth;
+        break;
+      }
+
+      case kStringF: {
+        uint8_t c;
+        int r = LexString(top, b, &c);
+        if (r < 0) return false;
+        if (r == 2) {
+          if (top.count < n.str.min_len || !DfaAccepts(s, n.str.pattern, top.s1) || !DfaAccepts(s, n.str.format, top.s2))
+            return false;
+          --depth;
+          break;
+        }
+        if (r == 1) {
+          if ((c & 0xC0) != 0x80 && ++top.count > n.str.max_len) return false;
+          if (!StepDfa(s, n.str.pattern, &top.s1, c) || !StepDfa(s, n.str.format, &top.s2, c)) return false;
+        }
+        break;
+      }
+
+      case kKeyF: {
+        Frame& obj = f[depth - 2];
+        const ObjectRule& o = s.nodes[size_t(obj.node)].obj;
+        uint8_t c;
+        int r = LexString(top, b, &c);
+        if (r < 0) return false;
+        if (r == 2) {
+          int32_t member = kNoNode;
+          const ByteTrie* trie = o.key_trie >= 0 ? &s.tries[size_t(o.key_trie)] : nullptr;
+          int32_t p = trie && top.s3 >= 0 ? trie->nodes[size_t(top.s3)].value : -1;
+          if (p >= 0) {
+            const Property& prop = o.props[size_t(p)];
+            if (prop.required_bit >= 0) {
+              if (obj.bits1 >> prop.required_bit & 1) return false;
+              obj.bits1 |= uint64_t(1) << prop.required_bit;
+            } else if (prop.seen_bit >= 0) {
+              if (obj.bits2 >> prop.seen_bit & 1) return false;
+              obj.bits2 |= uint64_t(1) << prop.seen_bit;
+            }
+            member = prop.node;
+          } else {
+            int matched = 0;
+            for (size_t i = 0; i < o.pattern_props.size(); ++i) {
+              int32_t st = i == 0 ? top.s4 : top.s5;
+              if (st >= 0 && s.dfas[size_t(o.pattern_props[i].first)].Accepting(st)) {
+                if (matched++ && member != o.pattern_props[i].second) return false;
+                member = o.pattern_props[i].second;
+              }
+            }
+            if (!matched) member = o.additional;
+          }
+          if (member == kNoNode || ++obj.count > o.max_props) return false;
+          obj.s1 = member;
+          --depth;
+          break;
+        }
+        if (r == 0) {  // inside an escape: the trie sees the escaped text
+          if (top.s3 >= 0) top.s3 = s.tries[size_t(o.key_trie)].Child(top.s3, b);
+        } else {
+          // The trie holds escaped names: feed it the raw byte, or the last
+          // byte of an escape (the earlier ones went in as r == 0).
+          if (top.s3 >= 0) top.s3 = s.tries[size_t(o.key_trie)].Child(top.s3, b);
+          for (size_t i = 0; i < o.pattern_props.size() && i < 2; ++i) {
+            int32_t& st = i == 0 ? top.s4 : top.s5;
+            if (st >= 0) st = s.dfas[size_t(o.pattern_props[i].first)].Next(st, c);
+          }
+        }
+        bool alive = top.s3 >= 0 || o.additional != kNoNode || (o.pattern_props.size() > 0 && top.s4 >= 0) ||
+                     (o.pattern_props.size() > 1 && top.s5 >= 0);
+        if (!alive) return false;
+        break;
+      }
+
+      case kObjectF: {
+        const ObjectRule& o = n.obj;
+        auto can_add = [&] {
+          if (top.count >= o.max_props) return false;
+          if (o.additional != kNoNode || !o.pattern_props.empty()) return true;
+          for (const Property& p : o.props) {
+            if (p.required_bit >= 0 ? !(top.bits1 >> p.required_bit & 1) : p.seen_bit < 0 || !(top.bits2 >> p.seen_bit & 1))
+              return true;
+          }
+          return false;
+        };
+        auto can_close = [&] { return (top.bits1 & o.required_mask) == o.required_mask && top.count >= o.min_props; };
+        auto start_key = [&] {
+          if (!can_add()) return false;
+          top.phase = kObjColon;
+          top.ws = 0;
+          return push(Frame{.kind = kKeyF, .node = top.node, .s3 = o.key_trie >= 0 ? 0 : -1, .s4 = 0, .s5 = 0});
+        };
+        if (IsWs(b)) return ws(top);
+        switch (top.phase) {
+          case kObjOpen:
+            if (b == '"') { if (!start_key()) return false; break; }
+            if (b == '}' && can_close()) { --depth; break; }
+            return false;
+          case kObjColon:
+            if (b != ':') return false;
+            top.phase = kObjAfterValue;
+            top.ws = 0;
+            if (!push(Frame{.kind = kValueF, .node = top.s1})) return false;
+            break;
+          case kObjAfterValue:
+            if (b == ',' && can_add()) { top.phase = kObjNeedKey; top.ws = 0; break; }
+            if (b == '}' && can_close()) { --depth; break; }
+            return false;
+          default:  // kObjNeedKey
+            if (b == '"') { if (!start_key()) return false; break; }
+            return false;
+        }
+        break;
+      }
+
+      case kArrayF: {
+        const ArrayRule& a = n.arr;
+        auto item_node = [&](uint32_t i) { return i < a.prefix.size() ? a.prefix[i] : a.items; };
+        if (IsWs(b)) return ws(top);
+        if (b == ']' && top.phase != kArrNeedItem) {
+          if (top.count < a.min_items) return false;
+          --depth;
+          break;
+        }
+        if (top.phase == kArrAfterItem) {
+          if (b != ',' || top.count >= a.max_items || item_node(top.count) == kNoNode) return false;
+          top.phase = kArrNeedItem;
+          top.ws = 0;
+          break;
+        }
+        // An item begins with this byte.
+        if (top.count >= a.max_items || item_node(top.count) == kNoNode) return false;
+        int32_t item = item_node(top.count);
+        ++top.count;
+        top.phase = kArrAfterItem;
+        top.ws = 0;
+        if (!push(Frame{.kind = kValueF, .node = item})) return false;
+        continue;
+      }
+
+      case kNumberF: {
+        const NumberRule& r = n.num;
+        bool fractions = (n.types & kNumber) != 0;
+        bool tracked = r.tracked();
+        auto digit = [&](uint8_t ph) {
+          if (tracked) {
+            if (top.count >= 18) return false;
+            top.bits1 = top.bits1 * 10 + (b - '0');
+            ++top.count;
+            if (ph == kNumFrac) ++top.s1;
+          }
+          top.phase = ph;
+          return true;
+        };
+        bool ok = true, ended = false;
+        switch (top.phase) {
+          case kNumStart:
+            if (b == '-') { top.flags |= kNeg; top.phase = kNumMinus; }
+            else if (b == '0') top.phase = kNumZero;
+            else if (IsDigit(b)) ok = digit(kNumInt);
+            else ok = false;
+            break;
+          case kNumMinus:
+            if (b == '0') top.phase = kNumZero;
+            else if (IsDigit(b)) ok = digit(kNumInt);
+            else ok = false;
+            break;
+          case kNumZero: case kNumInt:
+            if (IsDigit(b)) ok = top.phase == kNumInt && digit(kNumInt);
+            else if (b == '.' && fractions) top.phase = kNumDot;
+            else if ((b == 'e' || b == 'E') && fractions && !tracked) top.phase = kNumE;
+            else ended = true;
+            break;
+          case kNumDot:
+            ok = IsDigit(b) && digit(kNumFrac);
+            break;
+          case kNumFrac:
+            if (IsDigit(b)) ok = digit(kNumFrac);
+            else if ((b == 'e' || b == 'E') && !tracked) top.phase = kNumE;
+            else ended = true;
+            break;
+          case kNumE:
+            if (b == '+' || b == '-') top.phase = kNumESign;
+            else if (IsDigit(b)) top.phase = kNumExp;
+            else ok = false;
+            break;
+          case kNumESign:
+            ok = IsDigit(b);
+            top.phase = kNumExp;
+            break;
+          default:  // kNumExp
+            if (!IsDigit(b)) ended = true;
+            break;
+        }
+        if (ended) {
+          if (!NumberComplete(top, n)) return false;
+          --depth;
+          continue;  // the delimiter goes to the frame below
+        }
+        if (!ok || !NumberFeasible(top, r, fractions)) return false;
+        break;
+      }
+    }
+    // Consumed: any byte but whitespace resets the gap count of the frame
+    // now on top.
+    f[depth - 1].ws = 0;
+    Emit(f, depth, out);
+    return true;
+  }
+}
+
+bool JsonMatcher::CanEnd() const {
+  uint16_t begin = 0;
+  for (int t = 0; t < n_threads_; ++t) {
+    int depth = thread_end_[t] - begin;
+    const Frame* f = frames_ + begin;
+    begin = thread_end_[t];
+    while (depth > 0) {
+      const Frame& top = f[depth - 1];
+      if (top.kind == kRootF) return true;
+      if (top.kind == kNumberF && NumberComplete(top, schema_->nodes[size_t(top.node)])) { --depth; continue; }
+      if (top.kind == kLiteralF && schema_->tries[size_t(top.s1)].nodes[size_t(top.s2)].value >= 0) { --depth; continue; }
+      break;
+    }
+  }
+  return false;
+}
+
+bool JsonMatcher::PlainFree(const StringLex& lex) const {
+  const Node& n = schema_->nodes[size_t(lex.node)];
+  return lex.key ? n.obj.additional != kNoNode : n.str.pattern < 0 && n.str.format < 0;
+}
+
+int JsonMatcher::InStrings(StringLex* out) const {
+  for (int t = 0; t < n_threads_; ++t) {
+    const Frame& top = frames_[thread_end_[t] - 1];
+    if (top.esc != 0 || (top.kind != kStringF && top.kind != kKeyF)) return 0;
+    const Node& n = schema_->nodes[size_t(top.node)];
+    StringLex& lex = out[t];
+    lex.node = top.node;
+    lex.key = top.kind == kKeyF;
+    lex.state = PlainState{top.s1, top.s2, top.s3, top.s4, top.s5, top.utf8};
+    lex.chars_left = lex.key || n.str.max_len == UINT32_MAX ? UINT32_MAX : n.str.max_len - top.count;
+  }
+  return n_threads_;
+}
+
+bool JsonMatcher::StepPlain(const StringLex& lex, PlainState* st, uint8_t b) const {
+  if (b < 0x80) { if (st->utf8) return false; }
+  else if (b < 0xC0) { if (!st->utf8) return false; --st->utf8; }
+  else {
+    if (st->utf8 || b < 0xC2 || b > 0xF4) return false;
+    st->utf8 = b < 0xE0 ? 1 : b < 0xF0 ? 2 : 3;
+  }
+  const CompiledSchema& s = *schema_;
+  const Node& n = s.nodes[size_t(lex.node)];
+  if (!lex.key) return StepDfa(s, n.str.pattern, &st->s1, b) && StepDfa(s, n.str.format, &st->s2, b);
+  const ObjectRule& o = n.obj;
+  if (st->s3 >= 0) st->s3 = s.tries[size_t(o.key_trie)].Child(st->s3, b);
+  if (o.pattern_props.size() > 0 && st->s4 >= 0) st->s4 = s.dfas[size_t(o.pattern_props[0].first)].Next(st->s4, b);
+  if (o.pattern_props.size() > 1 && st->s5 >= 0) st->s5 = s.dfas[size_t(o.pattern_props[1].first)].Next(st->s5, b);
+  return st->s3 >= 0 || o.additional != kNoNode || (o.pattern_props.size() > 0 && st->s4 >= 0) ||
+         (o.pattern_props.size() > 1 && st->s5 >= 0);
+}
+
+bool Accepts(const CompiledSchema& schema, int32_t node, std::string_view text) {
+  JsonMatcher m(&schema, 0, node);
+  return m.Consume(text) && m.CanEnd();
+}
+
+}  // namespace pc::structured

@@ -1,0 +1,105 @@
+// A JSON text checked byte by byte against a compiled schema: the state after
+// each byte says whether some completion of the text so far is valid JSON
+// that the schema accepts. Nondeterminism (anyOf) runs as parallel threads,
+// each a stack of frames.
+//
+// Shapes: at most kMaxThreads threads, kMaxFrames frames in all, nesting at
+// most kMaxDepth per thread (deeper text is rejected, a bound against hostile
+// grammars). A matcher is a plain value of about 16 KiB; copies copy only the
+// frames in use.
+//
+// Thread-safety: const methods are safe concurrently; the schema must outlive
+// the matcher.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+
+#include "structured/json_schema.h"
+
+namespace pc::structured {
+
+struct Frame {
+  uint8_t kind = 0, phase = 0, ws = 0, esc = 0;
+  uint8_t utf8 = 0, flags = 0;
+  uint16_t hex = 0;
+  int32_t node = 0;
+  uint32_t count = 0;
+  int32_t s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0;
+  uint64_t bits1 = 0, bits2 = 0;
+};
+
+class JsonMatcher {
+ public:
+  static constexpr int kMaxFrames = 256, kMaxThreads = 8, kMaxDepth = 64;
+
+  JsonMatcher() = default;
+  // The state before the first byte of a value of schema's root.
+  JsonMatcher(const CompiledSchema* schema, int max_whitespace) : JsonMatcher(schema, max_whitespace, schema->root) {}
+  JsonMatcher(const CompiledSchema* schema, int max_whitespace, int32_t root_node);
+  JsonMatcher(const JsonMatcher& o) { CopyFrom(o); }
+  JsonMatcher& operator=(const JsonMatcher& o) {
+    if (this != &o) CopyFrom(o);
+    return *this;
+  }
+  void CopyFrom(const JsonMatcher& o) {
+    schema_ = o.schema_;
+    n_threads_ = o.n_threads_;
+    n_frames_ = o.n_frames_;
+    max_ws_ = o.max_ws_;
+    std::memcpy(thread_end_, o.thread_end_, sizeof(thread_end_[0]) * n_threads_);
+    std::memcpy(frames_, o.frames_, sizeof(Frame) * n_frames_);
+  }
+
+  // The successor after byte into *out (not this); false if no thread
+  // accepts it (then *out is unspecified).
+  bool Advance(uint8_t byte, JsonMatcher* out) const;
+  // In place, over many bytes.
+  bool Consume(std::string_view bytes);
+  // Whether the text so far is a complete accepted value.
+  bool CanEnd() const;
+
+
+  // Inside strings (no thread within an escape or elsewhere): what decides
+  // which plain content bytes (no quote, backslash or control byte) it
+  // accepts. Plain bytes never end the string, so a token of them is
+  // accepted exactly when StepPlain accepts each byte (and its code points
+  // fit in chars_left).
+  struct PlainState {
+    int32_t s1 = 0, s2 = 0, s3 = 0, s4 = 0, s5 = 0;  // DFA and trie states
+    uint8_t utf8 = 0;
+    bool operator==(const PlainState&) const = default;
+  };
+  struct StringLex {
+    int32_t node = 0;
+    bool key = false;
+    PlainState state;
+    uint32_t chars_left = 0;
+  };
+  // One StringLex per thread into out[kMaxThreads]; the count, 0 if some
+  // thread is not inside a string. Threads do not interact inside strings:
+  // a plain token is accepted when some thread accepts it.
+  int InStrings(StringLex* out) const;
+  // Whether StepPlain accepts every well-formed UTF-8 byte there.
+  bool PlainFree(const StringLex& lex) const;
+  bool StepPlain(const StringLex& lex, PlainState* st, uint8_t byte) const;
+  const CompiledSchema* schema() const { return schema_; }
+
+  bool dead() const { return n_threads_ == 0; }
+
+ private:
+  bool Feed(Frame* f, int depth, uint8_t byte, JsonMatcher* out, int forks) const;
+  void Emit(const Frame* f, int depth, JsonMatcher* out) const;
+
+  const CompiledSchema* schema_ = nullptr;
+  uint8_t n_threads_ = 0, max_ws_ = 0;
+  uint16_t n_frames_ = 0;
+  uint16_t thread_end_[kMaxThreads] = {};
+  Frame frames_[kMaxFrames];
+};
+
+// Whether the whole text is a value the node accepts (used to filter enum
+// values at compile time, and by tests).
+bool Accepts(const CompiledSchema& schema, int32_t node, std::string_view text);
+
+}  // namespace pc::structured
