@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_http_request fuzz_gguf fuzz_tokenizer fuzz_disk_segment fuzz_redis_payload fuzz_chat_template)
+[ ${#targets[@]} -gt 0 ] || targets=(fuzz_http_request fuzz_gguf fuzz_tokenizer fuzz_disk_segment fuzz_redis_payload fuzz_chat_template fuzz_json_schema)
 jobs="${JOBS:-$(nproc)}"
 scripts/configure.sh sanitize
 cmake --build build-san -j "$jobs" --target "${targets[@]}"

@@ -102,7 +102,7 @@ bool NumberFeasible(const Frame& f, const NumberRule& r, bool fractions) {
   if (f.phase == kNumZero) width = fractions ? 1 : 0;
   if (f.phase == kNumDot || f.phase == kNumFrac) width = f.count < 18 ? ulp : 0;
   long double lo = r.has_min ? ToLd(r.min) : -INFINITY, hi = r.has_max ? ToLd(r.max) : INFINITY;
-  long double eps = 1e-9L * (1 + std::fabs(lo) + std::fabs(hi));
+  long double eps = 1e-9L * (1 + (r.has_min ? std::fabs(lo) : 0) + (r.has_max ? std::fabs(hi) : 0));
   lo -= eps;
   hi += eps;
   auto hits = [&](long double a, long double b) {  // magnitudes [a, b] signed

@@ -142,6 +142,8 @@ class Compiler {
   Result<std::shared_ptr<const CompiledSchema>> Run() {
     PC_ASSIGN_OR_RETURN(int32_t root, Compile(root_, -1, 0));
     out_->root = root;
+    if (!Productive(root))
+      return Errorf("schema: admits no finite value (a $ref cycle without a base case, or contradictory keywords)");
     static std::atomic<uint64_t> next_uid{1};
     out_->uid = next_uid.fetch_add(1);
     return std::shared_ptr<const CompiledSchema>(std::move(out_));
@@ -181,6 +183,7 @@ class Compiler {
     if (it != ref_memo_.end()) return it->second;
     PC_ASSIGN_OR_RETURN(const Json* target, LookupRef(root_, ref));
     PC_ASSIGN_OR_RETURN(int32_t slot, NewNode());
+    out_->nodes[size_t(slot)].types = 0;  // nothing, until filled (a bare self-reference stays so)
     ref_memo_[ref] = slot;
     PC_ASSIGN_OR_RETURN(int32_t got, Compile(*target, slot, depth + 1));
     if (got != slot) {  // an alias: one alternative
@@ -248,6 +251,38 @@ class Compiler {
     PC_ASSIGN_OR_RETURN(Node node, CompileObject(s, depth));
     out_->nodes[size_t(slot)] = std::move(node);
     return slot;
+  }
+
+  // Whether some finite JSON value satisfies node `id`: a least fixed point
+  // over the graph (recursion must bottom out).
+  bool Productive(int32_t id) const {
+    const auto& nodes = out_->nodes;
+    std::vector<char> prod(nodes.size(), 0);
+    auto ok = [&](int32_t n) { return n != kNoNode && prod[size_t(n)]; };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (prod[i]) continue;
+        const Node& n = nodes[i];
+        auto productive = [&] {
+          if (n.literals >= 0) return true;
+          if (!n.alts.empty()) return std::any_of(n.alts.begin(), n.alts.end(), ok);
+          if (n.types & (kNull | kBool | kInteger | kNumber)) return true;
+          if ((n.types & kString) && n.str.min_len <= n.str.max_len) return true;
+          if ((n.types & kObject) && n.obj.min_props <= n.obj.max_props &&
+              std::all_of(n.obj.props.begin(), n.obj.props.end(),
+                          [&](const Property& pr) { return pr.required_bit < 0 || ok(pr.node); }))
+            return true;
+          if (!(n.types & kArray) || n.arr.min_items > n.arr.max_items) return false;
+          for (uint32_t k = 0; k < n.arr.min_items; ++k)
+            if (!ok(k < n.arr.prefix.size() ? n.arr.prefix[k] : n.arr.items)) return false;
+          return true;
+        };
+        bool p = productive();
+        if (p) { prod[i] = 1; changed = true; }
+      }
+    }
+    return prod[size_t(id)] != 0;
   }
 
   Result<Node> CompileObject(const Json& s, int depth);

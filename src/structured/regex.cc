@@ -102,7 +102,7 @@ class Parser {
   }
 
   Result<Re> Quantified(Re atom) {
-    while (More()) {
+    for (bool quantified = false; More(); quantified = true) {
       char c = Peek();
       int lo, hi;
       if (c == '*') { lo = 0; hi = -1; ++pos_; }
@@ -125,6 +125,7 @@ class Parser {
       } else {
         return atom;
       }
+      if (quantified) return Errorf("pattern: nothing to repeat at byte {}", pos_ - 1);
       if (atom.kind == Re::kBol || atom.kind == Re::kEol) return Errorf("pattern: quantified anchor");
       if (More() && Peek() == '?') ++pos_;  // lazy: the same language
       Re rep = Re::Rep(lo, hi);
