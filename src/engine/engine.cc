@@ -46,7 +46,9 @@ void RequestStream::Push(StreamEvent ev) {
 // thread once inserted (Submit inserts under mu_).
 struct Engine::Active {
   Active(uint64_t id_, EngineRequest r, const Tokenizer& tok)
-      : id(id_), req(std::move(r)), tokens(req.prompt), sampler(req.sampling), decoder(tok), stop(req.stop) {}
+      : id(id_), req(std::move(r)), tokens(req.prompt), sampler(req.sampling), decoder(tok), stop(req.stop) {
+    if (req.json_schema) grammar = std::make_unique<structured::JsonMatcher>(req.json_schema.get(), req.json_whitespace);
+  }
   uint64_t id;
   EngineRequest req;
   // The prompt, then every generated token: what a preempted sequence
@@ -70,6 +72,7 @@ struct Engine::Active {
   RequestTimings timings;
   bool loading = false;  // waiting for its prefix from the spill tiers
   std::vector<float> memo_logits;  // its first token's logits, from LogitsMemo (EmitFromMemo)
+  std::unique_ptr<structured::JsonMatcher> grammar;  // the JSON so far, with json_schema
   std::map<std::string, size_t> cached_by_tier;
   std::map<std::string, double> tier_load_ms;
 };
@@ -407,6 +410,15 @@ void Engine::EmitFromMemo(std::vector<uint64_t> ids) {
 
 void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns) {
   StreamEvent ev;
+  if (a.grammar) {
+    if (!masker_) masker_ = std::make_unique<GrammarMasker>(tok_);
+    if (!masker_->Mask(*a.grammar, logits, &masked_logits_)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      Finish(a, FinishReason::kError, now_ns, "no token can continue the JSON schema's value");
+      return;
+    }
+    logits = masked_logits_;
+  }
   ev.token = a.sampler.Sample(logits);
   if (a.req.want_logprobs) ev.logprob = TokenLogprob(logits, ev.token);
   if (a.req.top_logprobs > 0) ev.top = TopLogprobs(logits, a.req.top_logprobs);
@@ -424,16 +436,18 @@ void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now
   a.tokens.push_back(ev.token);
   ++a.num_generated;
   const bool eos = tok_.IsEndOfGeneration(ev.token) && !a.req.ignore_eos;
+  // A constrained value that closed ends the request (finish "stop").
+  const bool complete = a.grammar && !eos && masker_->Advance(a.grammar.get(), ev.token);
   const bool length = a.num_generated >= static_cast<size_t>(a.req.max_tokens);
   std::string text = eos ? a.decoder.Flush() : a.decoder.Push(ev.token);
-  if (length) text += a.decoder.Flush();
+  if (length || complete) text += a.decoder.Flush();
   ev.text = a.stop.Push(text);
   const bool stopped = a.stop.stopped();
-  if ((eos || length) && !stopped) ev.text += a.stop.Flush();
+  if ((eos || length || complete) && !stopped) ev.text += a.stop.Flush();
   if (!eos || !ev.text.empty()) a.stream->Push(std::move(ev));
-  if (stopped || eos || length) {
+  if (stopped || eos || length || complete) {
     std::lock_guard<std::mutex> lock(mu_);
-    Finish(a, stopped || eos ? FinishReason::kStop : FinishReason::kLength, now_ns);
+    Finish(a, stopped || eos || complete ? FinishReason::kStop : FinishReason::kLength, now_ns);
   }
 }
 

@@ -27,6 +27,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/grammar_masker.h"
 #include "engine/metrics.h"
 #include "sched/scheduler.h"
 #include "sched/step_budget.h"
@@ -77,6 +78,10 @@ struct EngineRequest {
   std::string salt;  // cache namespace (tenant and user salt)
   std::string tenant;  // API-key tenant: tenants share steps fairly (scheduler.h); "" without keys
   bool use_cache = true;
+  // Constrained output: every token keeps the text a prefix of a value this
+  // schema accepts; the request stops when the value is complete.
+  std::shared_ptr<const structured::CompiledSchema> json_schema;
+  int json_whitespace = 2;  // whitespace bytes allowed per gap of that JSON
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };
@@ -170,6 +175,8 @@ class Engine {
   void Requeue(Active& a, bool preempted);
   std::vector<WorkItem> PlanWithBlocks();
   void SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns);
+  std::unique_ptr<GrammarMasker> masker_;  // loop thread; built at the first constrained request
+  std::vector<float> masked_logits_;
   // Emits the first token of sequences that started with their whole prompt
   // cached and its last logits kept (no forward pass); without mu_.
   void EmitFromMemo(std::vector<uint64_t> ids);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "server/json_body.h"
+#include "structured/schema_cache.h"
 
 namespace pc {
 
@@ -221,19 +222,71 @@ void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
 // Fields we do not implement: refused by name rather than silently ignored.
 void RefuseUnsupported(Fields& f) {
   for (const char* k : {"tools", "tool_choice", "functions", "function_call", "logit_bias", "min_p",
-                        "repetition_penalty", "typical_p", "mirostat", "grammar", "json_schema", "best_of"}) {
+                        "repetition_penalty", "typical_p", "mirostat", "grammar", "best_of", "guided_regex",
+                        "guided_choice", "guided_grammar", "guided_decoding_backend"}) {
     if (f.Has(k)) {
       if ((std::string(k) == "tools" || std::string(k) == "functions") && f[k].is_array() && f[k].empty()) continue;
       if (std::string(k) == "tool_choice" && f[k] == "none") continue;
       return f.Fail(k, fmt::format("'{}' is not supported by this server", k));
     }
   }
+}
+
+// Structured output, under each server's spelling: OpenAI's response_format
+// (json_object, json_schema), llama.cpp's json_schema, vLLM's guided_json and
+// structured_outputs.json. One schema per request; one we cannot enforce is
+// a 400 naming its keyword, never unconstrained output.
+void ParseStructured(Fields& f, ApiRequest* r) {
+  const json any_object = {{"type", "object"}};
+  const json* schema = nullptr;
+  const char* param = nullptr;
+  auto take = [&](const char* k, const json* s) {
+    if (schema) return f.Fail(k, fmt::format("'{}' beside '{}': give one schema", k, param));
+    schema = s;
+    param = k;
+  };
   if (f.Has("response_format")) {
     const json& rf = f["response_format"];
-    if (!rf.is_object() || !rf.contains("type") || rf["type"] != "text") {
-      return f.Fail("response_format", "'response_format' other than {\"type\": \"text\"} is not supported");
+    const std::string type = rf.is_object() && rf.contains("type") && rf["type"].is_string() ? rf["type"].get<std::string>() : "";
+    if (type == "json_object") {
+      take("response_format", &any_object);
+    } else if (type == "json_schema") {
+      if (!rf.contains("json_schema")) return f.Fail("response_format", "'response_format.json_schema' is missing");
+      const json& js = rf["json_schema"];
+      if (!js.is_object() || !js.contains("schema") || !(js["schema"].is_object() || js["schema"].is_boolean()))
+        return f.Fail("response_format", "'response_format.json_schema.schema' must be a JSON Schema object");
+      if (js.contains("strict") && !js["strict"].is_boolean() && !js["strict"].is_null())
+        return f.Fail("response_format", "'response_format.json_schema.strict' must be a boolean");
+      take("response_format", &js["schema"]);
+    } else if (type != "text") {
+      return f.Fail("response_format", "'response_format.type' must be \"text\", \"json_object\" or \"json_schema\"");
     }
   }
+  for (const char* k : {"json_schema", "guided_json"}) {
+    if (!f.Has(k)) continue;
+    if (!f[k].is_object() && !f[k].is_boolean() && !f[k].is_string()) return f.Fail(k, fmt::format("'{}' must be a JSON Schema", k));
+    take(k, &f[k]);
+  }
+  if (f.Has("structured_outputs")) {
+    const json& so = f["structured_outputs"];
+    if (!so.is_object()) return f.Fail("structured_outputs", "'structured_outputs' must be an object");
+    for (auto& [k, v] : so.items()) {
+      if (k == "json" && !v.is_null()) take("structured_outputs", &v);
+      else if (!v.is_null() && k != "disable_any_whitespace" && k != "disable_additional_properties")
+        return f.Fail("structured_outputs", fmt::format("'structured_outputs.{}' is not supported by this server", k));
+    }
+  }
+  if (!f.ok() || !schema) return;
+  nlohmann::ordered_json ordered;
+  if (schema->is_string()) {  // vLLM accepts the schema as JSON text
+    ordered = nlohmann::ordered_json::parse(schema->get<std::string>(), nullptr, false);
+    if (ordered.is_discarded()) return f.Fail(param, fmt::format("'{}' is not valid JSON", param));
+  } else {
+    ordered = nlohmann::ordered_json::parse(schema->dump());
+  }
+  auto compiled = structured::SchemaCache::Global().Get(ordered);
+  if (!compiled.ok()) return f.Fail(param, fmt::format("the JSON schema in '{}' cannot be enforced: {}", param, compiled.status().message()));
+  r->engine.json_schema = *compiled;
 }
 
 void ParseSampling(Fields& f, ApiRequest* r, const ParseContext& ctx) {
@@ -284,6 +337,7 @@ std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body,
   f.Str("model", &r.model);
   std::string prompt_text;
   RefuseUnsupported(f);
+  ParseStructured(f, &r);
   if (kind == ApiKind::kCompletion && f.ok()) ParsePrompt(f, ctx, &r, &prompt_text);
   else if (f.ok()) ParseMessages(f, ctx, &r);
   ParseSampling(f, &r, ctx);

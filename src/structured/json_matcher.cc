@@ -4,6 +4,7 @@
 #include "structured/json_matcher.h"
 
 #include <cmath>
+#include <optional>
 
 namespace pc::structured {
 namespace {
@@ -71,6 +72,32 @@ int LexString(Frame& f, uint8_t b, uint8_t* out) {
   }
 }
 
+// Within an escape: whether some character it may still decode to passes
+// ok (the escape can finish). Canonical escapes: the seven short forms, and
+// \u00XX for the other control characters.
+template <typename Ok>
+bool EscapeViable(const Frame& f, Ok ok) {
+  auto short_form = [](uint8_t c) { return c == '\b' || c == '\f' || c == '\n' || c == '\r' || c == '\t'; };
+  if (f.esc == 1) {
+    for (uint8_t c : {uint8_t('"'), uint8_t('\\'), uint8_t('\b'), uint8_t('\f'), uint8_t('\n'), uint8_t('\r'), uint8_t('\t')})
+      if (ok(c)) return true;
+  }
+  uint8_t lo = 0, hi = 0x1F;
+  if (f.esc == 5) { lo = uint8_t(f.hex); hi = uint8_t(f.hex + 15); }
+  for (unsigned c = lo; c <= hi; ++c)
+    if (!short_form(uint8_t(c)) && ok(uint8_t(c))) return true;
+  return false;
+}
+
+// Whether the pattern's and format's shortest ways to acceptance fit in
+// the code points left.
+bool FitsLength(const CompiledSchema& s, const Node& n, const Frame& f) {
+  uint32_t left = n.str.max_len - f.count;
+  if (n.str.pattern >= 0 && s.dfas[size_t(n.str.pattern)].MinCharsToAccept(f.s1) > left) return false;
+  if (n.str.format >= 0 && s.dfas[size_t(n.str.format)].MinCharsToAccept(f.s2) > left) return false;
+  return true;
+}
+
 bool StepDfa(const CompiledSchema& s, int32_t dfa, int32_t* state, uint8_t b) {
   if (dfa < 0) return true;
   *state = s.dfas[size_t(dfa)].Next(*state, b);
@@ -80,37 +107,45 @@ bool DfaAccepts(const CompiledSchema& s, int32_t dfa, int32_t state) {
   return dfa < 0 || s.dfas[size_t(dfa)].Accepting(state);
 }
 
-long double ToLd(const Decimal& d) {
-  long double v = (long double)d.mant;
-  for (int i = 0; i < d.scale; ++i) v /= 10;
-  return d.neg ? -v : v;
-}
 
 // Whether some completion of a tracked number prefix can fall inside the
 // bounds (an over-approximation: exact checks come at the end).
 bool NumberFeasible(const Frame& f, const NumberRule& r, bool fractions) {
+  // A decimal multipleOf (C / 10^k) needs every fraction digit past the
+  // k-th to be zero: a non-zero one no later digit can undo.
+  if (r.has_multiple && f.s1 > r.multiple.scale) {
+    uint64_t tail = 1;
+    for (int i = r.multiple.scale; i < f.s1; ++i) tail *= 10;
+    if (f.bits1 % tail != 0) return false;
+  }
   if (!r.has_min && !r.has_max) return true;
-  if (f.phase == kNumStart || f.phase == kNumMinus) return true;
-  Decimal v{.neg = (f.flags & kNeg) != 0, .mant = f.bits1, .scale = f.s1};
-  long double m = std::fabs(ToLd(v));
-  long double ulp = std::pow(10.0L, -f.s1);
-  // Magnitudes reachable: [m, m + width] and, if more integer digits may
-  // follow, [10m, inf).
-  long double width = 0;
-  bool grow = false;
-  if (f.phase == kNumInt) { width = fractions ? 1 : 0; grow = f.count < 18; }
-  if (f.phase == kNumZero) width = fractions ? 1 : 0;
-  if (f.phase == kNumDot || f.phase == kNumFrac) width = f.count < 18 ? ulp : 0;
-  long double lo = r.has_min ? ToLd(r.min) : -INFINITY, hi = r.has_max ? ToLd(r.max) : INFINITY;
-  long double eps = 1e-9L * (1 + (r.has_min ? std::fabs(lo) : 0) + (r.has_max ? std::fabs(hi) : 0));
-  lo -= eps;
-  hi += eps;
-  auto hits = [&](long double a, long double b) {  // magnitudes [a, b] signed
-    long double x = (f.flags & kNeg) ? -b : a, y = (f.flags & kNeg) ? -a : b;
-    return x <= hi && y >= lo;
+  if (f.phase == kNumStart) return true;
+  // Exact decimals throughout: magnitudes [a, b) (b absent: unbounded; b ==
+  // a: the point a), signed, against the bounds.
+  const bool neg = (f.flags & kNeg) != 0;
+  auto signed_of = [&](Decimal d) { d.neg = neg && d.mant != 0; return d; };
+  auto ge_min = [&](const Decimal& x) { return !r.has_min || Compare(x, r.min) >= 0; };
+  auto le_max = [&](const Decimal& x) { return !r.has_max || Compare(x, r.max) <= 0; };
+  auto hits = [&](const Decimal& a, const std::optional<Decimal>& b) {
+    if (b && b->mant == a.mant && b->scale == a.scale) return ge_min(signed_of(a)) && le_max(signed_of(a));
+    if (!neg) return le_max(a) && (!b || !r.has_min || Compare(*b, r.min) > 0);
+    return ge_min(signed_of(a)) && (!b || !r.has_max || Compare(signed_of(*b), r.max) < 0);
   };
-  if (hits(m, m + width)) return true;
-  return grow && hits(10 * m, INFINITY);
+  if (f.phase == kNumMinus) return hits(Decimal{}, std::nullopt);
+  const Decimal m{.mant = f.bits1, .scale = f.s1};
+  const bool more = f.count < 18;
+  auto plus_ulp = [&](const Decimal& d) { return Decimal{.mant = d.mant + 1, .scale = d.scale}; };
+  switch (f.phase) {
+    case kNumZero:
+      return hits(m, fractions ? std::optional<Decimal>(Decimal{.mant = 1}) : m);
+    case kNumInt:
+      if (hits(m, fractions && more ? std::optional<Decimal>(plus_ulp(m)) : m)) return true;
+      return more && hits(Decimal{.mant = m.mant * 10}, std::nullopt);
+    case kNumDot:
+      return more && hits(m, plus_ulp(m));
+    default:  // kNumFrac
+      return hits(m, more ? std::optional<Decimal>(plus_ulp(m)) : m);
+  }
 }
 
 bool NumberComplete(const Frame& f, const Node& n) {
@@ -257,6 +292,12 @@ bool JsonMatcher::Feed(Frame* f, int depth, uint8_t b, JsonMatcher* out, int for
         if (r == 1) {
           if ((c & 0xC0) != 0x80 && ++top.count > n.str.max_len) return false;
           if (!StepDfa(s, n.str.pattern, &top.s1, c) || !StepDfa(s, n.str.format, &top.s2, c)) return false;
+          if (n.str.max_len != UINT32_MAX && !FitsLength(s, n, top)) return false;
+        } else if (top.count >= n.str.max_len || !EscapeViable(top, [&](uint8_t ch) {
+                     int32_t a = top.s1, b2 = top.s2;
+                     return StepDfa(s, n.str.pattern, &a, ch) && StepDfa(s, n.str.format, &b2, ch);
+                   })) {
+          return false;  // an escape begun must be able to finish
         }
         break;
       }
@@ -308,9 +349,18 @@ bool JsonMatcher::Feed(Frame* f, int depth, uint8_t b, JsonMatcher* out, int for
             if (st >= 0) st = s.dfas[size_t(o.pattern_props[i].first)].Next(st, c);
           }
         }
-        bool alive = top.s3 >= 0 || o.additional != kNoNode || (o.pattern_props.size() > 0 && top.s4 >= 0) ||
-                     (o.pattern_props.size() > 1 && top.s5 >= 0);
+        bool alive = (top.s3 >= 0 && o.KeyAvailable(top.s3, obj.bits1, obj.bits2)) || o.additional != kNoNode ||
+                     (o.pattern_props.size() > 0 && top.s4 >= 0) || (o.pattern_props.size() > 1 && top.s5 >= 0);
         if (!alive) return false;
+        if (r == 0 && !EscapeViable(top, [&](uint8_t ch) {
+              if (o.additional != kNoNode || top.s3 >= 0) return true;
+              for (size_t i = 0; i < o.pattern_props.size() && i < 2; ++i) {
+                int32_t st = i == 0 ? top.s4 : top.s5;
+                if (st >= 0 && s.dfas[size_t(o.pattern_props[i].first)].Next(st, ch) != ByteDfa::kDead) return true;
+              }
+              return false;
+            }))
+          return false;
         break;
       }
 
@@ -468,6 +518,15 @@ bool JsonMatcher::CanEnd() const {
   return false;
 }
 
+bool JsonMatcher::Complete() const {
+  if (n_threads_ == 0) return false;
+  for (int t = 0; t < n_threads_; ++t) {
+    const uint16_t begin = t == 0 ? 0 : thread_end_[t - 1];
+    if (thread_end_[t] - begin != 1) return false;  // only the root frame: the value closed
+  }
+  return true;
+}
+
 bool JsonMatcher::PlainFree(const StringLex& lex) const {
   const Node& n = schema_->nodes[size_t(lex.node)];
   return lex.key ? n.obj.additional != kNoNode : n.str.pattern < 0 && n.str.format < 0;
@@ -481,8 +540,16 @@ int JsonMatcher::InStrings(StringLex* out) const {
     StringLex& lex = out[t];
     lex.node = top.node;
     lex.key = top.kind == kKeyF;
+    if (lex.key) {
+      const Frame& obj = frames_[thread_end_[t] - 2];
+      lex.obj_required = obj.bits1;
+      lex.obj_seen = obj.bits2;
+    }
     lex.state = PlainState{top.s1, top.s2, top.s3, top.s4, top.s5, top.utf8};
     lex.chars_left = lex.key || n.str.max_len == UINT32_MAX ? UINT32_MAX : n.str.max_len - top.count;
+    // An automaton under a length bound: a token's fit depends on the state
+    // it ends in (FitsLength), which the token sets do not keep.
+    if (!lex.key && n.str.max_len != UINT32_MAX && (n.str.pattern >= 0 || n.str.format >= 0)) return 0;
   }
   return n_threads_;
 }
@@ -501,7 +568,7 @@ bool JsonMatcher::StepPlain(const StringLex& lex, PlainState* st, uint8_t b) con
   if (st->s3 >= 0) st->s3 = s.tries[size_t(o.key_trie)].Child(st->s3, b);
   if (o.pattern_props.size() > 0 && st->s4 >= 0) st->s4 = s.dfas[size_t(o.pattern_props[0].first)].Next(st->s4, b);
   if (o.pattern_props.size() > 1 && st->s5 >= 0) st->s5 = s.dfas[size_t(o.pattern_props[1].first)].Next(st->s5, b);
-  return st->s3 >= 0 || o.additional != kNoNode || (o.pattern_props.size() > 0 && st->s4 >= 0) ||
+  return (st->s3 >= 0 && o.KeyAvailable(st->s3, lex.obj_required, lex.obj_seen)) || o.additional != kNoNode || (o.pattern_props.size() > 0 && st->s4 >= 0) ||
          (o.pattern_props.size() > 1 && st->s5 >= 0);
 }
 

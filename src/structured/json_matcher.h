@@ -58,6 +58,9 @@ class JsonMatcher {
   bool Consume(std::string_view bytes);
   // Whether the text so far is a complete accepted value.
   bool CanEnd() const;
+  // Whether it is complete and only whitespace could follow (the value
+  // closed: not a number that more digits could extend).
+  bool Complete() const;
 
 
   // Inside strings (no thread within an escape or elsewhere): what decides
@@ -73,6 +76,7 @@ class JsonMatcher {
   struct StringLex {
     int32_t node = 0;
     bool key = false;
+    uint64_t obj_required = 0, obj_seen = 0;  // keys: the object's seen bits
     PlainState state;
     uint32_t chars_left = 0;
   };

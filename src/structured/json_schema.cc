@@ -637,7 +637,22 @@ Status Compiler::CompileObjectRule(const Json& s, Node* n, int depth) {
     if (o.props[i].required_bit < 0 && seen < 64) o.props[i].seen_bit = seen++;
     trie.Insert(o.props[i].name, int32_t(i));
   }
-  if (!o.props.empty()) o.key_trie = AddTrie(std::move(trie));
+  if (!o.props.empty()) {
+    o.sub_required.assign(trie.nodes.size(), 0);
+    o.sub_seen.assign(trie.nodes.size(), 0);
+    o.sub_untracked.assign(trie.nodes.size(), 0);
+    for (const Property& p : o.props) {
+      int32_t at = 0;
+      for (size_t i = 0;; ++i) {
+        if (p.required_bit >= 0) o.sub_required[size_t(at)] |= uint64_t(1) << p.required_bit;
+        else if (p.seen_bit >= 0) o.sub_seen[size_t(at)] |= uint64_t(1) << p.seen_bit;
+        else o.sub_untracked[size_t(at)] = 1;
+        if (i == p.name.size()) break;
+        at = trie.Child(at, uint8_t(p.name[i]));
+      }
+    }
+    o.key_trie = AddTrie(std::move(trie));
+  }
   return OkStatus();
 }
 

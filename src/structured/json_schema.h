@@ -78,6 +78,14 @@ inline constexpr int32_t kAnyNode = 0;   // node 0 accepts any JSON value
 struct ObjectRule {
   std::vector<Property> props;
   int32_t key_trie = -1;  // index into CompiledSchema::tries; values index props
+  // Per key-trie node, the properties below it: their required bits, their
+  // seen bits, and whether one is tracked by neither (always available).
+  std::vector<uint64_t> sub_required, sub_seen;
+  std::vector<uint8_t> sub_untracked;
+  // Whether some key below trie node n is not yet in the object.
+  bool KeyAvailable(int32_t n, uint64_t seen_required, uint64_t seen_optional) const {
+    return sub_untracked[size_t(n)] || (sub_required[size_t(n)] & ~seen_required) || (sub_seen[size_t(n)] & ~seen_optional);
+  }
   int32_t additional = kAnyNode;
   std::vector<std::pair<int32_t, int32_t>> pattern_props;  // (dfa, node)
   uint32_t min_props = 0, max_props = UINT32_MAX;

@@ -480,6 +480,23 @@ class DfaBuilder {
     }
     dfa.next_ = std::move(next);
     dfa.accept_ = std::move(accept);
+    // Shortest distances to acceptance, a continuation byte costing 0 and
+    // any other 1 (Bellman-Ford style relaxation; few states).
+    const size_t m = dfa.accept_.size();
+    dfa.min_chars_.assign(m, UINT32_MAX);
+    for (size_t i = 0; i < m; ++i)
+      if (dfa.accept_[i]) dfa.min_chars_[i] = 0;
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (size_t i = 0; i < m; ++i) {
+        for (int b = 0; b < 256; ++b) {
+          int32_t t = dfa.next_[i * k + dfa.byte_class_[size_t(b)]];
+          if (t == ByteDfa::kDead || dfa.min_chars_[size_t(t)] == UINT32_MAX) continue;
+          uint32_t d = dfa.min_chars_[size_t(t)] + ((b & 0xC0) == 0x80 ? 0 : 1);
+          if (d < dfa.min_chars_[i]) { dfa.min_chars_[i] = d; changed = true; }
+        }
+      }
+    }
     return dfa;
   }
 };

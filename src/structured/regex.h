@@ -29,6 +29,9 @@ class ByteDfa {
   int32_t Next(int32_t state, uint8_t byte) const { return next_[size_t(state) * n_classes_ + byte_class_[byte]]; }
   bool Accepting(int32_t state) const { return accept_[size_t(state)] != 0; }
   int32_t n_states() const { return int32_t(accept_.size()); }
+  // The fewest code points from state to acceptance (UTF-8 continuation
+  // bytes count nothing).
+  uint32_t MinCharsToAccept(int32_t state) const { return min_chars_[size_t(state)]; }
   // Runs the whole of text from the start state.
   bool Matches(std::string_view text) const;
 
@@ -38,6 +41,7 @@ class ByteDfa {
   int n_classes_ = 1;
   std::vector<int32_t> next_;   // [state][class]
   std::vector<uint8_t> accept_;  // [state]
+  std::vector<uint32_t> min_chars_;  // [state]
 };
 
 struct RegexLimits {

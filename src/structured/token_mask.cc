@@ -101,14 +101,14 @@ MaskComputer::MaskComputer(const TokenIndex* index)
 
 size_t MaskComputer::PlainKeyHash::operator()(const PlainKey& k) const {
   uint64_t h = k.uid * 0x9E3779B97F4A7C15ull;
-  for (int64_t v : {int64_t(k.node), int64_t(k.key), int64_t(k.st.s1), int64_t(k.st.s2), int64_t(k.st.s3),
+  for (int64_t v : {int64_t(k.node), int64_t(k.key), int64_t(k.obj_required), int64_t(k.obj_seen), int64_t(k.st.s1), int64_t(k.st.s2), int64_t(k.st.s3),
                     int64_t(k.st.s4), int64_t(k.st.s5), int64_t(k.st.utf8)})
     h = (h ^ uint64_t(v)) * 0x100000001B3ull;
   return size_t(h ^ (h >> 29));
 }
 
 const TokenMask& MaskComputer::PlainSet(const JsonMatcher& m, const JsonMatcher::StringLex& lex) {
-  PlainKey key{m.schema()->uid, lex.node, lex.key, lex.state};
+  PlainKey key{m.schema()->uid, lex.node, lex.key, lex.obj_required, lex.obj_seen, lex.state};
   auto it = plain_cache_.find(key);
   if (it != plain_cache_.end()) return it->second;
   if (plain_cache_.size() >= kMaxCached) plain_cache_.clear();

@@ -76,6 +76,7 @@ class MaskComputer {
     uint64_t uid;
     int32_t node;
     bool key;
+    uint64_t obj_required, obj_seen;
     JsonMatcher::PlainState st;
     bool operator==(const PlainKey&) const = default;
   };
