@@ -30,12 +30,7 @@ int LexString(Frame& f, uint8_t b, uint8_t* out) {
       if (b == '"') return f.utf8 == 0 ? 2 : -1;
       if (b == '\\') { if (f.utf8) return -1; f.esc = 1; return 0; }
       if (b < 0x20) return -1;
-      if (b < 0x80) { if (f.utf8) return -1; }
-      else if (b < 0xC0) { if (!f.utf8) return -1; --f.utf8; }
-      else {
-        if (f.utf8 || b < 0xC2 || b > 0xF4) return -1;
-        f.utf8 = b < 0xE0 ? 1 : b < 0xF0 ? 2 : 3;
-      }
+      if (!Utf8Step(&f.utf8, b)) return -1;
       *out = b;
       return 1;
     case 1:
@@ -555,12 +550,7 @@ int JsonMatcher::InStrings(StringLex* out) const {
 }
 
 bool JsonMatcher::StepPlain(const StringLex& lex, PlainState* st, uint8_t b) const {
-  if (b < 0x80) { if (st->utf8) return false; }
-  else if (b < 0xC0) { if (!st->utf8) return false; --st->utf8; }
-  else {
-    if (st->utf8 || b < 0xC2 || b > 0xF4) return false;
-    st->utf8 = b < 0xE0 ? 1 : b < 0xF0 ? 2 : 3;
-  }
+  if (!Utf8Step(&st->utf8, b)) return false;
   const CompiledSchema& s = *schema_;
   const Node& n = s.nodes[size_t(lex.node)];
   if (!lex.key) return StepDfa(s, n.str.pattern, &st->s1, b) && StepDfa(s, n.str.format, &st->s2, b);

@@ -19,6 +19,29 @@
 
 namespace pc::structured {
 
+// Strict UTF-8 inside strings, one byte at a time. State: continuation bytes
+// owed (bits 0-1) and the range the next one must fall in (bits 2-4: 0 any
+// of 80-BF; 1 A0-BF after E0; 2 80-9F after ED; 3 90-BF after F0; 4 80-8F
+// after F4), which keeps out overlong forms, surrogates and code points
+// past U+10FFFF. Bytes below 0x80 are the caller's. False: refused.
+inline bool Utf8Step(uint8_t* state, uint8_t b) {
+  const uint8_t owed = *state & 3, range = uint8_t(*state >> 2);
+  if (b < 0x80) return owed == 0;
+  if (b < 0xC0) {
+    if (owed == 0) return false;
+    static constexpr uint8_t kLo[5] = {0x80, 0xA0, 0x80, 0x90, 0x80}, kHi[5] = {0xBF, 0xBF, 0x9F, 0xBF, 0x8F};
+    if (b < kLo[range] || b > kHi[range]) return false;
+    *state = uint8_t(owed - 1);
+    return true;
+  }
+  if (owed != 0 || b < 0xC2 || b > 0xF4) return false;
+  if (b < 0xE0) *state = 1;
+  else if (b < 0xF0) *state = uint8_t(2 | (b == 0xE0 ? 1 << 2 : b == 0xED ? 2 << 2 : 0));
+  else *state = uint8_t(3 | (b == 0xF0 ? 3 << 2 : b == 0xF4 ? 4 << 2 : 0));
+  return true;
+}
+inline constexpr int kUtf8States = 20;  // state values are below this
+
 struct Frame {
   uint8_t kind = 0, phase = 0, ws = 0, esc = 0;
   uint8_t utf8 = 0, flags = 0;

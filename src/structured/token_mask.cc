@@ -6,18 +6,12 @@
 namespace pc::structured {
 namespace {
 
-// Whether the bytes are string content the matcher accepts from `pending`
-// owed continuation bytes (mirrors LexString for unescaped text).
-bool PlainFrom(const std::string& s, int pending) {
+// Whether the bytes are string content the matcher accepts from UTF-8
+// state `st` (mirrors LexString for unescaped text).
+bool PlainFrom(const std::string& s, uint8_t st) {
   for (char ch : s) {
     uint8_t b = uint8_t(ch);
-    if (b == '"' || b == '\\' || b < 0x20) return false;
-    if (b < 0x80) { if (pending) return false; }
-    else if (b < 0xC0) { if (!pending) return false; --pending; }
-    else {
-      if (pending || b < 0xC2 || b > 0xF4) return false;
-      pending = b < 0xE0 ? 1 : b < 0xF0 ? 2 : 3;
-    }
+    if (b == '"' || b == '\\' || b < 0x20 || !Utf8Step(&st, b)) return false;
   }
   return true;
 }
@@ -74,7 +68,7 @@ TokenIndex::Trie TokenIndex::Build(const std::vector<std::string>& bytes, const 
 TokenIndex::TokenIndex(std::vector<std::string> bytes) : bytes_(std::move(bytes)) {
   std::vector<int32_t> all, special, plain;
   chars_.resize(bytes_.size());
-  for (int p = 0; p < 4; ++p) plain_[p].assign(words(), 0);
+  for (int p = 0; p < kUtf8States; ++p) plain_[p].assign(words(), 0);
   for (size_t i = 0; i < bytes_.size(); ++i) {
     const std::string& s = bytes_[i];
     if (s.empty()) continue;
@@ -83,8 +77,8 @@ TokenIndex::TokenIndex(std::vector<std::string> bytes) : bytes_(std::move(bytes)
     uint32_t c = uint32_t(std::count_if(s.begin(), s.end(), [](char ch) { return (uint8_t(ch) & 0xC0) != 0x80; }));
     chars_[i] = c;
     bool plain_any = false;
-    for (int p = 0; p < 4; ++p) {
-      if (PlainFrom(s, p)) { plain_[p][i >> 6] |= uint64_t(1) << (i & 63); plain_any = true; }
+    for (int p = 0; p < kUtf8States; ++p) {
+      if (PlainFrom(s, uint8_t(p))) { plain_[p][i >> 6] |= uint64_t(1) << (i & 63); plain_any = true; }
     }
     if (plain_any) {
       max_plain_chars_ = std::max(max_plain_chars_, c);

@@ -45,9 +45,9 @@ class TokenIndex {
   const Trie& special() const { return special_; }
   // Tokens of plain string content (valid from some UTF-8 state).
   const Trie& plain_trie() const { return plain_trie_; }
-  // Tokens of plain string content valid after `pending` owed UTF-8
-  // continuation bytes (0..3), and code points per token.
-  const TokenMask& plain(int pending) const { return plain_[pending]; }
+  // Tokens of plain string content valid from a UTF-8 state (Utf8Step),
+  // and code points per token.
+  const TokenMask& plain(uint8_t utf8_state) const { return plain_[utf8_state]; }
   uint32_t chars(int32_t id) const { return chars_[size_t(id)]; }
   uint32_t max_plain_chars() const { return max_plain_chars_; }
 
@@ -55,7 +55,7 @@ class TokenIndex {
   static Trie Build(const std::vector<std::string>& bytes, const std::vector<int32_t>& ids);
   std::vector<std::string> bytes_;
   Trie all_, special_, plain_trie_;
-  TokenMask plain_[4];
+  TokenMask plain_[kUtf8States];
   std::vector<uint32_t> chars_;
   uint32_t max_plain_chars_ = 0;
 };

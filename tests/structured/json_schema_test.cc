@@ -83,6 +83,10 @@ TEST(JsonSchema, CanonicalEscapesOnly) {
   EXPECT_FALSE(Accept(s, "\"\\/\""));
   EXPECT_FALSE(Accept(s, "\"a\nb\""));     // a raw control byte
   EXPECT_FALSE(Accept(s, "\"\xC3\""));     // a cut UTF-8 sequence
+  EXPECT_TRUE(Accept(s, "\"\xE0\xA4\x85\xED\x9F\xBF\xF4\x8F\xBF\xBF\""));  // U+0905, U+D7FF, U+10FFFF
+  EXPECT_FALSE(Accept(s, "\"\xED\xA0\x80\""));  // a surrogate
+  EXPECT_FALSE(Accept(s, "\"\xE0\x80\xAF\""));  // overlong
+  EXPECT_FALSE(Accept(s, "\"\xF4\x90\x80\x80\""));  // past U+10FFFF
 }
 
 TEST(JsonSchema, WhitespaceIsBoundedPerGap) {

@@ -1,0 +1,196 @@
+// Structured output through the server with stories260K: for 50 shared
+// real-world schemas every reply that ends with "stop" is JSON its schema
+// accepts (checked by python3-jsonschema, an independent validator), under
+// each server's spelling of the field; streams equal non-streamed replies;
+// schemas we cannot enforce are a 400 naming the keyword.
+#include <httplib.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "base/check.h"
+#include "server_harness.h"
+#include "test_support.h"
+
+namespace pc {
+namespace {
+
+using nlohmann::json;
+
+class StructuredOutputTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string path = test::SharedPath("models/stories260K.gguf");
+    if (path.empty()) return;
+    auto m = Model::Load(path, 2);
+    PC_CHECK(m.ok());
+    model_ = std::move(*m).release();
+    auto t = Tokenizer::FromGguf(model_->gguf());
+    PC_CHECK(t.ok());
+    tok_ = new Tokenizer(std::move(*t));
+    EngineOptions eo;
+    eo.cache.mem_bytes = 64 << 20;
+    harness_ = new test::Harness(*model_, *tok_, eo, ServerOptions{});
+  }
+  void SetUp() override {
+    if (model_ == nullptr) {
+      if (test::RequireShared()) FAIL() << "shared model missing";
+      GTEST_SKIP() << "../shared absent";
+    }
+  }
+  static json Post(const std::string& path, const json& body, int* status) {
+    httplib::Client c = harness_->Client();
+    auto res = c.Post(path.c_str(), body.dump(), "application/json");
+    PC_CHECK(res);
+    *status = res->status;
+    return json::parse(res->body);
+  }
+  // Validates (schema, text) pairs with python3-jsonschema; the invalid ones.
+  static json Validate(const std::vector<std::pair<json, std::string>>& cases) {
+    const std::string in = test::TempPath("instances.jsonl");
+    std::ofstream f(in);
+    for (const auto& [schema, text] : cases) f << json{{"schema", schema}, {"text", text}}.dump() << "\n";
+    f.close();
+    // Debian's interpreter (python3-jsonschema) when there, else the PATH's.
+    const std::string py = std::ifstream("/usr/bin/python3").good() ? "/usr/bin/python3" : "python3";
+    int code = 0;
+    std::string out = test::RunCommand(py + " " PROMPTCACHE_TEST_DATA "/../structured/validate_instances.py < " + in, &code);
+    EXPECT_EQ(code, 0) << out;
+    json r = json::parse(out, nullptr, false);
+    EXPECT_FALSE(r.is_discarded()) << out;
+    EXPECT_EQ(r["checked"].get<size_t>(), cases.size());
+    return r["invalid"];
+  }
+  static Model* model_;
+  static Tokenizer* tok_;
+  static test::Harness* harness_;
+};
+Model* StructuredOutputTest::model_ = nullptr;
+Tokenizer* StructuredOutputTest::tok_ = nullptr;
+test::Harness* StructuredOutputTest::harness_ = nullptr;
+
+TEST_F(StructuredOutputTest, FiftySharedSchemasEveryStoppedReplyValidates) {
+  PC_SHARED_OR_SKIP(dir, "jsonschema");
+  // Ten compiling schemas from each of five splits (the first ones in file
+  // order), each asked for under one of the spellings in turn.
+  std::vector<json> schemas;
+  for (const char* split : {"Github_easy", "Github_medium", "Glaiveai2K", "Kubernetes", "Snowplow"}) {
+    std::ifstream f(dir + "/" + split + ".jsonl");
+    std::string line;
+    int taken = 0;
+    while (taken < 10 && std::getline(f, line)) {
+      json s = json::parse(line)["schema"];
+      int status = 0;
+      json probe = Post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 1}, {"json_schema", s}}, &status);
+      if (status != 200) continue;  // one we refuse (a 400 naming the keyword)
+      schemas.push_back(s);
+      ++taken;
+    }
+  }
+  ASSERT_EQ(schemas.size(), 50u);
+  std::vector<std::pair<json, std::string>> stopped;
+  int lengths = 0;
+  for (size_t i = 0; i < schemas.size(); ++i) {
+    json body = {{"prompt", "Once upon a time"}, {"max_tokens", 1000}, {"temperature", 1.0}, {"seed", int(i)}};
+    switch (i % 4) {
+      case 0: body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "s"}, {"schema", schemas[i]}, {"strict", true}}}}; break;
+      case 1: body["json_schema"] = schemas[i]; break;
+      case 2: body["guided_json"] = schemas[i]; break;
+      default: body["structured_outputs"] = {{"json", schemas[i]}}; break;
+    }
+    int status = 0;
+    json r = Post("/v1/completions", body, &status);
+    ASSERT_EQ(status, 200) << r.dump();
+    const std::string finish = r["choices"][0]["finish_reason"];
+    if (finish == "stop") stopped.push_back({schemas[i], r["choices"][0]["text"].get<std::string>()});
+    else ++lengths;
+  }
+  // A tiny model wanders: many replies run out of tokens; those that end
+  // must be whole, valid values.
+  EXPECT_GE(stopped.size(), 5u) << lengths << " ran to max_tokens";
+  json invalid = Validate(stopped);
+  EXPECT_TRUE(invalid.empty()) << invalid.dump(1);
+}
+
+TEST_F(StructuredOutputTest, JsonObjectChatAndStreamsAgree) {
+  const json schema = {{"type", "object"},
+                       {"properties", {{"name", {{"type", "string"}, {"maxLength", 12}}},
+                                       {"age", {{"type", "integer"}, {"minimum", 0}, {"maximum", 120}}},
+                                       {"tags", {{"type", "array"}, {"items", {{"enum", {"a", "b"}}}}, {"maxItems", 3}}}}},
+                       {"required", {"name", "age", "tags"}},
+                       {"additionalProperties", false}};
+  std::vector<std::pair<json, std::string>> cases;
+  for (int seed = 0; seed < 6; ++seed) {
+    json body = {{"messages", {{{"role", "user"}, {"content", "Tell me about Lily."}}}}, {"max_tokens", 300},
+                 {"temperature", 0.9}, {"seed", seed},
+                 {"response_format", {{"type", "json_schema"}, {"json_schema", {{"name", "p"}, {"schema", schema}}}}}};
+    int status = 0;
+    json r = Post("/v1/chat/completions", body, &status);
+    ASSERT_EQ(status, 200) << r.dump();
+    const std::string text = r["choices"][0]["message"]["content"];
+    if (r["choices"][0]["finish_reason"] == "stop") cases.push_back({schema, text});
+    // The same request streamed: the same text, the same finish.
+    body["stream"] = true;
+    httplib::Client c = harness_->Client();
+    auto res = c.Post("/v1/chat/completions", body.dump(), "application/json");
+    ASSERT_TRUE(res);
+    std::string streamed, finish;
+    size_t pos = 0;
+    while ((pos = res->body.find("data: ", pos)) != std::string::npos) {
+      size_t end = res->body.find("\n\n", pos);
+      std::string payload = res->body.substr(pos + 6, end - pos - 6);
+      pos = end;
+      if (payload == "[DONE]") break;
+      json j = json::parse(payload);
+      if (j["choices"].empty()) continue;
+      const json& ch = j["choices"][0];
+      if (ch["delta"].contains("content") && ch["delta"]["content"].is_string()) streamed += ch["delta"]["content"].get<std::string>();
+      if (ch.contains("finish_reason") && ch["finish_reason"].is_string()) finish = ch["finish_reason"];
+    }
+    EXPECT_EQ(streamed, text);
+    EXPECT_EQ(finish, r["choices"][0]["finish_reason"]);
+  }
+  EXPECT_FALSE(cases.empty());
+  EXPECT_TRUE(Validate(cases).empty());
+  // json_object: an object, whatever is in it.
+  int stops = 0;
+  for (int seed = 0; seed < 4; ++seed) {
+    int status = 0;
+    json r = Post("/v1/completions", {{"prompt", "{"}, {"max_tokens", 300}, {"seed", seed}, {"response_format", {{"type", "json_object"}}}}, &status);
+    ASSERT_EQ(status, 200);
+    if (r["choices"][0]["finish_reason"] != "stop") continue;
+    ++stops;
+    json v = json::parse(r["choices"][0]["text"].get<std::string>(), nullptr, false);
+    EXPECT_TRUE(v.is_object()) << r["choices"][0]["text"];
+  }
+  (void)stops;
+}
+
+TEST_F(StructuredOutputTest, SchemasWeCannotEnforceAreRefusedByName) {
+  const std::pair<const char*, const char*> cases[] = {
+      {R"({"prompt":"x","response_format":{"type":"json_schema","json_schema":{"schema":{"not":{"type":"string"}}}}})", "'not'"},
+      {R"({"prompt":"x","json_schema":{"type":"array","uniqueItems":true}})", "'uniqueItems'"},
+      {R"({"prompt":"x","guided_json":"{not json"})", "not valid JSON"},
+      {R"({"prompt":"x","guided_regex":"a+"})", "guided_regex"},
+      {R"({"prompt":"x","response_format":{"type":"yaml"}})", "response_format.type"},
+      {R"({"prompt":"x","response_format":{"type":"json_schema"}})", "json_schema"},
+      {R"({"prompt":"x","json_schema":{"type":"object"},"guided_json":{"type":"object"}})", "give one schema"},
+      {R"({"prompt":"x","json_schema":{"$ref":"#"}})", "no finite value"},
+  };
+  for (const auto& [text, needle] : cases) {
+    const json body = json::parse(text);
+    int status = 0;
+    json r = Post("/v1/completions", body, &status);
+    EXPECT_EQ(status, 400) << body.dump();
+    EXPECT_NE(r["error"]["message"].get<std::string>().find(needle), std::string::npos) << r.dump();
+  }
+  // A deep schema: a bounded, clean refusal.
+  json deep = json::object();
+  for (int i = 0; i < 2000; ++i) deep = json{{"type", "array"}, {"items", deep}};
+  int status = 0;
+  json r = Post("/v1/completions", {{"prompt", "x"}, {"json_schema", deep}}, &status);
+  EXPECT_EQ(status, 400) << r.dump().substr(0, 300);
+}
+
+}  // namespace
+}  // namespace pc
