@@ -16,7 +16,15 @@ TEST(JsonSchemaCheck, SharedSchemasPassAndNoInvalidInstanceIsAccepted) {
   PC_SHARED_OR_SKIP(vocab, "tokenizer/ggml-vocab-gpt-2.gguf");
   PC_SHARED_OR_SKIP(dir, "jsonschema");
   int code = 0;
-  std::string out = RunCommand("cat " + dir + "/*.jsonl | " PROMPTCACHE_BINARY " json-schema-check -m " + vocab, &code);
+  // The sanitizer tree checks the 40 Kubernetes schemas only (5-10x slower).
+#ifdef PROMPTCACHE_SANITIZER_BUILD
+  const std::string files = dir + "/Kubernetes.jsonl";
+  const int expected = 40;
+#else
+  const std::string files = dir + "/*.jsonl";
+  const int expected = 340;
+#endif
+  std::string out = RunCommand("cat " + files + " | " PROMPTCACHE_BINARY " json-schema-check -m " + vocab, &code);
   ASSERT_EQ(code, 0) << out;
   std::istringstream lines(out);
   std::string line;
@@ -32,11 +40,11 @@ TEST(JsonSchemaCheck, SharedSchemasPassAndNoInvalidInstanceIsAccepted) {
     }
   }
   ASSERT_FALSE(summary.is_null()) << out.substr(0, 2000);
-  EXPECT_EQ(rows, 340);
-  EXPECT_EQ(summary["schemas"].get<int>(), 340);
+  EXPECT_EQ(rows, expected);
+  EXPECT_EQ(summary["schemas"].get<int>(), expected);
   EXPECT_EQ(summary["invalid_accepted"].get<int>(), 0);
-  EXPECT_GE(summary["passing"].get<double>(), 0.85 * 340) << summary.dump();
-  EXPECT_GT(summary["masks"].get<int>(), 10000);
+  EXPECT_GE(summary["passing"].get<double>(), 0.85 * expected) << summary.dump();
+  EXPECT_GT(summary["masks"].get<int>(), 50 * expected);
 }
 
 TEST(JsonSchemaCheck, AMislabelledInstanceFailsItsSchema) {

@@ -94,6 +94,7 @@ RequestRecord RunRequest(const Target& t, const BenchRequest& r, double run_star
   json body = {{"prompt", r.prompt}, {"max_tokens", r.max_tokens}, {"temperature", 0}, {"ignore_eos", true},
                {"stream", true}, {"stream_options", {{"include_usage", true}}}};
   if (!t.model.empty()) body["model"] = t.model;
+  if (!t.extra_body.empty()) body.update(json::parse(t.extra_body));  // checked by the command
   if (!r.cache) {
     // Bypass: llama.cpp-style cache_prompt plus a fresh salt (vLLM-style),
     // so neither server reuses nor keeps this request's prefix.

@@ -22,6 +22,9 @@ struct Target {
   // the trace's tokens per block key, else 64; -1: no header), for routers
   // that keep requests sharing a prefix on one replica (deploy/haproxy.cfg).
   int prefix_key_tokens = 0;
+  // Fields merged into every request body (JSON object text; "" none), e.g.
+  // a response_format or sampling settings; they override the defaults.
+  std::string extra_body;
 };
 
 // The X-Prefix-Key value for a prompt ("" when none is sent).

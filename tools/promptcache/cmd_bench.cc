@@ -10,6 +10,7 @@ namespace {
 struct BenchFlags {
   BenchConfig cfg;
   std::string url = "http://127.0.0.1:8080", api_key, model, token_range = "1000:9000";
+  std::string extra_body;
   size_t requests = 0, docs = 0, doc_tokens = 0, prompt_tokens = 0, output_tokens = 0, system_tokens = 0, turns = 0;
   double rate = 0;
   int prefix_key_tokens = 0;
@@ -21,6 +22,11 @@ int Bench(BenchFlags f) {
   target->api_key = f.api_key;
   target->model = f.model;
   target->prefix_key_tokens = f.prefix_key_tokens;
+  if (!f.extra_body.empty()) {
+    nlohmann::json extra = nlohmann::json::parse(f.extra_body, nullptr, false);
+    if (!extra.is_object()) return Fail("--extra-body: expected a JSON object");
+    target->extra_body = f.extra_body;
+  }
   BenchConfig& cfg = f.cfg;
   loadgen::TokenRange range;
   if (std::sscanf(f.token_range.c_str(), "%d:%d", &range.lo, &range.hi) != 2 || range.lo < 0 || range.hi <= range.lo) {
@@ -64,6 +70,7 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   CLI::App* c = app.add_subcommand("bench", "Load generator for any OpenAI-compatible server: TTFT and ITL by cache outcome, A/B");
   c->add_option("--url", f->url, "Server base URL");
   c->add_option("--api-key", f->api_key, "Bearer key");
+  c->add_option("--extra-body", f->extra_body, "JSON object merged into every request body (e.g. a response_format)");
   c->add_option("--model", f->model, "Model name to send");
   c->add_option("--prefix-key-tokens", f->prefix_key_tokens,
                 "X-Prefix-Key header: a hash of the prompt's first N tokens (0: the trace's block size, else 64; "
