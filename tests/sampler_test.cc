@@ -10,7 +10,7 @@ namespace {
 TEST(Sampler, GreedyPicksTheLargestLowestIdOnTies) {
   const std::vector<float> logits = {0.1f, 3.0f, -1.0f, 3.0f};
   EXPECT_EQ(Argmax(logits), 1);
-  Sampler s(SamplingParams{0.0f, 40, 0.95f, 1});
+  Sampler s(SamplingParams{0.0f, 40, 0.95f, 1, 0.0f, 1.0f});
   for (int i = 0; i < 10; ++i) EXPECT_EQ(s.Sample(logits), 1);
 }
 
@@ -18,7 +18,7 @@ TEST(Sampler, SameSeedSameTokensDifferentSeedDifferentTokens) {
   std::vector<float> logits(100);
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i % 7) * 0.3f;
   auto draw = [&](uint64_t seed) {
-    Sampler s(SamplingParams{1.0f, 0, 1.0f, seed});
+    Sampler s(SamplingParams{1.0f, 0, 1.0f, seed, 0.0f, 1.0f});
     std::vector<int32_t> out;
     for (int i = 0; i < 50; ++i) out.push_back(s.Sample(logits));
     return out;
@@ -29,8 +29,8 @@ TEST(Sampler, SameSeedSameTokensDifferentSeedDifferentTokens) {
 
 TEST(Sampler, TopKOneAndTinyTopPAreGreedy) {
   std::vector<float> logits = {1.0f, 2.0f, 5.0f, 4.9f};
-  Sampler k1(SamplingParams{1.0f, 1, 1.0f, 7});
-  Sampler p0(SamplingParams{1.0f, 0, 0.01f, 7});
+  Sampler k1(SamplingParams{1.0f, 1, 1.0f, 7, 0.0f, 1.0f});
+  Sampler p0(SamplingParams{1.0f, 0, 0.01f, 7, 0.0f, 1.0f});
   for (int i = 0; i < 20; ++i) {
     EXPECT_EQ(k1.Sample(logits), 2);
     EXPECT_EQ(p0.Sample(logits), 2);
@@ -40,7 +40,7 @@ TEST(Sampler, TopKOneAndTinyTopPAreGreedy) {
 TEST(Sampler, FrequenciesFollowTheSoftmax) {
   // Two tokens with logits differing by ln(3): expect a 3:1 split.
   const std::vector<float> logits = {0.0f, std::log(3.0f), -50.0f};
-  Sampler s(SamplingParams{1.0f, 0, 1.0f, 99});
+  Sampler s(SamplingParams{1.0f, 0, 1.0f, 99, 0.0f, 1.0f});
   std::map<int32_t, int> counts;
   for (int i = 0; i < 20000; ++i) ++counts[s.Sample(logits)];
   EXPECT_NEAR(counts[1] / 20000.0, 0.75, 0.02);
@@ -49,7 +49,7 @@ TEST(Sampler, FrequenciesFollowTheSoftmax) {
 
 TEST(Sampler, TopKExcludesTheTail) {
   const std::vector<float> logits = {1.0f, 1.0f, 1.0f, 0.9f};
-  Sampler s(SamplingParams{2.0f, 3, 1.0f, 5});
+  Sampler s(SamplingParams{2.0f, 3, 1.0f, 5, 0.0f, 1.0f});
   for (int i = 0; i < 2000; ++i) EXPECT_NE(s.Sample(logits), 3);
 }
 
@@ -62,6 +62,70 @@ TEST(Sampler, TopLogprobsAreSortedAndNormalised) {
   const double z = std::log(std::exp(0.0) + std::exp(2.0) + std::exp(1.0));
   EXPECT_NEAR(top[0].second, 2.0 - z, 1e-6);
   EXPECT_EQ(TopLogprobs(logits, 10).size(), 3u);
+}
+
+// Each parameter's arithmetic on fixed logits.
+TEST(SamplerParams, MinPKeepsTokensWithinAFractionOfTheBest) {
+  // Probabilities 0.5, 0.25, 0.125, 0.125: min_p 0.3 keeps 0.5 and 0.25 only.
+  const std::vector<float> logits = {std::log(4.0f), std::log(2.0f), 0.0f, 0.0f};
+  Sampler s(SamplingParams{1.0f, 0, 1.0f, 3, 0.3f, 1.0f});
+  std::map<int32_t, int> counts;
+  for (int i = 0; i < 6000; ++i) ++counts[s.Sample(logits)];
+  EXPECT_EQ(counts[2] + counts[3], 0);
+  EXPECT_NEAR(counts[0] / 6000.0, 2.0 / 3.0, 0.03);  // renormalised 0.5 : 0.25
+}
+
+TEST(SamplerParams, TypicalPKeepsTheTokensNearestTheEntropy) {
+  // p = 0.7, 0.1, 0.1, 0.1: entropy 0.94 nats; surprises 0.36 and 2.30, so
+  // the most likely token is the most typical; typical_p 0.5 keeps it alone.
+  const std::vector<float> logits = {std::log(7.0f), 0.0f, 0.0f, 0.0f};
+  Sampler s(SamplingParams{1.0f, 0, 1.0f, 3, 0.0f, 0.5f});
+  for (int i = 0; i < 500; ++i) EXPECT_EQ(s.Sample(logits), 0);
+  // p = 0.4, 0.3, 0.3 (entropy 1.09): surprises 0.92 and 1.20, the 0.3s
+  // are nearer; typical_p 0.5 keeps both of them and never the 0.4.
+  const std::vector<float> l2 = {std::log(4.0f), std::log(3.0f), std::log(3.0f)};
+  Sampler t(SamplingParams{1.0f, 0, 1.0f, 3, 0.0f, 0.5f});
+  std::map<int32_t, int> counts;
+  for (int i = 0; i < 4000; ++i) ++counts[t.Sample(l2)];
+  EXPECT_EQ(counts[0], 0);
+  EXPECT_NEAR(counts[1] / 4000.0, 0.5, 0.04);
+}
+
+TEST(SamplerParams, LogitBiasAndPenalties) {
+  const std::vector<int32_t> context = {5, 1, 1, 2, 1};  // prompt {5, 1}, generated {1, 2, 1}
+  std::vector<float> l = {1.0f, 2.0f, -2.0f, 0.5f, 0.0f, 4.0f};
+  LogitAdjust a;
+  a.bias = {{3, 10.0f}, {0, -INFINITY}};
+  AdjustLogits(a, context, 3, l);
+  EXPECT_EQ(l[3], 10.5f);
+  EXPECT_EQ(l[0], -INFINITY);
+  // Repetition over the whole context: positive logits divided, negative
+  // multiplied; once per token whatever its count.
+  std::vector<float> r = {1.0f, 2.0f, -2.0f, 0.5f, 0.0f, 4.0f};
+  LogitAdjust rep;
+  rep.repetition_penalty = 2.0f;
+  AdjustLogits(rep, context, 3, r);
+  EXPECT_EQ(r[1], 1.0f);
+  EXPECT_EQ(r[2], -4.0f);
+  EXPECT_EQ(r[5], 2.0f);  // in the prompt: counted
+  EXPECT_EQ(r[3], 0.5f);
+  // The same over the last two tokens only (llama.cpp's repeat_last_n).
+  std::vector<float> w = {1.0f, 2.0f, -2.0f, 0.5f, 0.0f, 4.0f};
+  rep.repeat_last_n = 2;
+  AdjustLogits(rep, context, 3, w);
+  EXPECT_EQ(w[5], 4.0f);
+  EXPECT_EQ(w[1], 1.0f);
+  EXPECT_EQ(w[2], -4.0f);
+  // Presence once, frequency per occurrence, over generated tokens only.
+  std::vector<float> p = {1.0f, 2.0f, -2.0f, 0.5f, 0.0f, 4.0f};
+  LogitAdjust pf;
+  pf.presence_penalty = 0.5f;
+  pf.frequency_penalty = 0.25f;
+  AdjustLogits(pf, context, 3, p);
+  EXPECT_FLOAT_EQ(p[1], 2.0f - 0.5f - 0.5f);  // generated twice
+  EXPECT_FLOAT_EQ(p[2], -2.0f - 0.5f - 0.25f);
+  EXPECT_EQ(p[5], 4.0f);  // only in the prompt
+  EXPECT_FALSE(LogitAdjust{}.active());
 }
 
 }  // namespace

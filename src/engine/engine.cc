@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "base/check.h"
@@ -410,6 +412,18 @@ void Engine::EmitFromMemo(std::vector<uint64_t> ids) {
 
 void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns) {
   StreamEvent ev;
+  const bool early = a.num_generated < static_cast<size_t>(std::max(a.req.min_tokens, 0));
+  if (a.req.adjust.active() || early) {
+    adjusted_logits_.assign(logits.begin(), logits.end());
+    AdjustLogits(a.req.adjust, a.tokens, a.num_generated, adjusted_logits_);
+    if (early) {
+      for (int32_t id : tok_.vocab().end_of_generation)
+        if (static_cast<size_t>(id) < adjusted_logits_.size()) adjusted_logits_[static_cast<size_t>(id)] = -INFINITY;
+      for (int32_t id : a.req.stop_token_ids)
+        if (static_cast<size_t>(id) < adjusted_logits_.size()) adjusted_logits_[static_cast<size_t>(id)] = -INFINITY;
+    }
+    logits = adjusted_logits_;
+  }
   if (a.grammar) {
     if (!masker_) masker_ = std::make_unique<GrammarMasker>(tok_);
     if (!masker_->Mask(*a.grammar, logits, &masked_logits_)) {
@@ -435,7 +449,8 @@ void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now
   a.last_token = ev.token;
   a.tokens.push_back(ev.token);
   ++a.num_generated;
-  const bool eos = tok_.IsEndOfGeneration(ev.token) && !a.req.ignore_eos;
+  const bool eos = (tok_.IsEndOfGeneration(ev.token) && !a.req.ignore_eos) ||
+                   std::find(a.req.stop_token_ids.begin(), a.req.stop_token_ids.end(), ev.token) != a.req.stop_token_ids.end();
   // A constrained value that closed ends the request (finish "stop").
   const bool complete = a.grammar && !eos && masker_->Advance(a.grammar.get(), ev.token);
   const bool length = a.num_generated >= static_cast<size_t>(a.req.max_tokens);

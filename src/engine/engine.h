@@ -82,6 +82,9 @@ struct EngineRequest {
   // schema accepts; the request stops when the value is complete.
   std::shared_ptr<const structured::CompiledSchema> json_schema;
   int json_whitespace = 2;  // whitespace bytes allowed per gap of that JSON
+  LogitAdjust adjust;       // bias and penalties (sampler.h: the order of stages)
+  int min_tokens = 0;       // end of generation (and stop_token_ids) barred before this many tokens
+  std::vector<int32_t> stop_token_ids;  // these end the request like end of generation
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };
@@ -176,7 +179,7 @@ class Engine {
   std::vector<WorkItem> PlanWithBlocks();
   void SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns);
   std::unique_ptr<GrammarMasker> masker_;  // loop thread; built at the first constrained request
-  std::vector<float> masked_logits_;
+  std::vector<float> masked_logits_, adjusted_logits_;
   // Emits the first token of sequences that started with their whole prompt
   // cached and its last logits kept (no forward pass); without mu_.
   void EmitFromMemo(std::vector<uint64_t> ids);

@@ -194,7 +194,7 @@ Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
     PC_ASSIGN_OR_RETURN(n_vocab, CopyVocab(w, opt.vocab_path));
   }
   w.Set("llama.vocab_size", GgufValue::Of(static_cast<uint32_t>(n_vocab)));
-  Sampler rng(SamplingParams{1.0f, 0, 1.0f, opt.seed});
+  Sampler rng(SamplingParams{1.0f, 0, 1.0f, opt.seed, 0.0f, 1.0f});
   const auto e = static_cast<size_t>(s.n_embd), ff = static_cast<size_t>(s.n_ff);
   const size_t kv = e / s.n_head * s.n_kv_head;
   int layer = -1;  // of the matrices being written

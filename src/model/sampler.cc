@@ -37,6 +37,35 @@ float TokenLogprob(std::span<const float> logits, int32_t id) {
   return static_cast<float>(static_cast<double>(logits[static_cast<size_t>(id)] - mx) - std::log(sum));
 }
 
+void AdjustLogits(const LogitAdjust& adj, std::span<const int32_t> context, size_t num_generated,
+                  std::span<float> logits) {
+  const size_t n = logits.size();
+  for (const auto& [id, b] : adj.bias)
+    if (id >= 0 && size_t(id) < n) logits[size_t(id)] += b;
+  if (adj.repetition_penalty != 1.0f && adj.repeat_last_n != 0) {
+    size_t window = adj.repeat_last_n < 0 ? context.size() : std::min(context.size(), size_t(adj.repeat_last_n));
+    std::vector<int32_t> seen(context.end() - long(window), context.end());
+    std::sort(seen.begin(), seen.end());
+    seen.erase(std::unique(seen.begin(), seen.end()), seen.end());
+    for (int32_t id : seen) {
+      if (id < 0 || size_t(id) >= n) continue;
+      float& l = logits[size_t(id)];
+      l = l > 0 ? l / adj.repetition_penalty : l * adj.repetition_penalty;
+    }
+  }
+  if (adj.presence_penalty != 0.0f || adj.frequency_penalty != 0.0f) {
+    std::vector<int32_t> gen(context.end() - long(std::min(num_generated, context.size())), context.end());
+    std::sort(gen.begin(), gen.end());
+    for (size_t i = 0; i < gen.size();) {
+      size_t j = i;
+      while (j < gen.size() && gen[j] == gen[i]) ++j;
+      if (gen[i] >= 0 && size_t(gen[i]) < n)
+        logits[size_t(gen[i])] -= adj.presence_penalty + adj.frequency_penalty * float(j - i);
+      i = j;
+    }
+  }
+}
+
 Sampler::Sampler(const SamplingParams& p) : p_(p), state_(p.seed ^ 0x9e3779b97f4a7c15ull) {}
 
 double Sampler::NextUniform() {
@@ -66,6 +95,38 @@ int32_t Sampler::Sample(std::span<const float> logits) {
     sum += prob[i];
   }
   size_t keep = k;
+  if (p_.typical_p < 1.0f && k > 1) {
+    // Locally typical: keep the tokens whose surprise is nearest the
+    // entropy, until their mass reaches typical_p; then back in
+    // probability order.
+    double entropy = 0;
+    for (size_t i = 0; i < k; ++i) {
+      const double q = prob[i] / sum;
+      if (q > 0) entropy -= q * std::log(q);
+    }
+    std::vector<size_t> order(k);
+    for (size_t i = 0; i < k; ++i) order[i] = i;
+    auto dist = [&](size_t i) { return prob[i] > 0 ? std::fabs(-std::log(prob[i] / sum) - entropy) : INFINITY; };
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return dist(a) < dist(b); });
+    double cum = 0;
+    size_t m = 0;
+    while (m < k) {
+      cum += prob[order[m++]] / sum;
+      if (cum >= p_.typical_p) break;
+    }
+    std::sort(order.begin(), order.begin() + long(m));
+    std::vector<std::pair<float, int32_t>> kept_c;
+    std::vector<double> kept_p;
+    for (size_t i = 0; i < m; ++i) {
+      kept_c.push_back(cand_[order[i]]);
+      kept_p.push_back(prob[order[i]]);
+    }
+    cand_ = std::move(kept_c);
+    prob = std::move(kept_p);
+    k = keep = m;
+    sum = 0;
+    for (double q : prob) sum += q;
+  }
   if (p_.top_p < 1.0f) {
     double cum = 0;
     for (size_t i = 0; i < k; ++i) {
@@ -75,6 +136,12 @@ int32_t Sampler::Sample(std::span<const float> logits) {
         break;
       }
     }
+  }
+  if (p_.min_p > 0.0f) {
+    // prob[0] is the largest (candidates are sorted).
+    size_t m = 1;
+    while (m < keep && prob[m] >= double(p_.min_p) * prob[0]) ++m;
+    keep = m;
   }
   double total = 0;
   for (size_t i = 0; i < keep; ++i) total += prob[i];

@@ -1,6 +1,16 @@
-// Token sampling: greedy, or temperature with top-k and top-p, from a seeded
-// generator whose sequence is fixed by this code (not by the C++ library), so
-// a seed reproduces the same tokens on any machine.
+// Token sampling: greedy, or temperature with top-k, typical-p, top-p and
+// min-p, from a seeded generator whose sequence is fixed by this code (not by
+// the C++ library), so a seed reproduces the same tokens on any machine.
+//
+// The order of stages, from the model's logits to a token (docs/SERVER.md):
+//   1. logit_bias added (AdjustLogits)
+//   2. penalties over the context: repetition (divide positive logits,
+//      multiply negative ones), presence and frequency (AdjustLogits)
+//   3. the structured-output mask; end of generation barred before
+//      min_tokens (the engine)
+//   4. greedy when temperature <= 0; else softmax at the temperature, then
+//      top-k, typical-p, top-p, min-p (each on what the previous kept), and
+//      a draw from what is left.
 #pragma once
 #include <cstdint>
 #include <span>
@@ -14,7 +24,27 @@ struct SamplingParams {
   int top_k = 40;            // <= 0 means the whole vocabulary
   float top_p = 0.95f;       // >= 1 disables nucleus filtering
   uint64_t seed = 0;
+  float min_p = 0.0f;      // keep p >= min_p * p_max; <= 0 disables
+  float typical_p = 1.0f;  // locally typical mass kept; >= 1 disables
 };
+
+// Logit changes that depend on the text so far (stages 1-2 above).
+struct LogitAdjust {
+  std::vector<std::pair<int32_t, float>> bias;  // (id, added logit)
+  float repetition_penalty = 1.0f;  // > 1 discourages tokens in the window
+  int repeat_last_n = -1;           // window over the context's tail; -1 all, 0 none
+  float presence_penalty = 0.0f;    // subtracted once from tokens generated
+  float frequency_penalty = 0.0f;   // subtracted per time a token was generated
+  bool active() const {
+    return !bias.empty() || (repetition_penalty != 1.0f && repeat_last_n != 0) || presence_penalty != 0.0f ||
+           frequency_penalty != 0.0f;
+  }
+};
+
+// Applies adj to logits in place. context: prompt then generated tokens;
+// the last num_generated of them are the generated ones.
+void AdjustLogits(const LogitAdjust& adj, std::span<const int32_t> context, size_t num_generated,
+                  std::span<float> logits);
 
 class Sampler {
  public:

@@ -221,9 +221,8 @@ void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
 
 // Fields we do not implement: refused by name rather than silently ignored.
 void RefuseUnsupported(Fields& f) {
-  for (const char* k : {"tools", "tool_choice", "functions", "function_call", "logit_bias", "min_p",
-                        "repetition_penalty", "typical_p", "mirostat", "grammar", "best_of", "guided_regex",
-                        "guided_choice", "guided_grammar", "guided_decoding_backend"}) {
+  for (const char* k : {"tools", "tool_choice", "functions", "function_call", "grammar", "guided_regex",
+                        "guided_choice", "guided_grammar", "guided_decoding_backend", "logits_processors"}) {
     if (f.Has(k)) {
       if ((std::string(k) == "tools" || std::string(k) == "functions") && f[k].is_array() && f[k].empty()) continue;
       if (std::string(k) == "tool_choice" && f[k] == "none") continue;
@@ -289,24 +288,109 @@ void ParseStructured(Fields& f, ApiRequest* r) {
   r->engine.json_schema = *compiled;
 }
 
+// Sampler settings of llama.cpp and vLLM we do not implement: accepted at
+// their neutral value (what a front end sends by default), else refused by
+// name; none is ignored.
+void RefuseNonNeutral(Fields& f) {
+  static const std::pair<const char*, json> kNeutral[] = {
+      {"mirostat", 0},           {"tfs_z", 1.0},          {"dry_multiplier", 0.0},     {"xtc_probability", 0.0},
+      {"dynatemp_range", 0.0},   {"top_n_sigma", -1.0},   {"use_beam_search", false},  {"best_of", 1},
+      {"length_penalty", 1.0},   {"bad_words", json::array()}, {"allowed_token_ids", nullptr},
+      {"prompt_logprobs", nullptr}, {"truncate_prompt_tokens", nullptr}, {"n_probs", 0}, {"penalize_nl", false},
+      {"skip_special_tokens", true}, {"include_stop_str_in_output", false}, {"min_keep", 0}, {"top_a", 0.0},
+  };
+  for (const auto& [k, neutral] : kNeutral) {
+    if (!f.Has(k)) continue;
+    const json& v = f[k];
+    const bool same = v == neutral || (v.is_number() && neutral.is_number() && v.get<double>() == neutral.get<double>()) ||
+                      (v.is_array() && v.empty() && neutral.is_array());
+    if (!same) return f.Fail(k, fmt::format("'{}' is not supported by this server (only its neutral value {})", k, neutral.dump()));
+  }
+}
+
+// logit_bias as OpenAI ({"id": bias}, -100..100) or llama.cpp ([[id, bias
+// or false]]) spell it.
+void ParseLogitBias(Fields& f, const ParseContext& ctx, LogitAdjust* adj) {
+  if (!f.Has("logit_bias")) return;
+  const json& lb = f["logit_bias"];
+  const int64_t n = ctx.tok ? ctx.tok->n_vocab() : 0;
+  auto add = [&](const std::string& key, const json& id_j, const json& v) {
+    int64_t id = -1;
+    if (id_j.is_number_integer()) id = id_j.get<int64_t>();
+    else if (id_j.is_string()) { try { size_t used = 0; id = std::stoll(key, &used); if (used != key.size()) id = -1; } catch (...) { id = -1; } }
+    if (id < 0 || id >= n) return f.Fail("logit_bias", fmt::format("'logit_bias': token id '{}' is not in the vocabulary", key));
+    float bias;
+    if (v.is_boolean() && !v.get<bool>()) bias = -INFINITY;  // llama.cpp: never this token
+    else if (v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= -100 && v.get<double>() <= 100) bias = v.get<float>();
+    else return f.Fail("logit_bias", "'logit_bias' values must be numbers from -100 to 100 (or false)");
+    adj->bias.push_back({static_cast<int32_t>(id), bias});
+  };
+  if (lb.is_object()) {
+    for (auto& [k, v] : lb.items()) { add(k, json(k), v); if (!f.ok()) return; }
+  } else if (lb.is_array()) {
+    for (const json& e : lb) {
+      if (!e.is_array() || e.size() != 2) return f.Fail("logit_bias", "'logit_bias' as a list holds [token id, bias] pairs");
+      add(e[0].dump(), e[0], e[1]);
+      if (!f.ok()) return;
+    }
+  } else {
+    f.Fail("logit_bias", "'logit_bias' must be an object of token id to bias");
+  }
+}
+
 void ParseSampling(Fields& f, ApiRequest* r, const ParseContext& ctx) {
-  double temperature = 1.0, top_p = 1.0;
+  double temperature = 1.0, top_p = 1.0, min_p = 0.0, typical_p = 1.0;
   int64_t top_k = 0, seed = static_cast<int64_t>(ctx.default_seed & 0x7fffffffffffffffull), n = 1;
   f.Num("temperature", 0, 2, &temperature);
   f.Num("top_p", 0, 1, &top_p);
+  f.Num("min_p", 0, 1, &min_p);
+  f.Num("typical_p", 0, 1, &typical_p);
   f.Int("top_k", -1, 1 << 30, &top_k);
   f.Int("seed", INT64_MIN, INT64_MAX, &seed);
   f.Int("n", 1, 1, &n);
-  for (const char* k : {"presence_penalty", "frequency_penalty"}) {
-    double v = 0;
-    f.Num(k, -2, 2, &v);
-    if (v != 0) f.Fail(k, fmt::format("'{}' other than 0 is not supported", k));
-  }
   if (f.Has("top_p") && top_p <= 0) f.Fail("top_p", "'top_p' must be greater than 0");
+  if (f.Has("typical_p") && typical_p <= 0) f.Fail("typical_p", "'typical_p' must be greater than 0");
+  LogitAdjust& adj = r->engine.adjust;
+  double presence = 0, frequency = 0, rep = 1, repeat = 1;
+  int64_t last_n = 64, min_tokens = 0;
+  f.Num("presence_penalty", -2, 2, &presence);
+  f.Num("frequency_penalty", -2, 2, &frequency);
+  // vLLM's repetition_penalty covers the whole context; llama.cpp's
+  // repeat_penalty the last repeat_last_n tokens (64 by default, -1 all).
+  f.Num("repetition_penalty", 0.01, 10, &rep);
+  f.Num("repeat_penalty", 0.01, 10, &repeat);
+  f.Int("repeat_last_n", -1, 1 << 30, &last_n);
+  if (f.Has("repetition_penalty") && f.Has("repeat_penalty") && rep != repeat)
+    f.Fail("repeat_penalty", "'repeat_penalty' and 'repetition_penalty' disagree; give one");
+  adj.presence_penalty = static_cast<float>(presence);
+  adj.frequency_penalty = static_cast<float>(frequency);
+  if (f.Has("repeat_penalty")) {
+    adj.repetition_penalty = static_cast<float>(repeat);
+    adj.repeat_last_n = static_cast<int>(last_n);
+  } else if (f.Has("repetition_penalty")) {
+    adj.repetition_penalty = static_cast<float>(rep);
+    adj.repeat_last_n = f.Has("repeat_last_n") ? static_cast<int>(last_n) : -1;
+  }
+  ParseLogitBias(f, ctx, &adj);
+  f.Int("min_tokens", 0, 1 << 30, &min_tokens);
+  r->engine.min_tokens = static_cast<int>(min_tokens);
+  if (f.Has("stop_token_ids")) {
+    const json& ids = f["stop_token_ids"];
+    const int64_t nv = ctx.tok ? ctx.tok->n_vocab() : 0;
+    if (!ids.is_array()) return f.Fail("stop_token_ids", "'stop_token_ids' must be a list of token ids");
+    for (const json& id : ids) {
+      if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() >= nv)
+        return f.Fail("stop_token_ids", fmt::format("'stop_token_ids': {} is not a token id of this model", id.dump()));
+      r->engine.stop_token_ids.push_back(id.get<int32_t>());
+    }
+  }
+  RefuseNonNeutral(f);
   r->engine.sampling.temperature = static_cast<float>(temperature);
   r->engine.sampling.top_p = static_cast<float>(top_p);
   r->engine.sampling.top_k = static_cast<int>(top_k);
   r->engine.sampling.seed = static_cast<uint64_t>(seed);
+  r->engine.sampling.min_p = static_cast<float>(min_p);
+  r->engine.sampling.typical_p = static_cast<float>(typical_p);
 }
 
 }  // namespace
@@ -344,6 +428,13 @@ std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body,
   const int64_t room = static_cast<int64_t>(ctx.n_ctx) - static_cast<int64_t>(r.engine.prompt.size());
   int64_t max_tokens = kind == ApiKind::kCompletion ? 16 : std::max<int64_t>(room, 1);
   f.Int("max_tokens", 1, 1 << 30, &max_tokens);
+  if (f.Has("n_predict")) {  // llama.cpp's spelling; -1: as many as fit
+    int64_t np = -1;
+    f.Int("n_predict", -1, 1 << 30, &np);
+    if (np == 0) f.Fail("n_predict", "'n_predict' must be -1 or at least 1");
+    if (np > 0) max_tokens = np;
+    else max_tokens = std::max<int64_t>(room, 1);
+  }
   if (kind == ApiKind::kChat) f.Int("max_completion_tokens", 1, 1 << 30, &max_tokens);
   r.engine.max_tokens = static_cast<int>(max_tokens);
   if (kind == ApiKind::kCompletion) {

@@ -1,0 +1,146 @@
+// The sampling parameters clients send, through the server with
+// stories260K: each one changes the tokens the way it should, neutral values
+// are accepted, and what we do not implement is a 400 naming the field.
+#include <httplib.h>
+
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "base/check.h"
+#include "server_harness.h"
+#include "test_support.h"
+
+namespace pc {
+namespace {
+
+using nlohmann::json;
+
+class SamplingParamsTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string path = test::SharedPath("models/stories260K.gguf");
+    if (path.empty()) return;
+    auto m = Model::Load(path, 2);
+    PC_CHECK(m.ok());
+    model_ = std::move(*m).release();
+    auto t = Tokenizer::FromGguf(model_->gguf());
+    PC_CHECK(t.ok());
+    tok_ = new Tokenizer(std::move(*t));
+    EngineOptions eo;
+    eo.cache.mem_bytes = 32 << 20;
+    harness_ = new test::Harness(*model_, *tok_, eo, ServerOptions{});
+  }
+  void SetUp() override {
+    if (model_ == nullptr) {
+      if (test::RequireShared()) FAIL() << "shared model missing";
+      GTEST_SKIP() << "../shared absent";
+    }
+  }
+  static json Post(json body, int* status) {
+    body["prompt"] = "Once upon a time, there was a little girl named Lily.";
+    body["return_tokens"] = true;
+    httplib::Client c = harness_->Client();
+    auto res = c.Post("/v1/completions", body.dump(), "application/json");
+    PC_CHECK(res);
+    *status = res->status;
+    return json::parse(res->body);
+  }
+  static std::vector<int32_t> Tokens(const json& body) {
+    int status = 0;
+    json r = Post(body, &status);
+    EXPECT_EQ(status, 200) << r.dump();
+    if (status != 200) return {};
+    return r["choices"][0]["tokens"].get<std::vector<int32_t>>();
+  }
+  static size_t Distinct(const std::vector<int32_t>& v) { return std::set<int32_t>(v.begin(), v.end()).size(); }
+  static Model* model_;
+  static Tokenizer* tok_;
+  static test::Harness* harness_;
+};
+Model* SamplingParamsTest::model_ = nullptr;
+Tokenizer* SamplingParamsTest::tok_ = nullptr;
+test::Harness* SamplingParamsTest::harness_ = nullptr;
+
+const json kGreedy = {{"max_tokens", 48}, {"temperature", 0}, {"ignore_eos", true}};
+
+json With(json base, const json& extra) {
+  base.update(extra);
+  return base;
+}
+
+TEST_F(SamplingParamsTest, LogitBiasForcesAndBans) {
+  const std::vector<int32_t> greedy = Tokens(kGreedy);
+  ASSERT_EQ(greedy.size(), 48u);
+  // OpenAI's object form: +100 on one token makes it every token.
+  std::vector<int32_t> forced = Tokens(With(kGreedy, {{"logit_bias", {{"300", 100}}}}));
+  EXPECT_EQ(forced, std::vector<int32_t>(48, 300));
+  // llama.cpp's list form, false = never: the greedy first token is gone.
+  std::vector<int32_t> banned = Tokens(With(kGreedy, {{"logit_bias", json::array({json::array({greedy[0], false})})}}));
+  ASSERT_FALSE(banned.empty());
+  EXPECT_EQ(std::count(banned.begin(), banned.end(), greedy[0]), 0);
+}
+
+TEST_F(SamplingParamsTest, PenaltiesReduceRepetition) {
+  const std::vector<int32_t> greedy = Tokens(With(kGreedy, {{"max_tokens", 96}}));
+  for (const json& p : {json{{"repetition_penalty", 3.0}}, json{{"repeat_penalty", 3.0}, {"repeat_last_n", -1}},
+                        json{{"frequency_penalty", 2.0}}, json{{"presence_penalty", 2.0}}}) {
+    std::vector<int32_t> pen = Tokens(With(With(kGreedy, {{"max_tokens", 96}}), p));
+    EXPECT_NE(pen, greedy) << p.dump();
+    EXPECT_GT(Distinct(pen), Distinct(greedy)) << p.dump();
+  }
+}
+
+TEST_F(SamplingParamsTest, MinPTypicalPAndSeeds) {
+  const json sampled = {{"max_tokens", 32}, {"temperature", 1.0}, {"ignore_eos", true}};
+  // Same seed, same tokens; another seed, others.
+  EXPECT_EQ(Tokens(With(sampled, {{"seed", 7}})), Tokens(With(sampled, {{"seed", 7}})));
+  EXPECT_NE(Tokens(With(sampled, {{"seed", 7}})), Tokens(With(sampled, {{"seed", 8}})));
+  // min_p 1 keeps only the most likely token: greedy, whatever the seed.
+  const std::vector<int32_t> greedy = Tokens(With(kGreedy, {{"max_tokens", 32}}));
+  EXPECT_EQ(Tokens(With(sampled, {{"seed", 1}, {"min_p", 1.0}})), greedy);
+  EXPECT_EQ(Tokens(With(sampled, {{"seed", 2}, {"min_p", 1.0}})), greedy);
+  // A tiny typical_p keeps one token per step: the seed no longer matters.
+  EXPECT_EQ(Tokens(With(sampled, {{"seed", 1}, {"typical_p", 0.001}})),
+            Tokens(With(sampled, {{"seed", 2}, {"typical_p", 0.001}})));
+}
+
+TEST_F(SamplingParamsTest, StopTokenIdsMinTokensAndNPredict) {
+  const std::vector<int32_t> greedy = Tokens(kGreedy);
+  ASSERT_GE(greedy.size(), 8u);
+  int status = 0;
+  json r = Post(With(kGreedy, {{"stop_token_ids", {greedy[3]}}}), &status);
+  ASSERT_EQ(status, 200);
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  auto first = std::find(greedy.begin(), greedy.end(), greedy[3]) - greedy.begin();
+  EXPECT_EQ(r["choices"][0]["tokens"].size(), size_t(first));  // the stop token is not output
+  // min_tokens bars it (and the end of generation) for the first 10 tokens.
+  std::vector<int32_t> late = Tokens(With(kGreedy, {{"stop_token_ids", {greedy[3]}}, {"min_tokens", 10}}));
+  EXPECT_GE(late.size(), 10u);
+  EXPECT_EQ(std::count(late.begin(), late.begin() + 10, greedy[3]), 0);
+  EXPECT_EQ(Tokens(With(kGreedy, {{"max_tokens", nullptr}, {"n_predict", 5}})).size(), 5u);
+}
+
+TEST_F(SamplingParamsTest, NeutralValuesPassOthersAreRefusedByName) {
+  const json neutral = {{"mirostat", 0}, {"tfs_z", 1.0}, {"dry_multiplier", 0.0}, {"xtc_probability", 0},
+                        {"logit_bias", json::object()}, {"min_p", 0}, {"typical_p", 1.0}, {"repeat_penalty", 1.0},
+                        {"repetition_penalty", 1.0}, {"presence_penalty", 0}, {"frequency_penalty", 0},
+                        {"best_of", 1}, {"use_beam_search", false}, {"bad_words", json::array()}, {"top_n_sigma", -1},
+                        {"skip_special_tokens", true}, {"min_tokens", 0}, {"stop_token_ids", json::array()}};
+  EXPECT_EQ(Tokens(With(kGreedy, neutral)), Tokens(kGreedy));
+  for (const char* body : {R"({"mirostat": 2})", R"({"tfs_z": 0.9})", R"({"dry_multiplier": 0.8})", R"({"best_of": 3})",
+                           R"({"xtc_probability": 0.5})", R"({"n": 2})", R"({"logit_bias": {"999999": 5}})",
+                           R"({"stop_token_ids": [-1]})", R"({"repeat_penalty": 1.2, "repetition_penalty": 1.1})",
+                           R"({"use_beam_search": true})", R"({"guided_choice": ["a"]})", R"({"logits_processors": ["x"]})"}) {
+    json extra = json::parse(body);
+    int status = 0;
+    json r = Post(With(kGreedy, extra), &status);
+    EXPECT_EQ(status, 400) << body;
+    const std::string field = extra.begin().key();
+    EXPECT_NE(r["error"]["message"].get<std::string>().find(field == "repetition_penalty" ? "repeat_penalty" : field),
+              std::string::npos)
+        << body << " -> " << r.dump();
+  }
+}
+
+}  // namespace
+}  // namespace pc
