@@ -247,7 +247,10 @@ TEST_F(ApiParse, RejectsBadFieldsNamingThem) {
       {R"({"prompt":[1,99999]})", "prompt"},
       {R"({"prompt":["a","b"]})", "prompt"},
       {R"({"prompt":"a","max_tokens":600})", "max_tokens"},
-      {R"({"prompt":"a","presence_penalty":1})", "presence_penalty"},
+      {R"({"prompt":"a","presence_penalty":3})", "presence_penalty"},
+      {R"({"prompt":"a","min_p":2})", "min_p"},
+      {R"({"prompt":"a","logit_bias":{"x":1}})", "logit_bias"},
+      {R"({"prompt":"a","response_format":{"type":"json_schema","json_schema":{"schema":{"not":{}}}}})", "response_format"},
       {R"({"max_tokens":3})", "prompt"},
   };
   for (const auto& [body, param] : cases) {
