@@ -44,6 +44,31 @@ try {
     new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'wrong', maxRetries: 0 }).completions.create({ model: 'x', prompt: 'a' }),
     (e) => e.status === 401);
   await assert.rejects(client.completions.create({ model: 'x', prompt: 'a', max_tokens: -3 }), (e) => e.status === 400);
+
+  // Structured output through the client's response_format: a reply that
+  // stops is JSON with the schema's required keys and types.
+  const schema = {
+    type: 'object',
+    properties: { name: { type: 'string', maxLength: 10 }, age: { type: 'integer', minimum: 0, maximum: 99 } },
+    required: ['name', 'age'],
+    additionalProperties: false,
+  };
+  let parsed = null;
+  for (let seed = 0; seed < 8 && parsed === null; ++seed) {
+    const r = await client.chat.completions.create({
+      model: 'stories', messages, max_tokens: 200, seed,
+      response_format: { type: 'json_schema', json_schema: { name: 'person', schema, strict: true } },
+    });
+    if (r.choices[0].finish_reason !== 'stop') continue;
+    parsed = JSON.parse(r.choices[0].message.content);
+  }
+  assert.ok(parsed !== null, 'no constrained reply finished within 8 tries');
+  assert.deepEqual(Object.keys(parsed).sort(), ['age', 'name']);
+  assert.equal(typeof parsed.name, 'string');
+  assert.ok(Number.isInteger(parsed.age) && parsed.age >= 0 && parsed.age <= 99);
+  await assert.rejects(
+    client.chat.completions.create({ model: 'x', messages, response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { not: {} } } } }),
+    (e) => e.status === 400 && /'not'/.test(e.message));
   console.log(`ok: streamed ${chunks} chunks, ${usage.completion_tokens} tokens: ${JSON.stringify(text)}`);
 } finally {
   proc.kill('SIGTERM');
