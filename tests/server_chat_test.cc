@@ -104,6 +104,57 @@ TEST(ServerChat, MessageTextNeverBecomesSpecialTokensInAnyFamily) {
   }
 }
 
+// Reasoning apart: a template that leaves the block open for the model
+// (DeepSeek R1's "<think>\n") sends the reply to reasoning_content, in
+// whole responses and in streams alike; reasoning_format "none" keeps the
+// raw text in content.
+TEST(ServerChat, ReasoningGoesToReasoningContent) {
+  const Family& fam = kFamilies[5];
+  ASSERT_EQ(std::string(fam.template_name), "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B");
+  PC_SHARED_OR_SKIP(tpath, std::string("templates/") + fam.template_name + ".jinja");
+  auto cs = StartChatServer(fam.template_name, fam.markers, test::ReadText(tpath));
+  ASSERT_TRUE(cs.ok()) << cs.status().message();
+  httplib::Client c = cs->harness->Client();
+  json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 12}, {"temperature", 0}, {"ignore_eos", true}};
+  auto post = [&](const json& b) {
+    auto res = c.Post("/v1/chat/completions", b.dump(), "application/json");
+    PC_CHECK(res);
+    EXPECT_EQ(res->status, 200) << res->body;
+    return res->body;
+  };
+  const json split = json::parse(post(body))["choices"][0]["message"];
+  json raw_body = body;
+  raw_body["reasoning_format"] = "none";
+  const json raw = json::parse(post(raw_body))["choices"][0]["message"];
+  ASSERT_FALSE(raw["content"].get<std::string>().empty());
+  EXPECT_FALSE(raw.contains("reasoning_content"));
+  ASSERT_TRUE(split.contains("reasoning_content")) << split.dump();
+  const std::string raw_text = raw["content"];
+  const size_t close = raw_text.find("</think>");
+  EXPECT_EQ(split["reasoning_content"], raw_text.substr(0, close));
+  if (close == std::string::npos) {
+    EXPECT_EQ(split["content"], "");
+  }
+  // Streamed: the deltas add up to the same parts.
+  body["stream"] = true;
+  const std::string sse = post(body);
+  std::string reasoning, content;
+  size_t pos = 0;
+  while ((pos = sse.find("data: ", pos)) != std::string::npos) {
+    const size_t end = sse.find("\n\n", pos);
+    const std::string payload = sse.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (payload == "[DONE]") break;
+    const json j = json::parse(payload);
+    if (j["choices"].empty()) continue;
+    const json& d = j["choices"][0]["delta"];
+    if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+    if (d.contains("content")) content += d["content"].get<std::string>();
+  }
+  EXPECT_EQ(reasoning, split["reasoning_content"]);
+  EXPECT_EQ(content, split["content"]);
+}
+
 // /apply-template answers the rendered prompt; a final assistant message is
 // continued unless add_generation_prompt says otherwise; template variables
 // come from chat_template_kwargs; a template that raises is a 400 with its

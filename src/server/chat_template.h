@@ -58,6 +58,8 @@ class ChatTemplate {
   static std::vector<std::string> BuiltinNames();
 
   const std::string& name() const { return name_; }
+  // The reasoning block's markers its family uses (open empty: none).
+  const ReasoningStyle& reasoning() const { return reasoning_; }
   const std::string& bos_token() const { return bos_; }
   const std::string& eos_token() const { return eos_; }
   void set_bos_token(std::string s) { bos_ = std::move(s); }

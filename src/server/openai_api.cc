@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "server/json_body.h"
 #include "structured/schema_cache.h"
@@ -216,6 +217,26 @@ void RenderChat(Fields& f, const ParseContext& ctx, ChatPromptTokens* out) {
 void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
   ChatPromptTokens p;
   RenderChat(f, ctx, &p);
+  // Reasoning apart (reasoning_content) unless the client asks for the raw
+  // text: llama.cpp's reasoning_format "none", or vLLM's
+  // include_reasoning: false... which drops it; both are honoured as raw.
+  std::string format = "auto";
+  f.Str("reasoning_format", &format);
+  if (format != "auto" && format != "none" && format != "deepseek" && format != "parsed")
+    return f.Fail("reasoning_format", "'reasoning_format' must be \"auto\", \"deepseek\", \"parsed\" or \"none\"");
+  bool include = true;
+  f.Bool("include_reasoning", &include);
+  if (!f.ok() || ctx.chat_template == nullptr) return;
+  const ReasoningStyle& style = ctx.chat_template->reasoning();
+  if (format != "none" && include && !style.open.empty() && !style.via_thinking_field) {
+    r->reasoning_open = style.open;
+    r->reasoning_close = style.close;
+    std::string_view t = p.text;
+    while (!t.empty() && (t.back() == '\n' || t.back() == ' ' || t.back() == '\r' || t.back() == '\t')) t.remove_suffix(1);
+    const size_t open = t.rfind(style.open);
+    r->reasoning_starts_inside = open != std::string_view::npos && t.find(style.close, open) == std::string_view::npos &&
+                                 t.size() - open - style.open.size() == 0;
+  }
   r->engine.prompt = std::move(p.ids);
 }
 
@@ -487,6 +508,7 @@ ResponseBuilder::ResponseBuilder(const ApiRequest& req, const Tokenizer& tok, st
                  {"text_offset", json::array()}};
   } else {
     logprobs_ = {{"content", json::array()}};
+    if (!req_.reasoning_open.empty()) split_.emplace(req_.reasoning_open, req_.reasoning_close, req_.reasoning_starts_inside);
   }
   if (req_.echo) text_ = req_.echo_text;
   text_offset_ = text_.size();
@@ -498,11 +520,19 @@ json ResponseBuilder::Envelope() const {
   return {{"id", id_}, {"object", object}, {"created", created_s_}, {"model", req_.model}};
 }
 
-json ResponseBuilder::Choice(const std::string& text, const json& logprobs, const json& finish) const {
+json ResponseBuilder::Choice(const std::string& text, const json& logprobs, const json& finish,
+                             const std::string& reasoning) const {
   json c = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish}};
-  if (req_.kind == ApiKind::kCompletion) c["text"] = text;
-  else if (req_.stream) c["delta"] = text.empty() ? json::object() : json{{"content", text}};
-  else c["message"] = {{"role", "assistant"}, {"content", text}};
+  if (req_.kind == ApiKind::kCompletion) {
+    c["text"] = text;
+  } else if (req_.stream) {
+    c["delta"] = json::object();
+    if (!reasoning.empty()) c["delta"]["reasoning_content"] = reasoning;
+    if (!text.empty()) c["delta"]["content"] = text;
+  } else {
+    c["message"] = {{"role", "assistant"}, {"content", text}};
+    if (!reasoning.empty()) c["message"]["reasoning_content"] = reasoning;
+  }
   return c;
 }
 
@@ -556,9 +586,15 @@ std::string ResponseBuilder::OnToken(const StreamEvent& ev) {
   text_ += ev.text;
   text_offset_ += ev.text.size();
   tokens_.push_back(ev.token);
+  std::string reasoning, content = ev.text;
+  if (split_) {
+    std::tie(reasoning, content) = split_->Push(ev.text);
+    reasoning_ += reasoning;
+    content_ += content;
+  }
   if (!req_.stream) return {};
   json j = Envelope();
-  j["choices"] = json::array({Choice(ev.text, lp, nullptr)});
+  j["choices"] = json::array({Choice(content, lp, nullptr, reasoning)});
   if (req_.return_tokens) j["choices"][0]["tokens"] = {ev.token};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }
@@ -587,6 +623,14 @@ json ResponseBuilder::Timings(const StreamEvent& d) const {
 
 std::vector<std::string> ResponseBuilder::OnDoneChunks(const StreamEvent& done) {
   std::vector<std::string> out;
+  if (split_) {  // what the splitter held back (a marker's possible start)
+    auto [reasoning, content] = split_->Flush();
+    if (!reasoning.empty() || !content.empty()) {
+      json k = Envelope();
+      k["choices"] = json::array({Choice(content, nullptr, nullptr, reasoning)});
+      out.push_back(k.dump(-1, ' ', false, json::error_handler_t::replace));
+    }
+  }
   json j = Envelope();
   j["choices"] = json::array({Choice("", nullptr, ApiFinishReason(done.finish))});
   j["timings"] = Timings(done);
@@ -604,7 +648,14 @@ std::vector<std::string> ResponseBuilder::OnDoneChunks(const StreamEvent& done) 
 json ResponseBuilder::OnDoneResponse(const StreamEvent& done) {
   json j = Envelope();
   const bool lp = req_.engine.want_logprobs;
-  j["choices"] = json::array({Choice(text_, lp ? logprobs_ : json(nullptr), ApiFinishReason(done.finish))});
+  if (split_) {
+    auto [reasoning, content] = split_->Flush();
+    reasoning_ += reasoning;
+    content_ += content;
+    j["choices"] = json::array({Choice(content_, lp ? logprobs_ : json(nullptr), ApiFinishReason(done.finish), reasoning_)});
+  } else {
+    j["choices"] = json::array({Choice(text_, lp ? logprobs_ : json(nullptr), ApiFinishReason(done.finish))});
+  }
   if (req_.return_tokens) j["choices"][0]["tokens"] = tokens_;
   j["usage"] = Usage(done);
   j["timings"] = Timings(done);

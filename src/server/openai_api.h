@@ -11,6 +11,7 @@
 
 #include "engine/engine.h"
 #include "server/chat_template.h"
+#include "server/reasoning_split.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pc {
@@ -35,6 +36,11 @@ struct ApiRequest {
   bool return_tokens = false;  // llama.cpp's field: add the generated token ids
   bool tokens_as_ids = false;  // vLLM's return_tokens_as_token_ids: logprob tokens as "token_id:N"
   std::string echo_text;  // completions with echo: the prompt, prepended to the text
+  // Chat: the reasoning block's markers when the reply's reasoning goes to
+  // reasoning_content (open empty: kept in content), and whether the prompt
+  // left the block open for the model.
+  std::string reasoning_open, reasoning_close;
+  bool reasoning_starts_inside = false;
 };
 
 struct ParseContext {
@@ -78,7 +84,8 @@ class ResponseBuilder {
   nlohmann::json LogprobEntry(const StreamEvent& ev) const;
   std::string TokenName(int32_t id) const;  // the piece, or "token_id:N"
   nlohmann::json Envelope() const;
-  nlohmann::json Choice(const std::string& text, const nlohmann::json& logprobs, const nlohmann::json& finish) const;
+  nlohmann::json Choice(const std::string& text, const nlohmann::json& logprobs, const nlohmann::json& finish,
+                        const std::string& reasoning = "") const;
 
   const ApiRequest& req_;
   const Tokenizer& tok_;
@@ -88,6 +95,8 @@ class ResponseBuilder {
   nlohmann::json logprobs_;  // accumulated for non-streaming
   std::vector<int32_t> tokens_;
   size_t text_offset_ = 0;
+  std::optional<ReasoningSplitter> split_;  // chat replies with reasoning apart
+  std::string reasoning_, content_;         // their parts so far
 };
 
 // The text of a finish reason as OpenAI spells it.
