@@ -377,7 +377,7 @@ std::vector<std::string> HostileBodies(size_t n, size_t n_ctx) {
       {"temperature", {"x", -1, 3, true, json::array(), 1e300}},
       {"top_p", {"x", 0, 1.5, -1, true}},
       {"top_k", {"x", -2, 3.5, true, json::array()}},
-      {"n", {2, 0, "x", true}},
+      {"n", {17, 0, "x", true}},
       {"stop", {1, true, json::object(), json::array({1}), json::array({"a", 1})}},
       {"logprobs", {"x", json::array(), json::object(), -1.5}},
       {"stream", {"x", 1, json::array(), json::object()}},

@@ -239,7 +239,7 @@ TEST_F(ApiParse, RejectsBadFieldsNamingThem) {
       {R"({"prompt":"a","max_tokens":1.5})", "max_tokens"},
       {R"({"prompt":"a","temperature":-1})", "temperature"},
       {R"({"prompt":"a","top_p":0})", "top_p"},
-      {R"({"prompt":"a","n":2})", "n"},
+      {R"({"prompt":"a","n":17})", "n"},
       {R"({"prompt":"a","stop":[1]})", "stop"},
       {R"({"prompt":"a","logprobs":21})", "logprobs"},
       {R"({"prompt":"a","stream":"yes"})", "stream"},

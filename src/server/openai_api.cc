@@ -368,7 +368,8 @@ void ParseSampling(Fields& f, ApiRequest* r, const ParseContext& ctx) {
   f.Num("typical_p", 0, 1, &typical_p);
   f.Int("top_k", -1, 1 << 30, &top_k);
   f.Int("seed", INT64_MIN, INT64_MAX, &seed);
-  f.Int("n", 1, 1, &n);
+  f.Int("n", 1, 16, &n);
+  r->n = static_cast<int>(n);
   if (f.Has("top_p") && top_p <= 0) f.Fail("top_p", "'top_p' must be greater than 0");
   if (f.Has("typical_p") && typical_p <= 0) f.Fail("typical_p", "'typical_p' must be greater than 0");
   LogitAdjust& adj = r->engine.adjust;
@@ -501,8 +502,8 @@ std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body,
 
 namespace pc {
 
-ResponseBuilder::ResponseBuilder(const ApiRequest& req, const Tokenizer& tok, std::string id, int64_t created_s)
-    : req_(req), tok_(tok), id_(std::move(id)), created_s_(created_s) {
+ResponseBuilder::ResponseBuilder(const ApiRequest& req, const Tokenizer& tok, std::string id, int64_t created_s, int index)
+    : req_(req), tok_(tok), id_(std::move(id)), created_s_(created_s), index_(index) {
   if (req_.kind == ApiKind::kCompletion) {
     logprobs_ = {{"tokens", json::array()}, {"token_logprobs", json::array()}, {"top_logprobs", json::array()},
                  {"text_offset", json::array()}};
@@ -522,7 +523,7 @@ json ResponseBuilder::Envelope() const {
 
 json ResponseBuilder::Choice(const std::string& text, const json& logprobs, const json& finish,
                              const std::string& reasoning) const {
-  json c = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish}};
+  json c = {{"index", index_}, {"logprobs", logprobs}, {"finish_reason", finish}};
   if (req_.kind == ApiKind::kCompletion) {
     c["text"] = text;
   } else if (req_.stream) {
@@ -566,7 +567,7 @@ json ResponseBuilder::LogprobEntry(const StreamEvent& ev) const {
 
 std::string ResponseBuilder::first_chunk() {
   json j = Envelope();
-  json c = {{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
+  json c = {{"index", index_}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}};
   j["choices"] = json::array({c});
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
 }

@@ -35,6 +35,7 @@ struct ApiRequest {
   bool echo = false;
   bool return_tokens = false;  // llama.cpp's field: add the generated token ids
   bool tokens_as_ids = false;  // vLLM's return_tokens_as_token_ids: logprob tokens as "token_id:N"
+  int n = 1;  // choices: n engine requests, seeds seed, seed + 1, ... (the prompt is computed once: the prefix cache)
   std::string echo_text;  // completions with echo: the prompt, prepended to the text
   // Chat: the reasoning block's markers when the reply's reasoning goes to
   // reasoning_content (open empty: kept in content), and whether the prompt
@@ -67,7 +68,8 @@ std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body,
 // Builds responses and SSE chunks for one request as its events arrive.
 class ResponseBuilder {
  public:
-  ResponseBuilder(const ApiRequest& req, const Tokenizer& tok, std::string id, int64_t created_s);
+  // index: the choice this builder writes (n > 1 has one builder each).
+  ResponseBuilder(const ApiRequest& req, const Tokenizer& tok, std::string id, int64_t created_s, int index = 0);
   // One token event: its SSE chunk payload (JSON text) for streaming, or
   // accumulated for the final response.
   std::string OnToken(const StreamEvent& ev);
@@ -95,6 +97,7 @@ class ResponseBuilder {
   nlohmann::json logprobs_;  // accumulated for non-streaming
   std::vector<int32_t> tokens_;
   size_t text_offset_ = 0;
+  int index_ = 0;
   std::optional<ReasoningSplitter> split_;  // chat replies with reasoning apart
   std::string reasoning_, content_;         // their parts so far
 };

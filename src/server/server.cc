@@ -53,14 +53,24 @@ std::string SaltFor(const std::string& tenant, const std::string& user_salt) {
   return "tenant\x1f" + tenant + "\x1f" + user_salt;
 }
 
-// What a streaming response needs between provider calls.
+// What a streaming response needs between provider calls: one builder and
+// stream per choice (n). With n > 1 the builders leave usage out and one
+// usage chunk sums them at the end.
 struct StreamState {
-  StreamState(ApiRequest r, const Tokenizer& tok, std::string id, int64_t created)
-      : req(std::move(r)), builder(req, tok, std::move(id), created) {}
-  ApiRequest req;
-  ResponseBuilder builder;
-  std::shared_ptr<RequestStream> stream;
+  StreamState(ApiRequest r, const Tokenizer& tok, const std::string& id, int64_t created)
+      : req(std::move(r)), choice_req(req) {
+    if (req.n > 1) choice_req.include_usage = false;
+    for (int i = 0; i < req.n; ++i) builders.push_back(std::make_unique<ResponseBuilder>(choice_req, tok, id, created, i));
+  }
+  ApiRequest req, choice_req;
+  std::vector<std::unique_ptr<ResponseBuilder>> builders;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  std::vector<bool> finished;
+  json usage;  // summed over choices (n > 1)
   bool started = false;
+  void CancelAll() {
+    for (auto& s : streams) s->Cancel();
+  }
 };
 
 bool WriteEvent(httplib::DataSink& sink, const std::string& payload) {
@@ -256,12 +266,22 @@ void Server::HandleGenerate(int kind_int, const httplib::Request& req, httplib::
   if (parsed->model.empty()) parsed->model = opt_.model_name;
   parsed->engine.salt = SaltFor(*tenant, parsed->engine.salt);
   parsed->engine.tenant = *tenant;
-  SubmitOutcome sub = engine_.Submit(parsed->engine);
-  if (sub.error == SubmitError::kInvalid) return SendError(res, MakeError(400, "invalid_request_error", sub.message));
-  if (sub.error == SubmitError::kDraining) return SendError(res, MakeError(503, "server_error", sub.message));
-  if (sub.error == SubmitError::kQueueFull) {
-    res.set_header("Retry-After", fmt::format("{}", static_cast<int>(std::max(1.0, opt_.retry_after_s))));
-    return SendError(res, MakeError(429, "rate_limit_error", sub.message));
+  // n choices: n engine requests with consecutive seeds. The first
+  // computes the prompt; the others wait for its blocks (the scheduler's
+  // shared-prefix wait) and take its last logits from the logits memo.
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < parsed->n; ++i) {
+    EngineRequest er = parsed->engine;
+    er.sampling.seed += static_cast<uint64_t>(i);
+    SubmitOutcome sub = engine_.Submit(std::move(er));
+    if (sub.error != SubmitError::kNone) {
+      for (auto& st : streams) st->Cancel();
+      if (sub.error == SubmitError::kInvalid) return SendError(res, MakeError(400, "invalid_request_error", sub.message));
+      if (sub.error == SubmitError::kDraining) return SendError(res, MakeError(503, "server_error", sub.message));
+      res.set_header("Retry-After", fmt::format("{}", static_cast<int>(std::max(1.0, opt_.retry_after_s))));
+      return SendError(res, MakeError(429, "rate_limit_error", sub.message));
+    }
+    streams.push_back(sub.stream);
   }
   ++num_inflight_;
   const std::string id = fmt::format("{}-{:016x}", kind == ApiKind::kChat ? "chatcmpl" : "cmpl", n);
@@ -271,62 +291,115 @@ void Server::HandleGenerate(int kind_int, const httplib::Request& req, httplib::
       std::atomic<int>& n;
       ~Done() { --n; }
     } done{num_inflight_};
-    ResponseBuilder b(*parsed, tok_, id, created);
-    // Nothing is written until the end, so a client that leaves is seen by
-    // polling its socket between tokens (found once the wait gets long).
+    json combined;
+    size_t completion_tokens = 0;
     int peer = -2;
     auto last_check = std::chrono::steady_clock::now();
-    for (;;) {
-      std::optional<StreamEvent> ev = sub.stream->Next(200);
-      if (const auto now = std::chrono::steady_clock::now(); now - last_check >= std::chrono::milliseconds(200)) {
-        last_check = now;
-        if (peer == -2) peer = FindPeerSocket(req.remote_addr, req.remote_port, req.local_port);
-        if (PeerClosed(peer)) sub.stream->Cancel();
+    for (int i = 0; i < parsed->n; ++i) {
+      ResponseBuilder b(*parsed, tok_, id, created, i);
+      // Nothing is written until the end, so a client that leaves is seen by
+      // polling its socket between tokens (found once the wait gets long).
+      for (;;) {
+        std::optional<StreamEvent> ev = streams[size_t(i)]->Next(200);
+        if (const auto now = std::chrono::steady_clock::now(); now - last_check >= std::chrono::milliseconds(200)) {
+          last_check = now;
+          if (peer == -2) peer = FindPeerSocket(req.remote_addr, req.remote_port, req.local_port);
+          if (PeerClosed(peer))
+            for (auto& st : streams) st->Cancel();
+        }
+        if (!ev) continue;
+        if (!ev->done) {
+          b.OnToken(*ev);
+          continue;
+        }
+        if (ev->finish == FinishReason::kError || ev->finish == FinishReason::kCancelled) {
+          for (auto& st : streams) st->Cancel();
+          if (ev->finish == FinishReason::kError) return SendError(res, MakeError(500, "server_error", ev->error));
+          return SendError(res, MakeError(503, "server_error", "the request was cancelled"));
+        }
+        json r = b.OnDoneResponse(*ev);
+        completion_tokens += r["usage"]["completion_tokens"].get<size_t>();
+        if (i == 0) combined = std::move(r);
+        else combined["choices"].push_back(r["choices"][0]);
+        break;
       }
-      if (!ev) continue;
-      if (!ev->done) {
-        b.OnToken(*ev);
-        continue;
-      }
-      if (ev->finish == FinishReason::kError) return SendError(res, MakeError(500, "server_error", ev->error));
-      if (ev->finish == FinishReason::kCancelled) return SendError(res, MakeError(503, "server_error", "the request was cancelled"));
-      return SendJson(res, 200, b.OnDoneResponse(*ev));
     }
+    if (parsed->n > 1) {
+      combined["usage"]["completion_tokens"] = completion_tokens;
+      combined["usage"]["total_tokens"] = combined["usage"]["prompt_tokens"].get<size_t>() + completion_tokens;
+    }
+    return SendJson(res, 200, combined);
   }
   auto st = std::make_shared<StreamState>(std::move(*parsed), tok_, id, created);
-  st->stream = sub.stream;
+  st->streams = std::move(streams);
+  st->finished.assign(st->streams.size(), false);
   res.set_header("Cache-Control", "no-cache");
   const int keepalive_ms = opt_.keepalive_ms;
   res.set_chunked_content_provider(
       "text/event-stream",
       [st, keepalive_ms](size_t, httplib::DataSink& sink) {
         if (!st->started && st->req.kind == ApiKind::kChat) {
-          if (!WriteEvent(sink, st->builder.first_chunk())) return st->stream->Cancel(), false;
+          for (auto& b : st->builders)
+            if (!WriteEvent(sink, b->first_chunk())) return st->CancelAll(), false;
         }
         st->started = true;
-        std::optional<StreamEvent> ev = st->stream->Next(keepalive_ms);
+        // One event from the first choice that has one (n = 1: waits the
+        // keep-alive on its stream; n > 1: short waits in turn).
+        const size_t n = st->streams.size();
+        std::optional<StreamEvent> ev;
+        size_t at = 0;
+        for (int waited = 0; !ev && waited < keepalive_ms;) {
+          for (size_t i = 0; i < n && !ev; ++i) {
+            if (st->finished[i]) continue;
+            const int wait = n == 1 ? keepalive_ms : 2;
+            ev = st->streams[i]->Next(wait);
+            waited += wait;
+            at = i;
+          }
+        }
         if (!ev) {  // nothing yet: a comment line finds out whether the client is still there
           static const char kPing[] = ": keep-alive\n\n";
-          if (!sink.write(kPing, sizeof(kPing) - 1)) return st->stream->Cancel(), false;
+          if (!sink.write(kPing, sizeof(kPing) - 1)) return st->CancelAll(), false;
           return true;
         }
+        ResponseBuilder& b = *st->builders[at];
         if (!ev->done) {
           if (ev->text.empty() && !st->req.engine.want_logprobs && !st->req.return_tokens) return true;
-          if (!WriteEvent(sink, st->builder.OnToken(*ev))) return st->stream->Cancel(), false;
+          if (!WriteEvent(sink, b.OnToken(*ev))) return st->CancelAll(), false;
           return true;
         }
         if (ev->finish == FinishReason::kError || ev->finish == FinishReason::kCancelled) {
           const std::string msg = ev->finish == FinishReason::kError ? ev->error : "the request was cancelled";
+          st->CancelAll();
           WriteEvent(sink, Dump(MakeError(500, "server_error", msg).ToJson()));
-        } else {
-          for (const std::string& c : st->builder.OnDoneChunks(*ev)) WriteEvent(sink, c);
+          WriteEvent(sink, "[DONE]");
+          sink.done();
+          return true;
+        }
+        for (const std::string& c : b.OnDoneChunks(*ev)) WriteEvent(sink, c);
+        st->finished[at] = true;
+        if (n > 1) {
+          const size_t gen = ev->num_generated_tokens;
+          if (st->usage.is_null())
+            st->usage = {{"prompt_tokens", ev->num_prompt_tokens}, {"completion_tokens", 0},
+                         {"prompt_tokens_details", {{"cached_tokens", ev->num_cached_tokens}}}};
+          st->usage["completion_tokens"] = st->usage["completion_tokens"].get<size_t>() + gen;
+        }
+        if (std::find(st->finished.begin(), st->finished.end(), false) != st->finished.end()) return true;
+        if (n > 1 && st->req.include_usage) {
+          st->usage["total_tokens"] = st->usage["prompt_tokens"].get<size_t>() + st->usage["completion_tokens"].get<size_t>();
+          json u = json::parse(b.first_chunk());
+          u["choices"] = json::array();
+          u["object"] = st->req.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion";
+          u["usage"] = st->usage;
+          WriteEvent(sink, Dump(u));
         }
         WriteEvent(sink, "[DONE]");
         sink.done();
         return true;
       },
       [st, this](bool success) {
-        if (!success) st->stream->Cancel();
+        if (!success) st->CancelAll();
         --num_inflight_;
       });
 }

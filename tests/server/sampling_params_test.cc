@@ -128,7 +128,7 @@ TEST_F(SamplingParamsTest, NeutralValuesPassOthersAreRefusedByName) {
                         {"skip_special_tokens", true}, {"min_tokens", 0}, {"stop_token_ids", json::array()}};
   EXPECT_EQ(Tokens(With(kGreedy, neutral)), Tokens(kGreedy));
   for (const char* body : {R"({"mirostat": 2})", R"({"tfs_z": 0.9})", R"({"dry_multiplier": 0.8})", R"({"best_of": 3})",
-                           R"({"xtc_probability": 0.5})", R"({"n": 2})", R"({"logit_bias": {"999999": 5}})",
+                           R"({"xtc_probability": 0.5})", R"({"n": 17})", R"({"logit_bias": {"999999": 5}})",
                            R"({"stop_token_ids": [-1]})", R"({"repeat_penalty": 1.2, "repetition_penalty": 1.1})",
                            R"({"use_beam_search": true})", R"({"guided_choice": ["a"]})", R"({"logits_processors": ["x"]})"}) {
     json extra = json::parse(body);
@@ -140,6 +140,74 @@ TEST_F(SamplingParamsTest, NeutralValuesPassOthersAreRefusedByName) {
               std::string::npos)
         << body << " -> " << r.dump();
   }
+}
+
+double PrefilledTokens(test::Harness& h) {
+  httplib::Client c = h.Client();
+  auto res = c.Get("/metrics");
+  PC_CHECK(res);
+  const std::string key = "promptcache_step_tokens_total{kind=\"prefill\"} ";
+  const size_t at = res->body.find(key);
+  return at == std::string::npos ? 0 : std::stod(res->body.substr(at + key.size()));
+}
+
+// n choices: one prompt computation (the others wait for its blocks and
+// take its last logits), consecutive seeds, usage summed; streams carry
+// each choice's index and add up to the whole responses.
+TEST_F(SamplingParamsTest, NChoicesShareOnePrefill) {
+  std::string prompt;
+  for (int i = 0; i < 6; ++i) prompt += "Lily and Ben went to the park to play with a red ball and a kite. ";
+  const json body = {{"prompt", prompt}, {"max_tokens", 8}, {"temperature", 1.0}, {"seed", 11}, {"n", 3}, {"cache_salt", "n-test"}};
+  const double before = PrefilledTokens(*harness_);
+  httplib::Client c = harness_->Client();
+  auto res = c.Post("/v1/completions", body.dump(), "application/json");
+  ASSERT_TRUE(res);
+  ASSERT_EQ(res->status, 200) << res->body;
+  const json r = json::parse(res->body);
+  const double prefilled = PrefilledTokens(*harness_) - before;
+  const size_t prompt_tokens = r["usage"]["prompt_tokens"];
+  ASSERT_EQ(r["choices"].size(), 3u);
+  size_t completion = 0;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(r["choices"][i]["index"], i);
+    completion += r["choices"][i]["text"].get<std::string>().empty() ? 0 : 1;
+  }
+  EXPECT_EQ(completion, 3u);
+  EXPECT_EQ(r["usage"]["completion_tokens"], 24);
+  EXPECT_LE(prefilled, prompt_tokens + 16.0) << "the prompt of " << prompt_tokens << " tokens was computed more than once";
+  // Choice i is the request with seed 11 + i.
+  for (int i = 0; i < 3; ++i) {
+    json one = body;
+    one["n"] = 1;
+    one["seed"] = 11 + i;
+    auto single = c.Post("/v1/completions", one.dump(), "application/json");
+    ASSERT_TRUE(single);
+    EXPECT_EQ(json::parse(single->body)["choices"][0]["text"], r["choices"][i]["text"]) << i;
+  }
+  // Streamed, greedy: per index the same text as the whole response.
+  json greedy = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}, {"max_tokens", 6}, {"temperature", 0}, {"n", 2}};
+  auto whole = c.Post("/v1/chat/completions", greedy.dump(), "application/json");
+  ASSERT_TRUE(whole);
+  const json w = json::parse(whole->body);
+  greedy["stream"] = true;
+  greedy["stream_options"] = {{"include_usage", true}};
+  auto sse = c.Post("/v1/chat/completions", greedy.dump(), "application/json");
+  ASSERT_TRUE(sse);
+  std::string text[2];
+  json usage;
+  size_t pos = 0;
+  while ((pos = sse->body.find("data: ", pos)) != std::string::npos) {
+    const size_t end = sse->body.find("\n\n", pos);
+    const std::string payload = sse->body.substr(pos + 6, end - pos - 6);
+    pos = end;
+    if (payload == "[DONE]") break;
+    const json j = json::parse(payload);
+    if (j.contains("usage")) usage = j["usage"];
+    for (const json& ch : j["choices"])
+      if (ch["delta"].contains("content")) text[ch["index"].get<int>()] += ch["delta"]["content"].get<std::string>();
+  }
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(text[i], w["choices"][i]["message"]["content"]) << i;
+  EXPECT_EQ(usage["completion_tokens"], w["usage"]["completion_tokens"]);
 }
 
 }  // namespace
