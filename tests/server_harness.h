@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "server/server.h"
+#include "test_support.h"
 
 namespace pc::test {
 
@@ -34,6 +35,34 @@ struct Harness {
   std::unique_ptr<Server> server;
   int port = 0;
   std::thread thread;
+};
+
+// A suite served by one Harness on stories260K (loaded once), skipped when
+// ../shared is absent (failed under PROMPTCACHE_REQUIRE_SHARED=1).
+class StoriesServerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string path = SharedPath("models/stories260K.gguf");
+    if (path.empty() || model_ != nullptr) return;
+    auto m = Model::Load(path, 2);
+    PC_CHECK(m.ok());
+    model_ = std::move(*m).release();
+    auto t = Tokenizer::FromGguf(model_->gguf());
+    PC_CHECK(t.ok());
+    tok_ = new Tokenizer(std::move(*t));
+    EngineOptions eo;
+    eo.cache.mem_bytes = 64 << 20;
+    harness_ = new Harness(*model_, *tok_, eo, ServerOptions{});
+  }
+  void SetUp() override {
+    if (model_ == nullptr) {
+      if (RequireShared()) FAIL() << "shared model missing";
+      GTEST_SKIP() << "../shared absent";
+    }
+  }
+  inline static Model* model_ = nullptr;
+  inline static Tokenizer* tok_ = nullptr;
+  inline static Harness* harness_ = nullptr;
 };
 
 }  // namespace pc::test

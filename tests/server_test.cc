@@ -53,24 +53,10 @@ StreamResult ParseSse(int status, const std::string& body) {
   return r;
 }
 
-class ServerTest : public ::testing::Test {
+// The suite's shared Harness (StoriesServerTest) is unused here: each test
+// starts the engine and server options it needs.
+class ServerTest : public test::StoriesServerTest {
  protected:
-  static void SetUpTestSuite() {
-    const std::string path = test::SharedPath("models/stories260K.gguf");
-    if (path.empty()) return;
-    auto m = Model::Load(path, 2);
-    PC_CHECK(m.ok());
-    model_ = std::move(*m).release();
-    auto t = Tokenizer::FromGguf(model_->gguf());
-    PC_CHECK(t.ok());
-    tok_ = new Tokenizer(std::move(*t));
-  }
-  void SetUp() override {
-    if (model_ == nullptr) {
-      if (test::RequireShared()) FAIL() << "shared model missing";
-      GTEST_SKIP() << "../shared absent";
-    }
-  }
   static std::unique_ptr<Harness> Start(EngineOptions eo = {}, ServerOptions so = {}) {
     if (eo.cache.mem_bytes == 0) eo.cache.mem_bytes = 64 << 20;
     return std::make_unique<Harness>(*model_, *tok_, eo, so);
@@ -101,8 +87,6 @@ class ServerTest : public ::testing::Test {
     PC_CHECK(res);
     return ParseSse(res->status, res->body);
   }
-  static inline Model* model_ = nullptr;
-  static inline Tokenizer* tok_ = nullptr;
 };
 
 const char* kStory = "Once upon a time, there was a little girl named Lily. She loved to play in the park with her";

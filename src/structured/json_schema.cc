@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <map>
 #include <optional>
 #include <set>
@@ -124,6 +125,17 @@ std::optional<Decimal> ToDecimal(const Json& j, bool round_up) {
   d.scale = frac;
   if (inexact && (round_up != d.neg)) ++d.mant;  // away from zero for up on positives
   return d;
+}
+
+// A count keyword (minLength, maxItems, ...) into *out when present:
+// a non-negative integer, capped at 4e9.
+Status CountKeyword(const Json& s, const char* k, uint32_t* out) {
+  if (!s.contains(k)) return OkStatus();
+  const Json& v = s[k];
+  if (!v.is_number() || v.get<double>() < 0 || v.get<double>() != std::floor(v.get<double>()))
+    return Errorf("{}: not a non-negative integer", k);
+  *out = uint32_t(std::min(v.get<double>(), 4e9));
+  return OkStatus();
 }
 
 class Compiler {
@@ -448,15 +460,8 @@ Result<bool> Compiler::Disjoint(int32_t a, int32_t b, int depth) {
 }
 
 Status Compiler::CompileString(const Json& s, Node* n) {
-  auto count = [&](const char* k, uint32_t* out) -> Status {
-    if (!s.contains(k)) return OkStatus();
-    if (!s[k].is_number_unsigned() && !(s[k].is_number() && s[k].get<double>() >= 0 && s[k].get<double>() == std::floor(s[k].get<double>())))
-      return Errorf("{}: not a non-negative integer", k);
-    *out = uint32_t(std::min(s[k].get<double>(), 4e9));
-    return OkStatus();
-  };
-  PC_RETURN_IF_ERROR(count("minLength", &n->str.min_len));
-  PC_RETURN_IF_ERROR(count("maxLength", &n->str.max_len));
+  PC_RETURN_IF_ERROR(CountKeyword(s, "minLength", &n->str.min_len));
+  PC_RETURN_IF_ERROR(CountKeyword(s, "maxLength", &n->str.max_len));
   if (s.contains("pattern")) {
     if (!s["pattern"].is_string()) return Errorf("pattern: not a string");
     auto dfa = AddDfa(s["pattern"].get<std::string>(), true);
@@ -519,14 +524,8 @@ Status Compiler::CompileNumber(const Json& s, Node* n) {
 
 Status Compiler::CompileArray(const Json& s, Node* n, int depth) {
   ArrayRule& a = n->arr;
-  auto count = [&](const char* k, uint32_t* out) -> Status {
-    if (!s.contains(k)) return OkStatus();
-    if (!s[k].is_number() || s[k].get<double>() < 0) return Errorf("{}: not a non-negative integer", k);
-    *out = uint32_t(std::min(s[k].get<double>(), 4e9));
-    return OkStatus();
-  };
-  PC_RETURN_IF_ERROR(count("minItems", &a.min_items));
-  PC_RETURN_IF_ERROR(count("maxItems", &a.max_items));
+  PC_RETURN_IF_ERROR(CountKeyword(s, "minItems", &a.min_items));
+  PC_RETURN_IF_ERROR(CountKeyword(s, "maxItems", &a.max_items));
   auto compile = [&](const Json& sub) -> Result<int32_t> {
     PC_ASSIGN_OR_RETURN(int32_t id, Compile(sub, -1, depth + 1));
     if (id != kAnyNode && out_->nodes[size_t(id)].types == 0 && out_->nodes[size_t(id)].alts.empty() &&
@@ -558,14 +557,8 @@ Status Compiler::CompileArray(const Json& s, Node* n, int depth) {
 
 Status Compiler::CompileObjectRule(const Json& s, Node* n, int depth) {
   ObjectRule& o = n->obj;
-  auto count = [&](const char* k, uint32_t* out) -> Status {
-    if (!s.contains(k)) return OkStatus();
-    if (!s[k].is_number() || s[k].get<double>() < 0) return Errorf("{}: not a non-negative integer", k);
-    *out = uint32_t(std::min(s[k].get<double>(), 4e9));
-    return OkStatus();
-  };
-  PC_RETURN_IF_ERROR(count("minProperties", &o.min_props));
-  PC_RETURN_IF_ERROR(count("maxProperties", &o.max_props));
+  PC_RETURN_IF_ERROR(CountKeyword(s, "minProperties", &o.min_props));
+  PC_RETURN_IF_ERROR(CountKeyword(s, "maxProperties", &o.max_props));
   if (s.contains("additionalProperties")) {
     const Json& ad = s["additionalProperties"];
     if (ad.is_boolean() && !ad.get<bool>()) {

@@ -15,27 +15,8 @@ namespace {
 
 using nlohmann::json;
 
-class SamplingParamsTest : public ::testing::Test {
+class SamplingParamsTest : public test::StoriesServerTest {
  protected:
-  static void SetUpTestSuite() {
-    const std::string path = test::SharedPath("models/stories260K.gguf");
-    if (path.empty()) return;
-    auto m = Model::Load(path, 2);
-    PC_CHECK(m.ok());
-    model_ = std::move(*m).release();
-    auto t = Tokenizer::FromGguf(model_->gguf());
-    PC_CHECK(t.ok());
-    tok_ = new Tokenizer(std::move(*t));
-    EngineOptions eo;
-    eo.cache.mem_bytes = 32 << 20;
-    harness_ = new test::Harness(*model_, *tok_, eo, ServerOptions{});
-  }
-  void SetUp() override {
-    if (model_ == nullptr) {
-      if (test::RequireShared()) FAIL() << "shared model missing";
-      GTEST_SKIP() << "../shared absent";
-    }
-  }
   static json Post(json body, int* status) {
     body["prompt"] = "Once upon a time, there was a little girl named Lily.";
     body["return_tokens"] = true;
@@ -53,13 +34,7 @@ class SamplingParamsTest : public ::testing::Test {
     return r["choices"][0]["tokens"].get<std::vector<int32_t>>();
   }
   static size_t Distinct(const std::vector<int32_t>& v) { return std::set<int32_t>(v.begin(), v.end()).size(); }
-  static Model* model_;
-  static Tokenizer* tok_;
-  static test::Harness* harness_;
 };
-Model* SamplingParamsTest::model_ = nullptr;
-Tokenizer* SamplingParamsTest::tok_ = nullptr;
-test::Harness* SamplingParamsTest::harness_ = nullptr;
 
 const json kGreedy = {{"max_tokens", 48}, {"temperature", 0}, {"ignore_eos", true}};
 

@@ -17,27 +17,8 @@ namespace {
 
 using nlohmann::json;
 
-class StructuredOutputTest : public ::testing::Test {
+class StructuredOutputTest : public test::StoriesServerTest {
  protected:
-  static void SetUpTestSuite() {
-    const std::string path = test::SharedPath("models/stories260K.gguf");
-    if (path.empty()) return;
-    auto m = Model::Load(path, 2);
-    PC_CHECK(m.ok());
-    model_ = std::move(*m).release();
-    auto t = Tokenizer::FromGguf(model_->gguf());
-    PC_CHECK(t.ok());
-    tok_ = new Tokenizer(std::move(*t));
-    EngineOptions eo;
-    eo.cache.mem_bytes = 64 << 20;
-    harness_ = new test::Harness(*model_, *tok_, eo, ServerOptions{});
-  }
-  void SetUp() override {
-    if (model_ == nullptr) {
-      if (test::RequireShared()) FAIL() << "shared model missing";
-      GTEST_SKIP() << "../shared absent";
-    }
-  }
   static json Post(const std::string& path, const json& body, int* status) {
     httplib::Client c = harness_->Client();
     auto res = c.Post(path.c_str(), body.dump(), "application/json");
@@ -61,13 +42,7 @@ class StructuredOutputTest : public ::testing::Test {
     EXPECT_EQ(r["checked"].get<size_t>(), cases.size());
     return r["invalid"];
   }
-  static Model* model_;
-  static Tokenizer* tok_;
-  static test::Harness* harness_;
 };
-Model* StructuredOutputTest::model_ = nullptr;
-Tokenizer* StructuredOutputTest::tok_ = nullptr;
-test::Harness* StructuredOutputTest::harness_ = nullptr;
 
 TEST_F(StructuredOutputTest, FiftySharedSchemasEveryStoppedReplyValidates) {
   PC_SHARED_OR_SKIP(dir, "jsonschema");
