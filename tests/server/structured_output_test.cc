@@ -72,7 +72,7 @@ TEST_F(StructuredOutputTest, FiftySharedSchemasEveryStoppedReplyValidates) {
   std::vector<std::pair<json, std::string>> stopped;
   int lengths = 0;
   for (size_t i = 0; i < schemas.size(); ++i) {
-    json body = {{"prompt", "Once upon a time"}, {"max_tokens", 1000}, {"temperature", 1.0}, {"seed", int(i)}};
+    json body = {{"prompt", "Once upon a time"}, {"max_tokens", 500}, {"temperature", 1.0}, {"seed", int(i)}};
     switch (i % 4) {
       case 0: body["response_format"] = {{"type", "json_schema"}, {"json_schema", {{"name", "s"}, {"schema", schemas[i]}, {"strict", true}}}}; break;
       case 1: body["json_schema"] = schemas[i]; break;
@@ -89,6 +89,7 @@ TEST_F(StructuredOutputTest, FiftySharedSchemasEveryStoppedReplyValidates) {
   // A tiny model wanders: many replies run out of tokens; those that end
   // must be whole, valid values.
   EXPECT_GE(stopped.size(), size_t(per_split) / 2) << lengths << " ran to max_tokens";
+  std::printf("%zu of %zu replies stopped\n", stopped.size(), schemas.size());
   json invalid = Validate(stopped);
   EXPECT_TRUE(invalid.empty()) << invalid.dump(1);
 }
