@@ -49,7 +49,7 @@ void RequestStream::Push(StreamEvent ev) {
 struct Engine::Active {
   Active(uint64_t id_, EngineRequest r, const Tokenizer& tok)
       : id(id_), req(std::move(r)), tokens(req.prompt), sampler(req.sampling), decoder(tok), stop(req.stop) {
-    if (req.json_schema) grammar = std::make_unique<structured::JsonMatcher>(req.json_schema.get(), req.json_whitespace);
+    if (req.grammar && req.grammar_trigger.empty()) grammar = std::make_unique<structured::SeqMatcher>(req.grammar.get());
   }
   uint64_t id;
   EngineRequest req;
@@ -74,7 +74,8 @@ struct Engine::Active {
   RequestTimings timings;
   bool loading = false;  // waiting for its prefix from the spill tiers
   std::vector<float> memo_logits;  // its first token's logits, from LogitsMemo (EmitFromMemo)
-  std::unique_ptr<structured::JsonMatcher> grammar;  // the JSON so far, with json_schema
+  std::unique_ptr<structured::SeqMatcher> grammar;  // the sentence so far (req.grammar, once triggered)
+  std::string trigger_tail;  // a waiting grammar: the output's last bytes, searched for the trigger
   std::map<std::string, size_t> cached_by_tier;
   std::map<std::string, double> tier_load_ms;
 };
@@ -410,6 +411,33 @@ void Engine::EmitFromMemo(std::vector<uint64_t> ids) {
   }
 }
 
+// The grammar past a sampled token; true when its sentence is complete. A
+// waiting grammar starts where its trigger appears in the output (the bytes
+// from the trigger on are its first); if they do not fit, it is dropped and
+// the reply stays free.
+bool Engine::AdvanceGrammar(Active& a, int32_t token) {
+  if (!a.req.grammar) return false;
+  if (!masker_) masker_ = std::make_unique<GrammarMasker>(tok_);
+  if (a.grammar) return masker_->Advance(a.grammar.get(), token);
+  const std::string& trigger = a.req.grammar_trigger;
+  if (trigger.empty()) return false;
+  a.trigger_tail += masker_->Bytes(token);
+  const size_t at = a.trigger_tail.find(trigger);
+  if (at == std::string::npos) {
+    if (a.trigger_tail.size() > trigger.size()) a.trigger_tail.erase(0, a.trigger_tail.size() - trigger.size());
+    return false;
+  }
+  a.grammar = std::make_unique<structured::SeqMatcher>(a.req.grammar.get());
+  const bool fits = a.grammar->Consume(std::string_view(a.trigger_tail).substr(at));
+  a.req.grammar_trigger.clear();  // once: triggered or given up
+  if (!fits) {
+    a.grammar.reset();
+    a.req.grammar.reset();
+    return false;
+  }
+  return a.grammar->Complete();
+}
+
 void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns) {
   StreamEvent ev;
   const bool early = a.num_generated < static_cast<size_t>(std::max(a.req.min_tokens, 0));
@@ -452,9 +480,11 @@ void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now
   const bool eos = (tok_.IsEndOfGeneration(ev.token) && !a.req.ignore_eos) ||
                    std::find(a.req.stop_token_ids.begin(), a.req.stop_token_ids.end(), ev.token) != a.req.stop_token_ids.end();
   // A constrained value that closed ends the request (finish "stop").
-  const bool complete = a.grammar && !eos && masker_->Advance(a.grammar.get(), ev.token);
+  const bool complete = !eos && AdvanceGrammar(a, ev.token);
   const bool length = a.num_generated >= static_cast<size_t>(a.req.max_tokens);
-  std::string text = eos ? a.decoder.Flush() : a.decoder.Push(ev.token);
+  std::string text = eos                                                     ? a.decoder.Flush()
+                     : a.req.control_text && tok_.vocab().IsControl(ev.token) ? a.decoder.Flush() + tok_.vocab().text[size_t(ev.token)]
+                                                                              : a.decoder.Push(ev.token);
   if (length || complete) text += a.decoder.Flush();
   ev.text = a.stop.Push(text);
   const bool stopped = a.stop.stopped();

@@ -78,10 +78,16 @@ struct EngineRequest {
   std::string salt;  // cache namespace (tenant and user salt)
   std::string tenant;  // API-key tenant: tenants share steps fairly (scheduler.h); "" without keys
   bool use_cache = true;
-  // Constrained output: every token keeps the text a prefix of a value this
-  // schema accepts; the request stops when the value is complete.
-  std::shared_ptr<const structured::CompiledSchema> json_schema;
-  int json_whitespace = 2;  // whitespace bytes allowed per gap of that JSON
+  // Constrained output: every token keeps the text a prefix of a sentence
+  // of this grammar (a JSON schema's value, a tool call); the request stops
+  // when the sentence is complete. With a trigger, the grammar waits: the
+  // output is free until its bytes contain the trigger (a tool-call marker),
+  // and from there on it is constrained (the trigger is the grammar's start).
+  std::shared_ptr<const structured::SeqGrammar> grammar;
+  std::string grammar_trigger;
+  // Control tokens (other than the end of generation) go out as their text,
+  // so a call marker that is one can be parsed from the reply.
+  bool control_text = false;
   LogitAdjust adjust;       // bias and penalties (sampler.h: the order of stages)
   int min_tokens = 0;       // end of generation (and stop_token_ids) barred before this many tokens
   std::vector<int32_t> stop_token_ids;  // these end the request like end of generation
@@ -178,6 +184,7 @@ class Engine {
   void Requeue(Active& a, bool preempted);
   std::vector<WorkItem> PlanWithBlocks();
   void SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns);
+  bool AdvanceGrammar(Active& a, int32_t token);
   std::unique_ptr<GrammarMasker> masker_;  // loop thread; built at the first constrained request
   std::vector<float> masked_logits_, adjusted_logits_;
   // Emits the first token of sequences that started with their whole prompt

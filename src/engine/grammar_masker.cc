@@ -11,11 +11,23 @@ std::vector<std::string> Pieces(const Tokenizer& tok) {
   return out;
 }
 
+// Control tokens other than the end of generation, with their texts.
+std::vector<std::pair<int32_t, std::string>> ControlTexts(const Tokenizer& tok) {
+  std::vector<std::pair<int32_t, std::string>> out;
+  const auto& v = tok.vocab();
+  for (int32_t id = 0; id < tok.n_vocab(); ++id) {
+    if (v.kind[size_t(id)] != TokenKind::kControl || tok.IsEndOfGeneration(id)) continue;
+    if (!v.text[size_t(id)].empty()) out.emplace_back(id, v.text[size_t(id)]);
+  }
+  return out;
+}
+
 }  // namespace
 
-GrammarMasker::GrammarMasker(const Tokenizer& tok) : tok_(tok), index_(Pieces(tok)), masks_(&index_) {}
+GrammarMasker::GrammarMasker(const Tokenizer& tok)
+    : tok_(tok), index_(Pieces(tok)), masks_(&index_, ControlTexts(tok)) {}
 
-bool GrammarMasker::Mask(const structured::JsonMatcher& state, std::span<const float> logits, std::vector<float>* out) {
+bool GrammarMasker::Mask(const structured::SeqMatcher& state, std::span<const float> logits, std::vector<float>* out) {
   masks_.Compute(state, &mask_);
   out->assign(logits.size(), -INFINITY);
   bool any = false;
@@ -42,9 +54,10 @@ bool GrammarMasker::Mask(const structured::JsonMatcher& state, std::span<const f
   return any;
 }
 
-bool GrammarMasker::Advance(structured::JsonMatcher* state, int32_t token) const {
-  if (token < 0 || token >= index_.n_tokens() || index_.bytes(token).empty()) return false;
-  state->Consume(index_.bytes(token));
+bool GrammarMasker::Advance(structured::SeqMatcher* state, int32_t token) const {
+  const std::string_view bytes = Bytes(token);
+  if (bytes.empty()) return false;
+  state->Consume(bytes);
   return state->Complete();
 }
 

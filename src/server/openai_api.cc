@@ -7,6 +7,7 @@
 
 #include "server/json_body.h"
 #include "structured/schema_cache.h"
+#include "structured/sequence.h"
 
 namespace pc {
 
@@ -306,7 +307,7 @@ void ParseStructured(Fields& f, ApiRequest* r) {
   }
   auto compiled = structured::SchemaCache::Global().Get(ordered);
   if (!compiled.ok()) return f.Fail(param, fmt::format("the JSON schema in '{}' cannot be enforced: {}", param, compiled.status().message()));
-  r->engine.json_schema = *compiled;
+  r->engine.grammar = structured::SeqGrammar::ForSchema(*compiled, 2);
 }
 
 // Sampler settings of llama.cpp and vLLM we do not implement: accepted at

@@ -1,0 +1,201 @@
+#include "structured/sequence.h"
+
+#include <algorithm>
+
+namespace pc::structured {
+
+void SeqGrammar::Literal(int32_t from, int32_t to, std::string text) {
+  SeqEdge e;
+  e.from = from;
+  e.to = to;
+  e.literal = std::move(text);
+  edges.push_back(std::move(e));
+}
+
+void SeqGrammar::Json(int32_t from, int32_t to, std::shared_ptr<const CompiledSchema> schema, int32_t node) {
+  SeqEdge e;
+  e.from = from;
+  e.to = to;
+  e.schema = schema.get();
+  e.node = node;
+  edges.push_back(std::move(e));
+  schemas.push_back(std::move(schema));
+}
+
+void SeqGrammar::Json(int32_t from, int32_t to, std::shared_ptr<const CompiledSchema> schema) {
+  const int32_t root = schema->root;
+  Json(from, to, std::move(schema), root);
+}
+
+std::shared_ptr<const SeqGrammar> SeqGrammar::ForSchema(std::shared_ptr<const CompiledSchema> schema, int max_ws) {
+  auto g = std::make_shared<SeqGrammar>();
+  g->max_whitespace = max_ws;
+  g->Json(kStart, kAccept, std::move(schema));
+  return g;
+}
+
+SeqMatcher::SeqMatcher(const SeqGrammar* g) : g_(g) { Enter(SeqGrammar::kStart, this); }
+
+// Empty literals are epsilon edges; the depth bound keeps a cycle of them
+// (which no builder makes) from recursing forever.
+void SeqMatcher::Enter(int32_t state, SeqMatcher* out) const {
+  struct Walker {
+    const SeqGrammar* g;
+    SeqMatcher* out;
+    void Go(int32_t s, int depth) {
+      if (s == SeqGrammar::kAccept) out->at_accept_ = true;
+      if (depth > 16) return;
+      for (size_t i = 0; i < g->edges.size(); ++i) {
+        const SeqEdge& e = g->edges[i];
+        if (e.from != s) continue;
+        if (e.schema == nullptr && e.literal.empty()) {
+          Go(e.to, depth + 1);
+          continue;
+        }
+        if (out->threads_.size() >= size_t(kMaxThreads)) return;
+        Thread t;
+        t.edge = int32_t(i);
+        if (e.schema) t.json.emplace(e.schema, g->max_whitespace, e.node);
+        out->threads_.push_back(std::move(t));
+      }
+    }
+  };
+  Walker{g_, out}.Go(state, 0);
+}
+
+void SeqMatcher::Step(const Thread& t, uint8_t byte, SeqMatcher* out) const {
+  const SeqEdge& e = g_->edges[size_t(t.edge)];
+  if (!e.schema) {
+    if (uint8_t(e.literal[t.pos]) != byte) return;
+    if (t.pos + 1 == e.literal.size()) {
+      Enter(e.to, out);
+      return;
+    }
+    for (const Thread& o : out->threads_)
+      if (o.edge == t.edge && o.pos == t.pos + 1) return;  // already there
+    if (out->threads_.size() >= size_t(kMaxThreads)) return;
+    Thread n;
+    n.edge = t.edge;
+    n.pos = t.pos + 1;
+    out->threads_.push_back(std::move(n));
+    return;
+  }
+  if (t.json->CanEnd()) {  // the byte may begin what follows the value
+    SeqMatcher next;
+    next.g_ = g_;
+    Enter(e.to, &next);
+    for (const Thread& n : next.threads_) Step(n, byte, out);
+  }
+  if (out->threads_.size() >= size_t(kMaxThreads)) return;
+  Thread n;
+  n.edge = t.edge;
+  n.json.emplace();
+  if (t.json->Advance(byte, &*n.json)) out->threads_.push_back(std::move(n));
+}
+
+bool SeqMatcher::Advance(uint8_t byte, SeqMatcher* out) const {
+  out->g_ = g_;
+  out->threads_.clear();
+  out->at_accept_ = false;
+  for (const Thread& t : threads_) Step(t, byte, out);
+  return !out->dead();
+}
+
+bool SeqMatcher::Consume(std::string_view bytes) {
+  SeqMatcher next;
+  for (char c : bytes) {
+    if (!Advance(uint8_t(c), &next)) {
+      *this = std::move(next);
+      return false;
+    }
+    std::swap(*this, next);
+  }
+  return true;
+}
+
+bool SeqMatcher::CanEnd() const {
+  if (at_accept_) return true;
+  for (const Thread& t : threads_) {
+    if (!t.json || !t.json->CanEnd()) continue;
+    SeqMatcher after;
+    after.g_ = g_;
+    Enter(g_->edges[size_t(t.edge)].to, &after);
+    if (after.at_accept_) return true;
+  }
+  return false;
+}
+
+bool SeqMatcher::Complete() const {
+  if (!CanEnd()) return false;
+  for (const Thread& t : threads_) {
+    if (!t.json || !t.json->Complete()) return false;
+    SeqMatcher after;
+    after.g_ = g_;
+    Enter(g_->edges[size_t(t.edge)].to, &after);
+    if (!after.threads_.empty()) return false;
+  }
+  return true;
+}
+
+const JsonMatcher* SeqMatcher::SoleJson() const {
+  if (at_accept_ || threads_.size() != 1 || !threads_[0].json || threads_[0].json->CanEnd()) return nullptr;
+  return &*threads_[0].json;
+}
+
+std::vector<SeqMatcher::LitPos> SeqMatcher::Literals() const {
+  std::vector<LitPos> out;
+  for (const Thread& t : threads_)
+    if (!t.json) out.push_back({t.edge, t.pos});
+  return out;
+}
+
+SeqMaskComputer::SeqMaskComputer(const TokenIndex* index, std::vector<std::pair<int32_t, std::string>> control)
+    : index_(index), control_(std::move(control)), control_of_(size_t(index->n_tokens()), -1), json_(index),
+      stack_(index->all().max_depth + 1) {
+  for (size_t i = 0; i < control_.size(); ++i) {
+    const int32_t id = control_[i].first;
+    if (id >= 0 && id < index->n_tokens() && !control_[i].second.empty()) control_of_[size_t(id)] = int32_t(i);
+  }
+}
+
+std::string_view SeqMaskComputer::Bytes(int32_t id) const {
+  if (id < 0 || id >= index_->n_tokens()) return {};
+  if (control_of_[size_t(id)] >= 0) return control_[size_t(control_of_[size_t(id)])].second;
+  return index_->bytes(id);
+}
+
+void SeqMaskComputer::Compute(const SeqMatcher& m, TokenMask* mask) {
+  // Inside one JSON value that cannot end yet: the JSON mask (a token that
+  // would close the value and run on into the next literal is left out;
+  // the value's last bytes then come as their own tokens).
+  if (const JsonMatcher* j = m.SoleJson()) {
+    json_.Compute(*j, mask);
+    return;
+  }
+  mask->assign(index_->words(), 0);
+  const TokenIndex::Trie& trie = index_->all();
+  for (size_t i = 0; i < trie.nodes.size();) {
+    const TokenIndex::TrieNode& node = trie.nodes[i];
+    const SeqMatcher& parent = node.depth == 1 ? m : stack_[node.depth - 1];
+    if (!parent.Advance(node.byte, &stack_[node.depth])) {
+      i = node.subtree_end;
+      continue;
+    }
+    for (uint32_t k = node.tok_begin; k < node.tok_end; ++k) {
+      const int32_t id = trie.ids[k];
+      (*mask)[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
+    }
+    ++i;
+  }
+  // Control tokens: where a literal spells their whole text.
+  for (const SeqMatcher::LitPos& lp : m.Literals()) {
+    const std::string& lit = m.grammar()->edges[size_t(lp.edge)].literal;
+    for (const auto& [id, text] : control_) {
+      if (text.empty() || id < 0 || id >= index_->n_tokens()) continue;
+      if (lit.compare(lp.pos, text.size(), text) == 0 && lp.pos + text.size() <= lit.size())
+        (*mask)[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
+    }
+  }
+}
+
+}  // namespace pc::structured
