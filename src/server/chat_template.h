@@ -73,6 +73,12 @@ class ChatTemplate {
   // Errors are the template's (raise_exception, type errors) or its limits.
   Result<ChatPrompt> Render(const nlohmann::json& messages, bool add_generation_prompt,
                             const nlohmann::json& extra = nlohmann::json::object()) const;
+  // The template's text for whole turns (a final assistant message closed,
+  // never continued; no generation prompt, no special-token breaks): for
+  // reading the template's own syntax off probe conversations.
+  Result<std::string> RenderTurns(const nlohmann::json& messages, const nlohmann::json& extra) const {
+    return RenderText(messages, false, extra);
+  }
 
  private:
   Result<std::string> RenderText(const nlohmann::json& messages, bool add_generation_prompt,

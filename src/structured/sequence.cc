@@ -55,7 +55,7 @@ void SeqMatcher::Enter(int32_t state, SeqMatcher* out) const {
         if (out->threads_.size() >= size_t(kMaxThreads)) return;
         Thread t;
         t.edge = int32_t(i);
-        if (e.schema) t.json.emplace(e.schema, g->max_whitespace, e.node);
+        if (e.schema) t.json = std::make_shared<const JsonMatcher>(e.schema, g->max_whitespace, e.node);
         out->threads_.push_back(std::move(t));
       }
     }
@@ -87,10 +87,12 @@ void SeqMatcher::Step(const Thread& t, uint8_t byte, SeqMatcher* out) const {
     for (const Thread& n : next.threads_) Step(n, byte, out);
   }
   if (out->threads_.size() >= size_t(kMaxThreads)) return;
+  auto next = std::make_shared<JsonMatcher>();
+  if (!t.json->Advance(byte, next.get())) return;
   Thread n;
   n.edge = t.edge;
-  n.json.emplace();
-  if (t.json->Advance(byte, &*n.json)) out->threads_.push_back(std::move(n));
+  n.json = std::move(next);
+  out->threads_.push_back(std::move(n));
 }
 
 bool SeqMatcher::Advance(uint8_t byte, SeqMatcher* out) const {
@@ -139,7 +141,7 @@ bool SeqMatcher::Complete() const {
 
 const JsonMatcher* SeqMatcher::SoleJson() const {
   if (at_accept_ || threads_.size() != 1 || !threads_[0].json || threads_[0].json->CanEnd()) return nullptr;
-  return &*threads_[0].json;
+  return threads_[0].json.get();
 }
 
 std::vector<SeqMatcher::LitPos> SeqMatcher::Literals() const {

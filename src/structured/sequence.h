@@ -9,13 +9,12 @@
 // A JSON edge is left when its value may end: the next byte goes both to the
 // value (more digits, bounded whitespace) and to the edges after it.
 // Shapes: at most kMaxThreads threads; a thread holds a JsonMatcher only on
-// a JSON edge.
+// a JSON edge (about 16 KiB, shared between copies of the SeqMatcher).
 // Thread-safety: a SeqGrammar is immutable once built and shared by
 // requests; a SeqMatcher is a plain value owned by one request.
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -51,7 +50,7 @@ struct SeqGrammar {
 
 class SeqMatcher {
  public:
-  static constexpr int kMaxThreads = 16;
+  static constexpr int kMaxThreads = 128;  // one per tool name at a call's start
   SeqMatcher() = default;
   explicit SeqMatcher(const SeqGrammar* g);  // before the first byte
 
@@ -78,7 +77,7 @@ class SeqMatcher {
   struct Thread {
     int32_t edge = 0;
     uint32_t pos = 0;  // literal edges: bytes matched
-    std::optional<JsonMatcher> json;
+    std::shared_ptr<const JsonMatcher> json;  // JSON edges (shared by copies: never changed once made)
   };
   // Threads at the start of each edge leaving state (accept noted).
   void Enter(int32_t state, SeqMatcher* out) const;

@@ -1,0 +1,389 @@
+#include "server/tool_syntax.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "structured/schema_cache.h"
+
+namespace pc {
+namespace {
+
+using json = nlohmann::json;
+
+// Probe names and values: unlikely in any template's own text.
+constexpr std::string_view kNames[2] = {"fn_alpha", "fn_beta"};
+constexpr std::string_view kIds[2] = {"alphacall", "betacall2"};  // 9 alphanumerics, as Mistral's templates demand
+constexpr std::string_view kArgKeys[2] = {"k_alpha", "k_beta"};
+
+bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool IsJsonPunct(char c) { return c == '{' || c == '}' || c == '[' || c == ']' || c == ':' || c == ',' || c == '"'; }
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
+  while (!s.empty() && IsSpace(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+// The end of the JSON object or array starting at pos (after its last
+// byte); npos when the text ends first or pos holds no '{' / '['.
+size_t JsonValueEnd(std::string_view t, size_t pos) {
+  if (pos >= t.size() || (t[pos] != '{' && t[pos] != '[')) return std::string_view::npos;
+  int depth = 0;
+  bool in_str = false, esc = false;
+  for (size_t i = pos; i < t.size(); ++i) {
+    const char c = t[i];
+    if (in_str) {
+      if (esc) esc = false;
+      else if (c == '\\') esc = true;
+      else if (c == '"') in_str = false;
+      continue;
+    }
+    if (c == '"') in_str = true;
+    else if (c == '{' || c == '[') ++depth;
+    else if ((c == '}' || c == ']') && --depth == 0) return i + 1;
+  }
+  return std::string_view::npos;
+}
+
+// The probe arguments' span in a rendered call: the object around its key.
+bool FindArgs(std::string_view region, std::string_view key, size_t* begin, size_t* end) {
+  const size_t k = region.find(key);
+  if (k == std::string_view::npos) return false;
+  const size_t open = region.rfind('{', k);
+  if (open == std::string_view::npos) return false;
+  const size_t close = JsonValueEnd(region, open);
+  if (close == std::string_view::npos) return false;
+  const json v = json::parse(region.substr(open, close - open), nullptr, false);
+  if (v.is_discarded() || !v.is_object() || !v.contains(std::string(key))) return false;
+  *begin = open;
+  *end = close;
+  return true;
+}
+
+json ProbeTools() {
+  json tools = json::array();
+  for (int i = 0; i < 2; ++i) {
+    json params = {{"type", "object"}, {"properties", {{std::string(kArgKeys[i]), {{"type", "integer"}}}}}};
+    tools.push_back({{"type", "function"},
+                     {"function", {{"name", std::string(kNames[i])}, {"description", "probe"}, {"parameters", params}}}});
+  }
+  return tools;
+}
+
+json ProbeCall(int i, bool args_as_object) {
+  json args = {{std::string(kArgKeys[i]), i == 0 ? json(7) : json("x")}};
+  return {{"id", std::string(kIds[i])},
+          {"type", "function"},
+          {"function", {{"name", std::string(kNames[i])}, {"arguments", args_as_object ? args : json(args.dump())}}}};
+}
+
+size_t CommonPrefix(std::string_view a, std::string_view b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
+  return n;
+}
+size_t CommonSuffix(std::string_view a, std::string_view b) {
+  size_t n = 0;
+  while (n < a.size() && n < b.size() && a[a.size() - 1 - n] == b[b.size() - 1 - n]) ++n;
+  return n;
+}
+
+}  // namespace
+
+ToolSyntax ToolSyntax::Derive(const ChatTemplate& t) {
+  ToolSyntax s;
+  const json extra = {{"tools", ProbeTools()}};
+  const json user = {{"role", "user"}, {"content", "U1"}};
+  auto render = [&](json assistant) { return t.RenderTurns(json::array({user, std::move(assistant)}), extra); };
+  Result<std::string> plain = render({{"role", "assistant"}, {"content", "ZZ"}});
+  if (!plain.ok()) {
+    s.reason_ = "the template does not render a plain assistant turn: " + plain.status().message();
+    return s;
+  }
+  const size_t z = plain->find("ZZ");
+  if (z == std::string::npos) {
+    s.reason_ = "the template drops assistant content";
+    return s;
+  }
+  // The calls' region: what differs from the plain turn around its content.
+  auto region = [&](const std::string& text) {
+    size_t p = std::min(CommonPrefix(text, *plain), z);
+    size_t q = std::min(CommonSuffix(text, *plain), plain->size() - z - 2);
+    // Never cut inside a marker: the plain turn's text may begin or end with
+    // the same bytes as the calls' markers (`<think>` vs `<TOOLCALL>`,
+    // `<|end|>` vs `<|call|>`).
+    while (p > 0 && std::string_view("<[{|").find(text[p - 1]) != std::string_view::npos) --p;
+    while (q > 0 && std::string_view(">]}|").find(text[text.size() - q]) != std::string_view::npos) --q;
+    return p + q <= text.size() ? std::string(Trim(std::string_view(text).substr(p, text.size() - p - q))) : std::string();
+  };
+  std::string one, two;
+  for (bool as_object : {true, false}) {
+    auto with_calls = [&](int n) {
+      json calls = json::array();
+      for (int i = 0; i < n; ++i) calls.push_back(ProbeCall(i, as_object));
+      return render({{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}});
+    };
+    Result<std::string> r1 = with_calls(1);
+    if (!r1.ok() || r1->find(kNames[0]) == std::string::npos || r1->find(kArgKeys[0]) == std::string::npos) continue;
+    s.args_as_object_ = as_object;
+    one = region(*r1);
+    if (Result<std::string> r2 = with_calls(2); r2.ok()) two = region(*r2);
+    break;
+  }
+  if (one.empty()) {
+    s.reason_ = "the template does not render tool calls";
+    return s;
+  }
+  // Holes in the one-call region, in order.
+  struct Span {
+    size_t begin, end;
+    Hole hole;
+  };
+  std::vector<Span> holes;
+  size_t a0, a1;
+  const size_t name_at = one.find(kNames[0]);
+  if (!FindArgs(one, kArgKeys[0], &a0, &a1) || name_at == std::string::npos) {
+    s.reason_ = "the template's tool-call arguments are not one JSON object";
+    return s;
+  }
+  holes.push_back({name_at, name_at + kNames[0].size(), Hole::kName});
+  holes.push_back({a0, a1, Hole::kArgs});
+  if (size_t id = one.find(kIds[0]); id != std::string::npos) holes.push_back({id, id + kIds[0].size(), Hole::kId});
+  std::sort(holes.begin(), holes.end(), [](const Span& x, const Span& y) { return x.begin < y.begin; });
+  for (size_t i = 1; i < holes.size(); ++i) {
+    if (holes[i].begin < holes[i - 1].end) {
+      s.reason_ = "the template writes the function name inside its arguments";
+      return s;
+    }
+  }
+  // head + unit + tail, the unit as large as the two-call render allows:
+  // two = head + unit(alpha) + sep + unit(beta) + tail.
+  size_t b0 = 0, b1 = 0;
+  const bool have_two = !two.empty() && FindArgs(two, kArgKeys[1], &b0, &b1);
+  const std::string beta_args = have_two ? two.substr(b0, b1 - b0) : std::string();
+  size_t head = 0, tail = 0;
+  bool found = !have_two;
+  for (size_t total = 0; have_two && !found && total <= one.size(); ++total) {
+    for (size_t h = 0; h <= total && h <= holes.front().begin; ++h) {
+      const size_t tl = total - h;
+      if (one.size() - tl < holes.back().end) continue;
+      std::string beta;  // the unit with beta's values in the holes
+      size_t at = h;
+      for (const Span& sp : holes) {
+        beta.append(one, at, sp.begin - at);
+        beta += sp.hole == Hole::kName ? std::string(kNames[1]) : sp.hole == Hole::kId ? std::string(kIds[1]) : beta_args;
+        at = sp.end;
+      }
+      beta.append(one, at, one.size() - tl - at);
+      const std::string_view first(one.data(), one.size() - tl), last_tail(one.data() + one.size() - tl, tl);
+      if (two.size() < first.size() + beta.size() + tl || two.compare(0, first.size(), first) != 0) continue;
+      if (two.compare(two.size() - tl - beta.size(), beta.size(), beta) != 0 || two.compare(two.size() - tl, tl, last_tail) != 0) continue;
+      head = h;
+      tail = tl;
+      s.sep_ = two.substr(first.size(), two.size() - tl - beta.size() - first.size());
+      found = true;
+      break;
+    }
+  }
+  if (!found) {
+    s.reason_ = "the template's calls carry more than a name, arguments and id (a running index?)";
+    return s;
+  }
+  s.multi_ = have_two;
+  // Whitespace inside arguments: single spaces, or indented JSON at any
+  // depth where the template pretty-prints (64 bytes a gap: 16 levels of 4).
+  if (one.substr(a0, a1 - a0).find('\n') != std::string::npos) s.max_whitespace_ = 64;
+  s.head_ = one.substr(0, head);
+  s.tail_ = one.substr(one.size() - tail);
+  size_t at = head;
+  for (const Span& sp : holes) {
+    s.unit_lits_.push_back(one.substr(at, sp.begin - at));
+    s.unit_holes_.push_back(sp.hole);
+    at = sp.end;
+  }
+  s.unit_lits_.push_back(one.substr(at, one.size() - tail - at));
+  const std::string start = s.head_ + s.unit_lits_[0];
+  s.trigger_ = start.substr(0, std::find_if(start.begin(), start.end(), IsSpace) - start.begin());
+  if (s.trigger_.empty()) {
+    s.unit_holes_.clear();
+    s.reason_ = "a call starts with its name (no marker to find it by)";
+  }
+  return s;
+}
+
+json ToolSyntax::Describe() const {
+  json unit = json::array();
+  for (size_t k = 0; k < unit_lits_.size(); ++k) {
+    unit.push_back(unit_lits_[k]);
+    if (k < unit_holes_.size()) unit.push_back(unit_holes_[k] == Hole::kName ? "<NAME>" : unit_holes_[k] == Hole::kArgs ? "<ARGS>" : "<ID>");
+  }
+  return {{"supported", supported()}, {"reason", reason_}, {"head", head_}, {"unit", unit}, {"sep", sep_},
+          {"tail", tail_}, {"multi", multi_}, {"args_as_object", args_as_object_}, {"max_whitespace", max_whitespace_}};
+}
+
+// Whitespace in the literal matches any run (or none); around JSON
+// punctuation the text may add whitespace of its own.
+enum class Match { kYes, kNo, kShort };
+static Match MatchLit(std::string_view text, size_t* pos, std::string_view lit) {
+  size_t p = *pos;
+  for (size_t i = 0; i < lit.size(); ++i) {
+    const char c = lit[i];
+    if (IsSpace(c)) {
+      while (p < text.size() && IsSpace(text[p])) ++p;
+      continue;
+    }
+    if (IsJsonPunct(c) || (i > 0 && IsJsonPunct(lit[i - 1])))
+      while (p < text.size() && IsSpace(text[p])) ++p;
+    if (p >= text.size()) return Match::kShort;
+    if (text[p] != c) return Match::kNo;
+    ++p;
+  }
+  *pos = p;
+  return Match::kYes;
+}
+
+bool ToolSyntax::MatchLiteral(std::string_view text, size_t* pos, std::string_view lit) const {
+  return MatchLit(text, pos, lit) == Match::kYes;
+}
+
+// One unit from pos: its end, or npos (*partial when the text ends inside
+// it after the name: the call so far is in *call).
+size_t ToolSyntax::ParseUnit(std::string_view text, size_t pos, ToolCall* call, bool* partial) const {
+  *partial = false;
+  bool named = false;
+  for (size_t k = 0; k <= unit_holes_.size(); ++k) {
+    const Match m = MatchLit(text, &pos, unit_lits_[k]);
+    if (m != Match::kYes) {
+      *partial = m == Match::kShort && named;
+      return std::string_view::npos;
+    }
+    if (k == unit_holes_.size()) break;
+    while (pos < text.size() && IsSpace(text[pos])) ++pos;
+    if (unit_holes_[k] == Hole::kArgs) {
+      const size_t end = JsonValueEnd(text, pos);
+      if (end == std::string_view::npos) {
+        call->arguments = std::string(text.substr(pos));
+        *partial = named && (pos == text.size() || text[pos] == '{');
+        return std::string_view::npos;
+      }
+      if (json::parse(text.substr(pos, end - pos), nullptr, false).is_discarded()) return std::string_view::npos;
+      call->arguments = std::string(text.substr(pos, end - pos));
+      pos = end;
+      continue;
+    }
+    // A name or id: up to the quote that closes it inside a JSON string, else
+    // a run of identifier bytes.
+    const bool quoted = !unit_lits_[k].empty() && unit_lits_[k].back() == '"';
+    size_t end = pos;
+    while (end < text.size() &&
+           (quoted ? text[end] != '"' : (std::isalnum(uint8_t(text[end])) || text[end] == '_' || text[end] == '-' || text[end] == '.')))
+      ++end;
+    if (end == text.size() || end == pos) return std::string_view::npos;
+    (unit_holes_[k] == Hole::kName ? call->name : call->id) = std::string(text.substr(pos, end - pos));
+    named |= unit_holes_[k] == Hole::kName;
+    pos = end;
+  }
+  return pos;
+}
+
+ToolSyntax::Parsed ToolSyntax::Parse(std::string_view text, const std::function<std::string(size_t)>& make_id) const {
+  Parsed out;
+  const size_t start = supported() ? text.find(trigger_) : std::string_view::npos;
+  if (start == std::string_view::npos) {
+    out.content = std::string(text);
+    return out;
+  }
+  size_t pos = start;
+  if (MatchLit(text, &pos, head_) == Match::kYes) {
+    for (;;) {
+      ToolCall call;
+      bool partial = false;
+      const size_t end = ParseUnit(text, pos, &call, &partial);
+      if (end == std::string_view::npos) {
+        if (partial) {
+          out.partial = true;
+          if (call.id.empty()) call.id = make_id(out.calls.size());
+          out.partial_call = std::move(call);
+        }
+        break;
+      }
+      if (call.id.empty()) call.id = make_id(out.calls.size());
+      out.calls.push_back(std::move(call));
+      pos = end;
+      size_t next = pos;
+      if (!multi_ || MatchLit(text, &next, sep_) != Match::kYes) break;
+      ToolCall probe;
+      bool p2 = false;
+      if (ParseUnit(text, next, &probe, &p2) == std::string_view::npos && !p2) break;
+      pos = next;
+    }
+  }
+  if (out.calls.empty() && !out.partial) {
+    out.content = std::string(text);
+    return out;
+  }
+  MatchLit(text, &pos, tail_);
+  out.content = std::string(Trim(text.substr(0, start)));
+  if (!out.partial && pos < text.size()) {
+    const std::string_view rest = Trim(text.substr(pos));
+    if (!rest.empty()) out.content += (out.content.empty() ? "" : "\n") + std::string(rest);
+  }
+  return out;
+}
+
+Result<std::shared_ptr<const structured::SeqGrammar>> ToolSyntax::Grammar(const json& tools, const std::string& only,
+                                                                         bool parallel, const std::vector<std::string>& ids) const {
+  if (!supported()) return Status::Error("the model's chat template has no tool-call syntax we can enforce: " + reason_);
+  struct Tool {
+    std::string name;
+    std::shared_ptr<const structured::CompiledSchema> schema;
+  };
+  std::vector<Tool> list;
+  for (const json& t : tools) {
+    const json& fn = t["function"];
+    const std::string name = fn["name"].get<std::string>();
+    if (!only.empty() && name != only) continue;
+    nlohmann::ordered_json params = {{"type", "object"}};
+    if (fn.contains("parameters") && fn["parameters"].is_object()) params = nlohmann::ordered_json::parse(fn["parameters"].dump());
+    auto compiled = structured::SchemaCache::Global().Get(params);
+    if (!compiled.ok()) return Status::Error(fmt::format("the parameters of tool '{}' cannot be enforced: {}", name, compiled.status().message()));
+    list.push_back({name, *compiled});
+  }
+  if (list.empty()) return Status::Error(fmt::format("no tool named '{}'", only));
+  auto g = std::make_shared<structured::SeqGrammar>();
+  g->max_whitespace = max_whitespace_;
+  const size_t max_calls = parallel && multi_ ? std::min<size_t>(ids.size(), 8) : 1;
+  int32_t at = g->AddState();
+  g->Literal(structured::SeqGrammar::kStart, at, head_);
+  for (size_t c = 0; c < max_calls; ++c) {
+    const int32_t done = g->AddState();
+    for (const Tool& tool : list) {
+      int32_t s = at;
+      for (size_t k = 0; k <= unit_holes_.size(); ++k) {
+        int32_t next = k == unit_holes_.size() ? done : g->AddState();
+        std::string lit = unit_lits_[k];
+        if (k < unit_holes_.size() && unit_holes_[k] != Hole::kArgs) {
+          lit += unit_holes_[k] == Hole::kName ? tool.name : ids[c];
+        }
+        if (k < unit_holes_.size() && unit_holes_[k] == Hole::kArgs) {
+          const int32_t mid = g->AddState();
+          g->Literal(s, mid, lit);
+          g->Json(mid, next, tool.schema);
+        } else {
+          g->Literal(s, next, lit);
+        }
+        s = next;
+      }
+    }
+    g->Literal(done, structured::SeqGrammar::kAccept, tail_);
+    if (c + 1 < max_calls) {
+      const int32_t again = g->AddState();
+      g->Literal(done, again, sep_);
+      at = again;
+    }
+  }
+  return std::shared_ptr<const structured::SeqGrammar>(std::move(g));
+}
+
+}  // namespace pc

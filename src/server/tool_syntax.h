@@ -1,0 +1,89 @@
+// Tool calls as the model's own chat template writes them. The syntax is not
+// looked up by family: it is read off the template by rendering probe
+// conversations (an assistant turn with one call, with two calls, and with
+// plain content) and comparing the texts. A call's region is then
+//   head  unit(call 1)  sep  unit(call 2) ...  tail
+// where a unit is literal text with holes for the function name, the
+// arguments (a JSON value) and, where the template prints it, the call id:
+//   Hermes/Qwen: <tool_call>\n{"name": NAME, "arguments": ARGS}\n</tool_call>
+//   Llama 3.x:   {"name": "NAME", "parameters": ARGS}
+//   Mistral:     [TOOL_CALLS][ {"name": "NAME", "arguments": ARGS, "id": "ID"} ]
+// Templates whose arguments are not one JSON value (one XML element per
+// parameter) or whose calls carry a running index are not derived: their
+// replies stay plain content, and tool_choice "required" is refused.
+//
+// The same syntax parses replies (whitespace around JSON punctuation is
+// forgiven) and builds the grammar that forces a call (structured/sequence).
+// Thread-safety: immutable after Derive; all methods are const.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/status.h"
+#include "server/chat_template.h"
+#include "structured/sequence.h"
+
+namespace pc {
+
+struct ToolCall {
+  std::string id, name;
+  std::string arguments;  // the JSON text as the model wrote it
+};
+
+class ToolSyntax {
+ public:
+  enum class Hole : uint8_t { kName, kArgs, kId };
+
+  // Reads the syntax off a template; !supported() when it cannot (reason()).
+  static ToolSyntax Derive(const ChatTemplate& t);
+
+  bool supported() const { return !unit_holes_.empty(); }
+  const std::string& reason() const { return reason_; }
+  // Whether the template wants function.arguments as an object (clients
+  // send a JSON string: it is parsed before rendering), else as the string.
+  bool args_as_object() const { return args_as_object_; }
+  // The bytes that start a call in a reply (its first non-space literal).
+  const std::string& trigger() const { return trigger_; }
+  // The parts as JSON (head, unit literals and holes, sep, tail), for
+  // debugging templates.
+  nlohmann::json Describe() const;
+
+  struct Parsed {
+    std::string content;          // the text before the first call (and any after the calls)
+    std::vector<ToolCall> calls;  // complete calls
+    // Streaming: the call being written (name known), its arguments so far.
+    bool partial = false;
+    ToolCall partial_call;
+  };
+  // A reply's content and calls. A call cut short (no closing literal) is
+  // kept when its arguments are a whole JSON value; a reply where no call
+  // parses is all content. ids come from make_id(i) unless the text has one.
+  Parsed Parse(std::string_view text, const std::function<std::string(size_t)>& make_id) const;
+
+  // The grammar of one or more calls (one when !parallel) to the tools
+  // named in `names` (empty: any of `tools`), arguments validated against
+  // each tool's parameters; ids: the call ids to write where the syntax has
+  // them. Errors name the tool whose parameters cannot be enforced.
+  Result<std::shared_ptr<const structured::SeqGrammar>> Grammar(const nlohmann::json& tools, const std::string& only,
+                                                                bool parallel, const std::vector<std::string>& ids) const;
+
+ private:
+  struct Unit;
+  bool MatchLiteral(std::string_view text, size_t* pos, std::string_view lit) const;
+  size_t ParseUnit(std::string_view text, size_t pos, ToolCall* call, bool* partial) const;
+
+  std::string head_, sep_, tail_;
+  std::vector<std::string> unit_lits_;  // unit_holes_.size() + 1 literals around the holes
+  std::vector<Hole> unit_holes_;
+  std::string trigger_, reason_;
+  bool args_as_object_ = true;
+  bool multi_ = false;       // the template writes several calls in one turn
+  int max_whitespace_ = 2;   // per gap inside arguments (structured/sequence.h)
+};
+
+}  // namespace pc

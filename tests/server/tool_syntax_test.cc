@@ -1,0 +1,140 @@
+// Tool-call syntax read off real chat templates: for every shared template
+// that renders calls with JSON arguments, the calls the template itself
+// writes (other names, ids and arguments than the probes) parse back
+// exactly, the forcing grammar accepts that text, and it refuses arguments
+// that break the tool's parameters.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "server/chat_template.h"
+#include "server/tool_syntax.h"
+#include "test_support.h"
+
+namespace pc {
+namespace {
+
+using json = nlohmann::json;
+
+const json kTools = json::parse(R"([
+  {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
+   "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+                  "required": ["city"], "additionalProperties": false}}},
+  {"type": "function", "function": {"name": "search_web", "description": "Search",
+   "parameters": {"type": "object", "properties": {"query": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}},
+                  "required": ["query"]}}}])");
+
+json Call(const std::string& id, const std::string& name, const json& args, bool as_object) {
+  return {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", as_object ? args : json(args.dump())}}}};
+}
+
+// The assistant turn's calls as the template writes them: the text that
+// differs from a plain turn (as Derive reads it).
+std::string CallsText(const ChatTemplate& t, const json& calls) {
+  const json user = {{"role", "user"}, {"content", "Weather?"}};
+  const json extra = {{"tools", kTools}};
+  auto plain = t.RenderTurns(json::array({user, {{"role", "assistant"}, {"content", "QQ"}}}), extra);
+  auto with = t.RenderTurns(json::array({user, {{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}}}), extra);
+  if (!plain.ok() || !with.ok()) return "";
+  const size_t q = plain->find("QQ");
+  size_t p = 0, s = 0;
+  while (p < q && p < with->size() && (*plain)[p] == (*with)[p]) ++p;
+  while (s < plain->size() - q - 2 && s < with->size() - p && (*plain)[plain->size() - 1 - s] == (*with)[with->size() - 1 - s]) ++s;
+  while (p > 0 && std::string_view("<[{|").find((*with)[p - 1]) != std::string_view::npos) --p;
+  while (s > 0 && std::string_view(">]}|").find((*with)[with->size() - s]) != std::string_view::npos) --s;
+  return with->substr(p, with->size() - p - s);
+}
+
+std::string Id(size_t i) { return "gen" + std::to_string(i); }
+
+TEST(ToolSyntax, SharedTemplatesRoundTrip) {
+  PC_SHARED_OR_SKIP(dir, "templates");
+  int supported = 0, total = 0;
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".jinja") names.push_back(e.path().string());
+  }
+  std::sort(names.begin(), names.end());
+  for (const std::string& path : names) {
+    auto t = ChatTemplate::FromSource(test::ReadText(path), path);
+    ASSERT_TRUE(t.ok()) << path;
+    ++total;
+    const ToolSyntax syn = ToolSyntax::Derive(*t);
+    std::printf("%-60s %s\n", std::filesystem::path(path).filename().c_str(),
+                syn.supported() ? ("trigger " + json(syn.trigger()).dump()).c_str() : ("- " + syn.reason()).c_str());
+    if (!syn.supported()) continue;
+    ++supported;
+    const bool obj = syn.args_as_object();
+    const json a1 = {{"city", "Zürich"}, {"days", 3}}, a2 = {{"query", "prompt \"cache\""}, {"tags", {"a", "b"}}};
+    // One call, then two where the template allows it.
+    for (int n : {1, 2}) {
+      json calls = json::array({Call("abcdefgh1", "get_weather", a1, obj)});
+      if (n == 2) calls.push_back(Call("abcdefgh2", "search_web", a2, obj));
+      const std::string text = CallsText(*t, calls);
+      if (text.empty() || (n == 2 && text.find("search_web") == std::string::npos)) continue;  // the template refuses two calls
+      const ToolSyntax::Parsed p = syn.Parse("Let me check.\n" + text, Id);
+      EXPECT_EQ(p.calls.size(), size_t(n)) << path << "\n" << text << "\n" << syn.Describe().dump();
+      if (p.calls.size() != size_t(n)) continue;
+      EXPECT_EQ(p.content, "Let me check.") << path;
+      EXPECT_EQ(p.calls[0].name, "get_weather");
+      EXPECT_EQ(json::parse(p.calls[0].arguments), a1) << path;
+      if (n == 2) {
+        EXPECT_EQ(p.calls[1].name, "search_web");
+        EXPECT_EQ(json::parse(p.calls[1].arguments), a2) << path;
+      }
+      // The forcing grammar takes the template's own text (ids where it has them).
+      auto g = syn.Grammar(kTools, "", true, {"abcdefgh1", "abcdefgh2", "abcdefgh3"});
+      ASSERT_TRUE(g.ok()) << g.status().message();
+      structured::SeqMatcher m(g->get());
+      const std::string trimmed = text.substr(text.find_first_not_of(" \n"), text.find_last_not_of(" \n") + 1 - text.find_first_not_of(" \n"));
+      size_t ok_bytes = 0;
+      for (char c : trimmed) {
+        structured::SeqMatcher next;
+        if (!m.Advance(uint8_t(c), &next)) break;
+        m = next;
+        ++ok_bytes;
+      }
+      EXPECT_TRUE(ok_bytes == trimmed.size() && m.CanEnd()) << path << "\n" << trimmed.substr(0, ok_bytes) << "<-HERE->" << trimmed.substr(ok_bytes);
+      // Arguments that break the parameters are refused.
+      json bad = json::array({Call("abcdefgh1", "get_weather", {{"city", "X"}, {"days", 0}}, obj)});
+      const std::string bad_text = CallsText(*t, bad);
+      structured::SeqMatcher mb(g->get());
+      EXPECT_FALSE(mb.Consume(bad_text.substr(bad_text.find_first_not_of(" \n"))) && mb.CanEnd()) << path;
+    }
+  }
+  std::printf("tool-call syntax derived for %d of %d templates\n", supported, total);
+  EXPECT_GE(supported, 8);
+}
+
+TEST(ToolSyntax, PartialCallsAndPlainReplies) {
+  auto t = ChatTemplate::Builtin("chatml");
+  ASSERT_TRUE(t.ok());
+  const std::string hermes =
+      "{%- for m in messages %}<|im_start|>{{ m.role }}\n{{ m.content }}{%- if m.tool_calls %}{%- for c in m.tool_calls %}"
+      "\n<tool_call>\n{\"name\": \"{{ c.function.name }}\", \"arguments\": {{ c.function.arguments | tojson }}}\n</tool_call>"
+      "{%- endfor %}{%- endif %}<|im_end|>\n{%- endfor %}";
+  auto h = ChatTemplate::FromSource(hermes, "hermes");
+  ASSERT_TRUE(h.ok());
+  const ToolSyntax syn = ToolSyntax::Derive(*h);
+  ASSERT_TRUE(syn.supported()) << syn.reason();
+  EXPECT_EQ(syn.trigger(), "<tool_call>");
+  // A reply with no call is all content; a call cut inside its arguments is partial.
+  EXPECT_EQ(syn.Parse("just text", Id).content, "just text");
+  const std::string full = "ok <tool_call>\n{\"name\":\"get_weather\", \"arguments\": {\"city\": \"Paris\"}}\n</tool_call>";
+  for (size_t cut = 0; cut <= full.size(); ++cut) {
+    const ToolSyntax::Parsed p = syn.Parse(full.substr(0, cut), Id);
+    if (p.partial) {
+      EXPECT_EQ(p.partial_call.name, "get_weather");
+      EXPECT_EQ(std::string(R"({"city": "Paris"})").rfind(p.partial_call.arguments, 0), 0u) << p.partial_call.arguments;
+    }
+  }
+  const ToolSyntax::Parsed p = syn.Parse(full, Id);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(p.calls[0].id, "gen0");
+  EXPECT_EQ(p.content, "ok");
+  // The ChatML built-in renders no calls: no syntax.
+  EXPECT_FALSE(ToolSyntax::Derive(*t).supported());
+}
+
+}  // namespace
+}  // namespace pc
