@@ -456,7 +456,7 @@ void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now
     if (!masker_) masker_ = std::make_unique<GrammarMasker>(tok_);
     if (!masker_->Mask(*a.grammar, logits, &masked_logits_)) {
       std::lock_guard<std::mutex> lock(mu_);
-      Finish(a, FinishReason::kError, now_ns, "no token can continue the JSON schema's value");
+      Finish(a, FinishReason::kError, now_ns, "no token of the vocabulary can continue the constrained output");
       return;
     }
     logits = masked_logits_;

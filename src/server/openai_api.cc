@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <random>
 #include <tuple>
 
 #include "server/json_body.h"
@@ -29,6 +30,7 @@ class Fields {
   bool ok() const { return ok_; }
   bool Has(const char* k) const { return obj_.contains(k) && !obj_[k].is_null(); }
   const json& operator[](const char* k) const { return obj_[k]; }
+  const json& body() const { return obj_; }
 
   void Fail(const char* k, std::string msg) {
     if (!ok_) return;
@@ -200,6 +202,13 @@ void RenderChat(Fields& f, const ParseContext& ctx, ChatPromptTokens* out) {
     if (!f["chat_template_kwargs"].is_object()) return f.Fail("chat_template_kwargs", "'chat_template_kwargs' must be an object");
     kwargs = f["chat_template_kwargs"];
   }
+  // Tools go to the template (also with tool_choice "none": the prompt, and
+  // so its cached prefix, stays the same whatever the choice).
+  std::string tool_param, tool_error;
+  out->tools = ParseToolFields(f.body(), &tool_param, &tool_error);
+  if (!tool_error.empty()) return f.Fail(tool_param == "tools" ? "tools" : tool_param == "tool_choice" ? "tool_choice" : "parallel_tool_calls", tool_error);
+  if (out->tools) kwargs["tools"] = out->tools->tools;
+  NormalizeToolCalls(&msgs, ctx.tool_syntax == nullptr || ctx.tool_syntax->args_as_object());
   if (!f.ok()) return;
   if (ctx.chat_template == nullptr) return f.Fail("messages", "this server has no chat template");
   Result<ChatPrompt> prompt = ctx.chat_template->Render(msgs, add_generation_prompt, kwargs);
@@ -213,6 +222,35 @@ void RenderChat(Fields& f, const ParseContext& ctx, ChatPromptTokens* out) {
   out->ids = ctx.tok->Encode(prompt->text, eo);
   out->text = std::move(prompt->text);
   if (out->ids.empty()) f.Fail("messages", "the rendered prompt is empty");
+}
+
+// Tools in play: the reply is parsed for calls; "required" or a named
+// function forces a call through the grammar, "auto" arms a grammar that
+// wakes at the call marker (when every tool's parameters can be enforced).
+void ParseToolChoice(Fields& f, const ParseContext& ctx, const ToolRequest& tools, ApiRequest* r) {
+  const bool forced = tools.choice == ToolRequest::Choice::kRequired || tools.choice == ToolRequest::Choice::kNamed;
+  const ToolSyntax* syn = ctx.tool_syntax;
+  if (syn == nullptr || !syn->supported()) {
+    if (forced) {
+      return f.Fail("tool_choice", "this model's chat template has no tool-call syntax to force a call with" +
+                                       (syn ? ": " + syn->reason() : std::string()));
+    }
+    return;  // auto: replies stay content
+  }
+  r->tool_syntax = syn;
+  r->tool_call_ids = MakeToolCallIds(std::random_device{}() * 0x100000001ull + std::random_device{}(), 16);
+  r->engine.control_text = true;
+  if (r->engine.grammar) {  // response_format holds the grammar
+    if (forced) f.Fail("tool_choice", "'tool_choice' \"required\" or a named function cannot be combined with a JSON response_format");
+    return;
+  }
+  auto g = syn->Grammar(tools.tools, tools.named, tools.parallel, r->tool_call_ids);
+  if (!g.ok()) {
+    if (forced) f.Fail("tool_choice", g.status().message());
+    return;
+  }
+  r->engine.grammar = *g;
+  if (!forced) r->engine.grammar_trigger = syn->trigger();
 }
 
 void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
@@ -239,15 +277,15 @@ void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
                                  t.size() - open - style.open.size() == 0;
   }
   r->engine.prompt = std::move(p.ids);
+  if (p.tools && p.tools->choice != ToolRequest::Choice::kNone) ParseToolChoice(f, ctx, *p.tools, r);
 }
 
 // Fields we do not implement: refused by name rather than silently ignored.
 void RefuseUnsupported(Fields& f) {
-  for (const char* k : {"tools", "tool_choice", "functions", "function_call", "grammar", "guided_regex",
+  for (const char* k : {"functions", "function_call", "grammar", "guided_regex",
                         "guided_choice", "guided_grammar", "guided_decoding_backend", "logits_processors"}) {
     if (f.Has(k)) {
-      if ((std::string(k) == "tools" || std::string(k) == "functions") && f[k].is_array() && f[k].empty()) continue;
-      if (std::string(k) == "tool_choice" && f[k] == "none") continue;
+      if (std::string(k) == "functions" && f[k].is_array() && f[k].empty()) continue;
       return f.Fail(k, fmt::format("'{}' is not supported by this server", k));
     }
   }
@@ -444,6 +482,10 @@ std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body,
   f.Str("model", &r.model);
   std::string prompt_text;
   RefuseUnsupported(f);
+  if (kind == ApiKind::kCompletion) {
+    for (const char* k : {"tools", "tool_choice", "parallel_tool_calls"})
+      if (f.Has(k)) f.Fail(k, fmt::format("'{}' needs /v1/chat/completions", k));
+  }
   ParseStructured(f, &r);
   if (kind == ApiKind::kCompletion && f.ok()) ParsePrompt(f, ctx, &r, &prompt_text);
   else if (f.ok()) ParseMessages(f, ctx, &r);
@@ -511,6 +553,7 @@ ResponseBuilder::ResponseBuilder(const ApiRequest& req, const Tokenizer& tok, st
   } else {
     logprobs_ = {{"content", json::array()}};
     if (!req_.reasoning_open.empty()) split_.emplace(req_.reasoning_open, req_.reasoning_close, req_.reasoning_starts_inside);
+    if (req_.tool_syntax) tool_stream_.emplace(req_.tool_syntax, req_.tool_call_ids);
   }
   if (req_.echo) text_ = req_.echo_text;
   text_offset_ = text_.size();
@@ -523,20 +566,45 @@ json ResponseBuilder::Envelope() const {
 }
 
 json ResponseBuilder::Choice(const std::string& text, const json& logprobs, const json& finish,
-                             const std::string& reasoning) const {
+                             const std::string& reasoning, const json& tool_calls) const {
   json c = {{"index", index_}, {"logprobs", logprobs}, {"finish_reason", finish}};
+  const bool calls = tool_calls.is_array() && !tool_calls.empty();
   if (req_.kind == ApiKind::kCompletion) {
     c["text"] = text;
   } else if (req_.stream) {
     c["delta"] = json::object();
     if (!reasoning.empty()) c["delta"]["reasoning_content"] = reasoning;
     if (!text.empty()) c["delta"]["content"] = text;
+    if (calls) c["delta"]["tool_calls"] = tool_calls;
   } else {
-    c["message"] = {{"role", "assistant"}, {"content", text}};
+    c["message"] = {{"role", "assistant"}, {"content", text.empty() && calls ? json(nullptr) : json(text)}};
     if (!reasoning.empty()) c["message"]["reasoning_content"] = reasoning;
+    if (calls) c["message"]["tool_calls"] = tool_calls;
   }
   return c;
 }
+
+// Content past the reasoning split, through the tool-call parse (last: the
+// reply ended; the calls are then in calls_).
+ToolCallStream::Delta ResponseBuilder::ContentDelta(const std::string& content, bool last) {
+  if (!tool_stream_) return {content, json::array()};
+  ToolCallStream::Delta d = tool_stream_->Push(content);
+  if (last) {
+    ToolCallStream::Delta rest = tool_stream_->Finish(&calls_);
+    d.content += rest.content;
+    for (json& e : rest.tool_calls) d.tool_calls.push_back(std::move(e));
+  }
+  return d;
+}
+
+namespace {
+json ToolCallsJson(const std::vector<ToolCall>& calls) {
+  json out = json::array();
+  for (const ToolCall& c : calls)
+    out.push_back({{"id", c.id}, {"type", "function"}, {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+  return out;
+}
+}  // namespace
 
 namespace {
 json Bytes(const std::string& s) {
@@ -589,16 +657,21 @@ std::string ResponseBuilder::OnToken(const StreamEvent& ev) {
   text_offset_ += ev.text.size();
   tokens_.push_back(ev.token);
   std::string reasoning, content = ev.text;
-  if (split_) {
-    std::tie(reasoning, content) = split_->Push(ev.text);
-    reasoning_ += reasoning;
-    content_ += content;
-  }
+  if (split_) std::tie(reasoning, content) = split_->Push(ev.text);
+  reasoning_ += reasoning;
+  ToolCallStream::Delta d = ContentDelta(content, false);
+  content_ += d.content;
   if (!req_.stream) return {};
   json j = Envelope();
-  j["choices"] = json::array({Choice(content, lp, nullptr, reasoning)});
+  j["choices"] = json::array({Choice(d.content, lp, nullptr, reasoning, d.tool_calls)});
   if (req_.return_tokens) j["choices"][0]["tokens"] = {ev.token};
   return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+// "tool_calls" when the reply ended by itself with calls in it.
+std::string ResponseBuilder::FinishReason(const StreamEvent& done) const {
+  if (!calls_.empty() && done.finish == pc::FinishReason::kStop) return "tool_calls";
+  return ApiFinishReason(done.finish);
 }
 
 json ResponseBuilder::Usage(const StreamEvent& d) const {
@@ -625,16 +698,18 @@ json ResponseBuilder::Timings(const StreamEvent& d) const {
 
 std::vector<std::string> ResponseBuilder::OnDoneChunks(const StreamEvent& done) {
   std::vector<std::string> out;
-  if (split_) {  // what the splitter held back (a marker's possible start)
-    auto [reasoning, content] = split_->Flush();
-    if (!reasoning.empty() || !content.empty()) {
+  if (req_.kind == ApiKind::kChat) {  // what the splitter and the call parse held back
+    std::string reasoning, content;
+    if (split_) std::tie(reasoning, content) = split_->Flush();
+    ToolCallStream::Delta d = ContentDelta(content, true);
+    if (!reasoning.empty() || !d.content.empty() || !d.tool_calls.empty()) {
       json k = Envelope();
-      k["choices"] = json::array({Choice(content, nullptr, nullptr, reasoning)});
+      k["choices"] = json::array({Choice(d.content, nullptr, nullptr, reasoning, d.tool_calls)});
       out.push_back(k.dump(-1, ' ', false, json::error_handler_t::replace));
     }
   }
   json j = Envelope();
-  j["choices"] = json::array({Choice("", nullptr, ApiFinishReason(done.finish))});
+  j["choices"] = json::array({Choice("", nullptr, FinishReason(done))});
   j["timings"] = Timings(done);
   out.push_back(j.dump(-1, ' ', false, json::error_handler_t::replace));
   if (req_.include_usage) {
@@ -650,11 +725,12 @@ std::vector<std::string> ResponseBuilder::OnDoneChunks(const StreamEvent& done) 
 json ResponseBuilder::OnDoneResponse(const StreamEvent& done) {
   json j = Envelope();
   const bool lp = req_.engine.want_logprobs;
-  if (split_) {
-    auto [reasoning, content] = split_->Flush();
+  if (req_.kind == ApiKind::kChat) {
+    std::string reasoning, content;
+    if (split_) std::tie(reasoning, content) = split_->Flush();
     reasoning_ += reasoning;
-    content_ += content;
-    j["choices"] = json::array({Choice(content_, lp ? logprobs_ : json(nullptr), ApiFinishReason(done.finish), reasoning_)});
+    content_ += ContentDelta(content, true).content;
+    j["choices"] = json::array({Choice(content_, lp ? logprobs_ : json(nullptr), FinishReason(done), reasoning_, ToolCallsJson(calls_))});
   } else {
     j["choices"] = json::array({Choice(text_, lp ? logprobs_ : json(nullptr), ApiFinishReason(done.finish))});
   }

@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "server/chat_template.h"
 #include "server/reasoning_split.h"
+#include "server/tool_calls.h"
 #include "tokenizer/tokenizer.h"
 
 namespace pc {
@@ -42,6 +43,10 @@ struct ApiRequest {
   // left the block open for the model.
   std::string reasoning_open, reasoning_close;
   bool reasoning_starts_inside = false;
+  // Chat with tools (tool_choice not "none", a syntax read off the template):
+  // the reply's calls are parsed into tool_calls; ids for them.
+  const ToolSyntax* tool_syntax = nullptr;
+  std::vector<std::string> tool_call_ids;
 };
 
 struct ParseContext {
@@ -49,12 +54,14 @@ struct ParseContext {
   const ChatTemplate* chat_template = nullptr;  // required for chat requests
   size_t n_ctx = 0;
   uint64_t default_seed = 0;  // used when the request has none
+  const ToolSyntax* tool_syntax = nullptr;  // read off chat_template (tool calls)
 };
 
 // A chat body's prompt: the rendered text and its tokens.
 struct ChatPromptTokens {
   std::string text;
   std::vector<int32_t> ids;
+  std::optional<ToolRequest> tools;  // the body's tools (rendered by the template)
 };
 // The prompt a chat request with this body would run (messages,
 // add_generation_prompt, continue_final_message, chat_template_kwargs), for
@@ -82,12 +89,13 @@ class ResponseBuilder {
 
  private:
   nlohmann::json Usage(const StreamEvent& done) const;
+  std::string FinishReason(const StreamEvent& done) const;
   nlohmann::json Timings(const StreamEvent& done) const;
   nlohmann::json LogprobEntry(const StreamEvent& ev) const;
   std::string TokenName(int32_t id) const;  // the piece, or "token_id:N"
   nlohmann::json Envelope() const;
   nlohmann::json Choice(const std::string& text, const nlohmann::json& logprobs, const nlohmann::json& finish,
-                        const std::string& reasoning = "") const;
+                        const std::string& reasoning = "", const nlohmann::json& tool_calls = nullptr) const;
 
   const ApiRequest& req_;
   const Tokenizer& tok_;
@@ -99,6 +107,10 @@ class ResponseBuilder {
   size_t text_offset_ = 0;
   int index_ = 0;
   std::optional<ReasoningSplitter> split_;  // chat replies with reasoning apart
+  std::optional<ToolCallStream> tool_stream_;  // chat replies with tools
+  std::vector<ToolCall> calls_;
+  // Content after the reasoning split and the tool-call parse.
+  ToolCallStream::Delta ContentDelta(const std::string& content, bool last);
   std::string reasoning_, content_;         // their parts so far
 };
 

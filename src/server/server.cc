@@ -1,5 +1,7 @@
 #include "server/server.h"
 
+#include "base/log.h"
+
 #include <httplib.h>
 #include <signal.h>
 
@@ -111,6 +113,9 @@ Server::Server(Engine& engine, const Tokenizer& tok, ServerOptions opt)
     chatml->set_tokenizer(&tok_);
     opt_.chat_template = std::make_shared<const ChatTemplate>(std::move(*chatml));
   }
+  tool_syntax_ = ToolSyntax::Derive(*opt_.chat_template);
+  if (tool_syntax_.supported()) LogInfo("tool calls: the template's syntax starts with {}", nlohmann::json(tool_syntax_.trigger()).dump());
+  else LogInfo("tool calls: replies stay content ({})", tool_syntax_.reason());
   Routes();
 }
 
@@ -219,7 +224,7 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res)
 }
 
 std::optional<ChatPromptTokens> Server::RenderChat(const json& body, httplib::Response& res) {
-  ParseContext ctx{&tok_, opt_.chat_template.get(), engine_.context_length(), 0};
+  ParseContext ctx{&tok_, opt_.chat_template.get(), engine_.context_length(), 0, &tool_syntax_};
   ApiError err;
   std::optional<ChatPromptTokens> p = RenderChatRequest(body, ctx, &err);
   if (!p) SendError(res, err);
@@ -259,7 +264,8 @@ void Server::HandleGenerate(int kind_int, const httplib::Request& req, httplib::
   if (draining_) return SendError(res, MakeError(503, "server_error", "the server is shutting down"));
   const uint64_t n = ++request_counter_;
   ParseContext ctx{&tok_, opt_.chat_template.get(), engine_.context_length(),
-                   n * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())};
+                   n * 0x9e3779b97f4a7c15ull ^ static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()),
+                   &tool_syntax_};
   ApiError err;
   std::optional<ApiRequest> parsed = ParseApiRequest(kind, req.body, ctx, &err);
   if (!parsed) return SendError(res, err);

@@ -16,6 +16,7 @@
 
 #include "engine/engine.h"
 #include "server/chat_template.h"
+#include "server/tool_syntax.h"
 #include "server/openai_api.h"
 
 namespace httplib {
@@ -71,6 +72,7 @@ class Server {
   Engine& engine_;
   const Tokenizer& tok_;
   ServerOptions opt_;
+  ToolSyntax tool_syntax_;  // read off the chat template once
   std::unique_ptr<httplib::Server> http_;
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> request_counter_{0};

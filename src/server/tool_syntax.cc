@@ -324,9 +324,17 @@ ToolSyntax::Parsed ToolSyntax::Parse(std::string_view text, const std::function<
     return out;
   }
   MatchLit(text, &pos, tail_);
-  out.content = std::string(Trim(text.substr(0, start)));
+  std::string_view before = text.substr(0, start);
+  while (!before.empty() && IsSpace(before.back())) before.remove_suffix(1);
+  out.content = std::string(before);
   if (!out.partial && pos < text.size()) {
-    const std::string_view rest = Trim(text.substr(pos));
+    // Text after the calls is content, unless it is another call cut short.
+    std::string_view rest = Trim(text.substr(pos));
+    size_t after_sep = 0;
+    if (multi_ && MatchLit(rest, &after_sep, sep_) == Match::kYes) {
+      const std::string_view next = Trim(rest.substr(after_sep));
+      if (next.empty() || next.starts_with(trigger_) || trigger_.starts_with(next)) rest = {};
+    }
     if (!rest.empty()) out.content += (out.content.empty() ? "" : "\n") + std::string(rest);
   }
   return out;
