@@ -3,7 +3,9 @@
 #pragma once
 #include <httplib.h>
 
+#include <fstream>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "base/check.h"
@@ -64,5 +66,23 @@ class StoriesServerTest : public ::testing::Test {
   inline static Tokenizer* tok_ = nullptr;
   inline static Harness* harness_ = nullptr;
 };
+
+// Validates (schema, text) pairs with python3-jsonschema, an independent
+// validator (tests/structured/validate_instances.py); the invalid ones.
+inline nlohmann::json ValidateJson(const std::vector<std::pair<nlohmann::json, std::string>>& cases) {
+  const std::string in = TempPath("instances.jsonl");
+  std::ofstream f(in);
+  for (const auto& [schema, text] : cases) f << nlohmann::json{{"schema", schema}, {"text", text}}.dump() << "\n";
+  f.close();
+  // Debian's interpreter (python3-jsonschema) when there, else the PATH's.
+  const std::string py = std::ifstream("/usr/bin/python3").good() ? "/usr/bin/python3" : "python3";
+  int code = 0;
+  std::string out = RunCommand(py + " " PROMPTCACHE_TEST_DATA "/../structured/validate_instances.py < " + in, &code);
+  EXPECT_EQ(code, 0) << out;
+  nlohmann::json r = nlohmann::json::parse(out, nullptr, false);
+  EXPECT_FALSE(r.is_discarded()) << out;
+  EXPECT_EQ(r["checked"].get<size_t>(), cases.size());
+  return r["invalid"];
+}
 
 }  // namespace pc::test

@@ -227,7 +227,7 @@ void RenderChat(Fields& f, const ParseContext& ctx, ChatPromptTokens* out) {
 // Tools in play: the reply is parsed for calls; "required" or a named
 // function forces a call through the grammar, "auto" arms a grammar that
 // wakes at the call marker (when every tool's parameters can be enforced).
-void ParseToolChoice(Fields& f, const ParseContext& ctx, const ToolRequest& tools, ApiRequest* r) {
+void ParseToolChoice(Fields& f, const ParseContext& ctx, const ToolRequest& tools, bool thinking_off, ApiRequest* r) {
   const bool forced = tools.choice == ToolRequest::Choice::kRequired || tools.choice == ToolRequest::Choice::kNamed;
   const ToolSyntax* syn = ctx.tool_syntax;
   if (syn == nullptr || !syn->supported()) {
@@ -244,7 +244,9 @@ void ParseToolChoice(Fields& f, const ParseContext& ctx, const ToolRequest& tool
     if (forced) f.Fail("tool_choice", "'tool_choice' \"required\" or a named function cannot be combined with a JSON response_format");
     return;
   }
-  auto g = syn->Grammar(tools.tools, tools.named, tools.parallel, r->tool_call_ids);
+  ToolReasoning reasoning;
+  if (!thinking_off) reasoning = {r->reasoning_open, r->reasoning_close, r->reasoning_starts_inside};
+  auto g = syn->Grammar(tools.tools, tools.named, tools.parallel, r->tool_call_ids, reasoning);
   if (!g.ok()) {
     if (forced) f.Fail("tool_choice", g.status().message());
     return;
@@ -267,6 +269,7 @@ void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
   f.Bool("include_reasoning", &include);
   if (!f.ok() || ctx.chat_template == nullptr) return;
   const ReasoningStyle& style = ctx.chat_template->reasoning();
+  bool closed_in_prompt = false;
   if (format != "none" && include && !style.open.empty() && !style.via_thinking_field) {
     r->reasoning_open = style.open;
     r->reasoning_close = style.close;
@@ -275,9 +278,11 @@ void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
     const size_t open = t.rfind(style.open);
     r->reasoning_starts_inside = open != std::string_view::npos && t.find(style.close, open) == std::string_view::npos &&
                                  t.size() - open - style.open.size() == 0;
+    // A prompt that ends with a closed (empty) block has thinking off.
+    closed_in_prompt = t.ends_with(style.close);
   }
   r->engine.prompt = std::move(p.ids);
-  if (p.tools && p.tools->choice != ToolRequest::Choice::kNone) ParseToolChoice(f, ctx, *p.tools, r);
+  if (p.tools && p.tools->choice != ToolRequest::Choice::kNone) ParseToolChoice(f, ctx, *p.tools, closed_in_prompt, r);
 }
 
 // Fields we do not implement: refused by name rather than silently ignored.

@@ -165,14 +165,16 @@ ToolCallStream::Delta ToolCallStream::Finish(std::vector<ToolCall>* calls) {
     return d;
   }
   ToolSyntax::Parsed p = syntax_->Parse(held_, [this](size_t i) { return Id(i); });
-  if (p.calls.empty()) {  // no call parsed after all: the held text is content
+  if (p.calls.empty() && !p.partial) {  // no call parsed after all: the held text is content
     d.content = std::move(held_);
     return d;
   }
-  p.partial = false;
   Emit(p, &d);
   d.content = p.content.empty() ? "" : (content_sent_ > 0 ? "\n" : "") + p.content;
   *calls = std::move(p.calls);
+  // A call the reply was cut inside (max_tokens) is reported as far as it
+  // got, as its stream announced it.
+  if (p.partial) calls->push_back(std::move(p.partial_call));
   return d;
 }
 

@@ -47,8 +47,8 @@ class ToolCallStream {
     nlohmann::json tool_calls = nlohmann::json::array();  // delta.tool_calls entries
   };
   Delta Push(const std::string& text);
-  // The rest at the end; *calls: every call of the whole reply (empty: the
-  // held text went out as content).
+  // The rest at the end; *calls: every call of the whole reply, the last one
+  // cut short if the reply was (empty: the held text went out as content).
   Delta Finish(std::vector<ToolCall>* calls);
 
  private:

@@ -179,11 +179,16 @@ ToolSyntax ToolSyntax::Derive(const ChatTemplate& t) {
       const std::string_view first(one.data(), one.size() - tl), last_tail(one.data() + one.size() - tl, tl);
       if (two.size() < first.size() + beta.size() + tl || two.compare(0, first.size(), first) != 0) continue;
       if (two.compare(two.size() - tl - beta.size(), beta.size(), beta) != 0 || two.compare(two.size() - tl, tl, last_tail) != 0) continue;
-      head = h;
-      tail = tl;
-      s.sep_ = two.substr(first.size(), two.size() - tl - beta.size() - first.size());
-      found = true;
-      break;
+      // Of the equally large units (rotations of a repeated marker byte),
+      // the one that starts where a marker does.
+      const bool at_marker = std::string_view("<[{").find(one[h]) != std::string_view::npos;
+      if (!found || at_marker) {
+        head = h;
+        tail = tl;
+        s.sep_ = two.substr(first.size(), two.size() - tl - beta.size() - first.size());
+        found = true;
+      }
+      if (at_marker) break;
     }
   }
   if (!found) {
@@ -222,8 +227,9 @@ json ToolSyntax::Describe() const {
           {"tail", tail_}, {"multi", multi_}, {"args_as_object", args_as_object_}, {"max_whitespace", max_whitespace_}};
 }
 
-// Whitespace in the literal matches any run (or none); around JSON
-// punctuation the text may add whitespace of its own.
+// Whitespace in the literal matches any run (or none); before a literal
+// (after a JSON value, say) and around JSON punctuation the text may add
+// whitespace of its own.
 enum class Match { kYes, kNo, kShort };
 static Match MatchLit(std::string_view text, size_t* pos, std::string_view lit) {
   size_t p = *pos;
@@ -233,7 +239,7 @@ static Match MatchLit(std::string_view text, size_t* pos, std::string_view lit) 
       while (p < text.size() && IsSpace(text[p])) ++p;
       continue;
     }
-    if (IsJsonPunct(c) || (i > 0 && IsJsonPunct(lit[i - 1])))
+    if (i == 0 || IsJsonPunct(c) || IsJsonPunct(lit[i - 1]))
       while (p < text.size() && IsSpace(text[p])) ++p;
     if (p >= text.size()) return Match::kShort;
     if (text[p] != c) return Match::kNo;
@@ -341,7 +347,8 @@ ToolSyntax::Parsed ToolSyntax::Parse(std::string_view text, const std::function<
 }
 
 Result<std::shared_ptr<const structured::SeqGrammar>> ToolSyntax::Grammar(const json& tools, const std::string& only,
-                                                                         bool parallel, const std::vector<std::string>& ids) const {
+                                                                         bool parallel, const std::vector<std::string>& ids,
+                                                                         const Reasoning& reasoning) const {
   if (!supported()) return Status::Error("the model's chat template has no tool-call syntax we can enforce: " + reason_);
   struct Tool {
     std::string name;
@@ -362,8 +369,22 @@ Result<std::shared_ptr<const structured::SeqGrammar>> ToolSyntax::Grammar(const 
   auto g = std::make_shared<structured::SeqGrammar>();
   g->max_whitespace = max_whitespace_;
   const size_t max_calls = parallel && multi_ ? std::min<size_t>(ids.size(), 8) : 1;
-  int32_t at = g->AddState();
-  g->Literal(structured::SeqGrammar::kStart, at, head_);
+  int32_t at = g->AddState(), first = structured::SeqGrammar::kStart;
+  if (!reasoning.close.empty()) {
+    const int32_t thought = g->AddState(), gap = g->AddState();
+    if (reasoning.inside) {
+      g->Until(first, thought, reasoning.close);
+    } else {
+      const int32_t opened = g->AddState();
+      g->Literal(first, opened, reasoning.open);
+      g->Until(opened, thought, reasoning.close);
+      g->Literal(first, gap, "");
+    }
+    g->Literal(thought, gap, "");  // the block, then a blank line or not
+    g->Literal(thought, gap, "\n\n");
+    first = gap;
+  }
+  g->Literal(first, at, head_);
   for (size_t c = 0; c < max_calls; ++c) {
     const int32_t done = g->AddState();
     for (const Tool& tool : list) {

@@ -35,6 +35,13 @@ struct ToolCall {
   std::string arguments;  // the JSON text as the model wrote it
 };
 
+// A reasoning model's block before its calls: required when the prompt left
+// it open (inside), else optional; free text up to its close marker.
+struct ToolReasoning {
+  std::string open, close;
+  bool inside = false;
+};
+
 class ToolSyntax {
  public:
   enum class Hole : uint8_t { kName, kArgs, kId };
@@ -69,8 +76,10 @@ class ToolSyntax {
   // named in `names` (empty: any of `tools`), arguments validated against
   // each tool's parameters; ids: the call ids to write where the syntax has
   // them. Errors name the tool whose parameters cannot be enforced.
+  using Reasoning = ToolReasoning;
   Result<std::shared_ptr<const structured::SeqGrammar>> Grammar(const nlohmann::json& tools, const std::string& only,
-                                                                bool parallel, const std::vector<std::string>& ids) const;
+                                                                bool parallel, const std::vector<std::string>& ids,
+                                                                const Reasoning& reasoning = {}) const;
 
  private:
   struct Unit;

@@ -12,6 +12,11 @@ void SeqGrammar::Literal(int32_t from, int32_t to, std::string text) {
   edges.push_back(std::move(e));
 }
 
+void SeqGrammar::Until(int32_t from, int32_t to, std::string text) {
+  Literal(from, to, std::move(text));
+  edges.back().until = !edges.back().literal.empty();
+}
+
 void SeqGrammar::Json(int32_t from, int32_t to, std::shared_ptr<const CompiledSchema> schema, int32_t node) {
   SeqEdge e;
   e.from = from;
@@ -66,17 +71,27 @@ void SeqMatcher::Enter(int32_t state, SeqMatcher* out) const {
 void SeqMatcher::Step(const Thread& t, uint8_t byte, SeqMatcher* out) const {
   const SeqEdge& e = g_->edges[size_t(t.edge)];
   if (!e.schema) {
-    if (uint8_t(e.literal[t.pos]) != byte) return;
-    if (t.pos + 1 == e.literal.size()) {
+    uint32_t pos = t.pos + 1;
+    if (e.until) {
+      // The longest prefix of the marker that the text so far ends with.
+      const std::string& lit = e.literal;
+      for (pos = t.pos + 1; pos > 0; --pos) {
+        const size_t k = pos - 1;  // bytes kept before this one
+        if (uint8_t(lit[k]) == byte && lit.compare(0, k, lit, t.pos - k, k) == 0) break;
+      }
+    } else if (uint8_t(e.literal[t.pos]) != byte) {
+      return;
+    }
+    if (pos == e.literal.size()) {
       Enter(e.to, out);
       return;
     }
     for (const Thread& o : out->threads_)
-      if (o.edge == t.edge && o.pos == t.pos + 1) return;  // already there
+      if (o.edge == t.edge && o.pos == pos && !o.json) return;  // already there
     if (out->threads_.size() >= size_t(kMaxThreads)) return;
     Thread n;
     n.edge = t.edge;
-    n.pos = t.pos + 1;
+    n.pos = pos;
     out->threads_.push_back(std::move(n));
     return;
   }
@@ -147,7 +162,7 @@ const JsonMatcher* SeqMatcher::SoleJson() const {
 std::vector<SeqMatcher::LitPos> SeqMatcher::Literals() const {
   std::vector<LitPos> out;
   for (const Thread& t : threads_)
-    if (!t.json) out.push_back({t.edge, t.pos});
+    if (!t.json && !g_->edges[size_t(t.edge)].until) out.push_back({t.edge, t.pos});
   return out;
 }
 

@@ -26,7 +26,8 @@ namespace pc::structured {
 
 struct SeqEdge {
   int32_t from = 0, to = 0;
-  std::string literal;                  // a literal edge (non-empty), or
+  std::string literal;                  // a literal edge (non-empty; with until: any text up to and
+  bool until = false;                   //   including the literal's first occurrence), or
   const CompiledSchema* schema = nullptr;  // a JSON edge: a value of node
   int32_t node = -1;
 };
@@ -42,6 +43,9 @@ struct SeqGrammar {
   // Empty literals are skipped by joining the states (from -> to must then be
   // a fresh state; used only when building chains).
   void Literal(int32_t from, int32_t to, std::string text);
+  // Free text that ends at the first occurrence of text (a reasoning block's
+  // close marker).
+  void Until(int32_t from, int32_t to, std::string text);
   void Json(int32_t from, int32_t to, std::shared_ptr<const CompiledSchema> schema, int32_t node);
   void Json(int32_t from, int32_t to, std::shared_ptr<const CompiledSchema> schema);  // its root
   // One JSON value of schema and nothing else.

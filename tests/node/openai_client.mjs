@@ -2,6 +2,7 @@
 // and its non-streamed answer and completions agree with the stream.
 // Usage: node openai_client.mjs PROMPTCACHE_BINARY MODEL.gguf
 import assert from 'node:assert/strict';
+import path from 'node:path';
 import { startServer, importOpenAI } from './serve.mjs';
 
 const [bin, model] = process.argv.slice(2);
@@ -73,4 +74,54 @@ try {
 } finally {
   proc.kill('SIGTERM');
   assert.equal(await exited, 0, 'server did not exit cleanly on SIGTERM');
+}
+
+// Tools through the client, on a server with Qwen 2.5's template (Hermes
+// <tool_call> tags): a forced call's arguments parse with the parameters'
+// keys and types, and the streamed delta.tool_calls add up to it.
+const template = path.join(path.dirname(model), '..', 'templates', 'Qwen-Qwen2.5-7B-Instruct.jinja');
+const tooled = await startServer(bin, model, ['--chat-template-file', template]);
+try {
+  const client = new OpenAI({ baseURL: `http://127.0.0.1:${tooled.port}/v1`, apiKey: 'none', maxRetries: 0 });
+  const tools = [{
+    type: 'function',
+    function: {
+      name: 'get_weather', description: 'Weather in a city',
+      parameters: {
+        type: 'object', additionalProperties: false, required: ['city', 'days'],
+        properties: { city: { type: 'string', maxLength: 12 }, days: { type: 'integer', minimum: 1, maximum: 7 } },
+      },
+    },
+  }];
+  const body = {
+    model: 'stories', messages: [{ role: 'user', content: 'Weather in Paris?' }], tools,
+    tool_choice: { type: 'function', function: { name: 'get_weather' } }, parallel_tool_calls: false, max_tokens: 200,
+  };
+  let call = null;
+  for (let seed = 0; seed < 8 && call === null; ++seed) {
+    const r = await client.chat.completions.create({ ...body, seed });
+    if (r.choices[0].finish_reason !== 'tool_calls') continue;
+    call = r.choices[0].message.tool_calls[0];
+    const stream = await client.chat.completions.create({ ...body, seed, stream: true });
+    let name = '', args = '';
+    for await (const chunk of stream) {
+      for (const d of chunk.choices[0]?.delta?.tool_calls ?? []) {
+        assert.equal(d.index, 0);
+        if (d.function?.name) name += d.function.name;
+        if (d.function?.arguments) args += d.function.arguments;
+      }
+    }
+    assert.equal(name, call.function.name);
+    assert.equal(args, call.function.arguments);
+  }
+  assert.ok(call !== null, 'no forced call finished within 8 tries');
+  assert.equal(call.type, 'function');
+  assert.equal(call.function.name, 'get_weather');
+  const args = JSON.parse(call.function.arguments);
+  assert.deepEqual(Object.keys(args).sort(), ['city', 'days']);
+  assert.ok(typeof args.city === 'string' && Number.isInteger(args.days) && args.days >= 1 && args.days <= 7);
+  console.log(`ok: tool call ${call.function.name}(${call.function.arguments.replace(/\s+/g, ' ')})`);
+} finally {
+  tooled.proc.kill('SIGTERM');
+  assert.equal(await tooled.exited, 0, 'the tools server did not exit cleanly on SIGTERM');
 }

@@ -26,22 +26,7 @@ class StructuredOutputTest : public test::StoriesServerTest {
     *status = res->status;
     return json::parse(res->body);
   }
-  // Validates (schema, text) pairs with python3-jsonschema; the invalid ones.
-  static json Validate(const std::vector<std::pair<json, std::string>>& cases) {
-    const std::string in = test::TempPath("instances.jsonl");
-    std::ofstream f(in);
-    for (const auto& [schema, text] : cases) f << json{{"schema", schema}, {"text", text}}.dump() << "\n";
-    f.close();
-    // Debian's interpreter (python3-jsonschema) when there, else the PATH's.
-    const std::string py = std::ifstream("/usr/bin/python3").good() ? "/usr/bin/python3" : "python3";
-    int code = 0;
-    std::string out = test::RunCommand(py + " " PROMPTCACHE_TEST_DATA "/../structured/validate_instances.py < " + in, &code);
-    EXPECT_EQ(code, 0) << out;
-    json r = json::parse(out, nullptr, false);
-    EXPECT_FALSE(r.is_discarded()) << out;
-    EXPECT_EQ(r["checked"].get<size_t>(), cases.size());
-    return r["invalid"];
-  }
+  static json Validate(const std::vector<std::pair<json, std::string>>& cases) { return test::ValidateJson(cases); }
 };
 
 TEST_F(StructuredOutputTest, FiftySharedSchemasEveryStoppedReplyValidates) {

@@ -16,6 +16,7 @@ namespace {
 
 using json = nlohmann::json;
 
+
 const json kTools = json::parse(R"([
   {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
    "parameters": {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},

@@ -84,5 +84,22 @@ TEST(Sequence, MasksAgreeWithBruteForce) {
   }
 }
 
+TEST(Sequence, FreeTextUntilAMarker) {
+  // A reasoning block left open, then a call: any text up to the first
+  // "</think>", then the literal.
+  SeqGrammar g;
+  const int32_t thought = g.AddState();
+  g.Until(SeqGrammar::kStart, thought, "</think>");
+  g.Literal(thought, SeqGrammar::kAccept, "<call>");
+  EXPECT_TRUE(Accepts(g, "plan </thi </think><call>"));
+  EXPECT_TRUE(Accepts(g, "<</</think><call>"));  // a marker that restarts inside itself
+  EXPECT_TRUE(Accepts(g, "</think><call>"));
+  EXPECT_FALSE(Accepts(g, "plan <call>"));
+  EXPECT_FALSE(Accepts(g, "a</think>b<call>"));  // the first close ends the block
+  SeqMatcher m(&g);
+  ASSERT_TRUE(m.Consume("x </think"));
+  EXPECT_FALSE(m.CanEnd());
+}
+
 }  // namespace
 }  // namespace pc::structured
