@@ -1,13 +1,15 @@
-// Untrusted JSON Schemas (response_format, json_schema, tool parameters):
-// compiled, then a few texts matched and one mask computed over a small
-// vocabulary. Never a crash, a hang or unbounded memory: a schema we cannot
-// compile is an error message. Inputs that are not JSON go to the pattern
-// compiler directly.
+// Untrusted JSON Schemas (response_format, json_schema, tool parameters)
+// and GBNF grammars (`grammar`): compiled, then a few texts matched and one
+// mask computed over a small vocabulary. Never a crash, a hang or unbounded
+// memory: what we cannot compile is an error message. Inputs that are not
+// JSON go to the pattern compiler and the GBNF compiler directly.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "structured/gbnf.h"
 #include "structured/json_schema.h"
+#include "structured/sequence.h"
 #include "structured/token_mask.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -22,6 +24,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto schema = CompileJsonSchemaText(text);
   if (!schema.ok()) {
     (void)CompileRegex(text, true);
+    auto gbnf = CompileGbnf(text);
+    if (!gbnf.ok()) return 0;
+    SeqGrammar g;
+    g.Gbnf(SeqGrammar::kStart, SeqGrammar::kAccept, *gbnf);
+    for (const char* sample : {"a", "{\"a\":1}", "123", "\xC3\xA9x", "(1+2)"}) {
+      SeqMatcher m(&g);
+      (void)(m.Consume(sample) && m.CanEnd());
+    }
+    SeqMaskComputer masks(index, {});
+    TokenMask mask;
+    SeqMatcher m(&g);
+    masks.Compute(m, &mask);
+    if (m.Consume("a")) masks.Compute(m, &mask);
     return 0;
   }
   for (const char* sample : {"{}", "[1,\"a\",null]", "{\"a\":{\"b\":[true,1.5e3]}}", "\"2024-02-29\"", "-12"}) {

@@ -287,7 +287,7 @@ void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
 
 // Fields we do not implement: refused by name rather than silently ignored.
 void RefuseUnsupported(Fields& f) {
-  for (const char* k : {"functions", "function_call", "grammar", "guided_regex",
+  for (const char* k : {"functions", "function_call", "guided_regex",
                         "guided_choice", "guided_grammar", "guided_decoding_backend", "logits_processors"}) {
     if (f.Has(k)) {
       if (std::string(k) == "functions" && f[k].is_array() && f[k].empty()) continue;
@@ -339,6 +339,17 @@ void ParseStructured(Fields& f, ApiRequest* r) {
       else if (!v.is_null() && k != "disable_any_whitespace" && k != "disable_additional_properties")
         return f.Fail("structured_outputs", fmt::format("'structured_outputs.{}' is not supported by this server", k));
     }
+  }
+  // llama.cpp's GBNF grammar ("" is what some clients send for none).
+  if (f.Has("grammar") && !(f["grammar"].is_string() && f["grammar"].get<std::string>().empty())) {
+    if (!f["grammar"].is_string()) return f.Fail("grammar", "'grammar' must be GBNF text");
+    if (schema) return f.Fail("grammar", fmt::format("give one of 'grammar' and '{}'", param));
+    auto g = structured::CompileGbnf(f["grammar"].get<std::string>());
+    if (!g.ok()) return f.Fail("grammar", "the grammar cannot be enforced: " + g.status().message());
+    auto seq = std::make_shared<structured::SeqGrammar>();
+    seq->Gbnf(structured::SeqGrammar::kStart, structured::SeqGrammar::kAccept, *g);
+    r->engine.grammar = std::move(seq);
+    return;
   }
   if (!f.ok() || !schema) return;
   nlohmann::ordered_json ordered;

@@ -27,6 +27,15 @@ void SeqGrammar::Json(int32_t from, int32_t to, std::shared_ptr<const CompiledSc
   schemas.push_back(std::move(schema));
 }
 
+void SeqGrammar::Gbnf(int32_t from, int32_t to, std::shared_ptr<const GbnfGrammar> grammar) {
+  SeqEdge e;
+  e.from = from;
+  e.to = to;
+  e.gbnf = grammar.get();
+  edges.push_back(std::move(e));
+  gbnfs.push_back(std::move(grammar));
+}
+
 void SeqGrammar::Json(int32_t from, int32_t to, std::shared_ptr<const CompiledSchema> schema) {
   const int32_t root = schema->root;
   Json(from, to, std::move(schema), root);
@@ -53,7 +62,7 @@ void SeqMatcher::Enter(int32_t state, SeqMatcher* out) const {
       for (size_t i = 0; i < g->edges.size(); ++i) {
         const SeqEdge& e = g->edges[i];
         if (e.from != s) continue;
-        if (e.schema == nullptr && e.literal.empty()) {
+        if (e.literal_edge() && e.literal.empty()) {
           Go(e.to, depth + 1);
           continue;
         }
@@ -61,6 +70,7 @@ void SeqMatcher::Enter(int32_t state, SeqMatcher* out) const {
         Thread t;
         t.edge = int32_t(i);
         if (e.schema) t.json = std::make_shared<const JsonMatcher>(e.schema, g->max_whitespace, e.node);
+        if (e.gbnf) t.gbnf = std::make_shared<const GbnfMatcher>(e.gbnf);
         out->threads_.push_back(std::move(t));
       }
     }
@@ -70,6 +80,22 @@ void SeqMatcher::Enter(int32_t state, SeqMatcher* out) const {
 
 void SeqMatcher::Step(const Thread& t, uint8_t byte, SeqMatcher* out) const {
   const SeqEdge& e = g_->edges[size_t(t.edge)];
+  if (e.gbnf) {
+    if (t.gbnf->CanEnd()) {  // the byte may begin what follows the sentence
+      SeqMatcher next;
+      next.g_ = g_;
+      Enter(e.to, &next);
+      for (const Thread& n : next.threads_) Step(n, byte, out);
+    }
+    if (out->threads_.size() >= size_t(kMaxThreads)) return;
+    auto adv = std::make_shared<GbnfMatcher>();
+    if (!t.gbnf->Advance(byte, adv.get())) return;
+    Thread n;
+    n.edge = t.edge;
+    n.gbnf = std::move(adv);
+    out->threads_.push_back(std::move(n));
+    return;
+  }
   if (!e.schema) {
     uint32_t pos = t.pos + 1;
     if (e.until) {
@@ -87,7 +113,7 @@ void SeqMatcher::Step(const Thread& t, uint8_t byte, SeqMatcher* out) const {
       return;
     }
     for (const Thread& o : out->threads_)
-      if (o.edge == t.edge && o.pos == pos && !o.json) return;  // already there
+      if (o.edge == t.edge && o.pos == pos && !o.json && !o.gbnf) return;  // already there
     if (out->threads_.size() >= size_t(kMaxThreads)) return;
     Thread n;
     n.edge = t.edge;
@@ -133,7 +159,7 @@ bool SeqMatcher::Consume(std::string_view bytes) {
 bool SeqMatcher::CanEnd() const {
   if (at_accept_) return true;
   for (const Thread& t : threads_) {
-    if (!t.json || !t.json->CanEnd()) continue;
+    if (!(t.json ? t.json->CanEnd() : t.gbnf && t.gbnf->CanEnd())) continue;
     SeqMatcher after;
     after.g_ = g_;
     Enter(g_->edges[size_t(t.edge)].to, &after);
@@ -145,7 +171,7 @@ bool SeqMatcher::CanEnd() const {
 bool SeqMatcher::Complete() const {
   if (!CanEnd()) return false;
   for (const Thread& t : threads_) {
-    if (!t.json || !t.json->Complete()) return false;
+    if (!(t.json ? t.json->Complete() : t.gbnf && t.gbnf->Complete())) return false;
     SeqMatcher after;
     after.g_ = g_;
     Enter(g_->edges[size_t(t.edge)].to, &after);
@@ -162,7 +188,7 @@ const JsonMatcher* SeqMatcher::SoleJson() const {
 std::vector<SeqMatcher::LitPos> SeqMatcher::Literals() const {
   std::vector<LitPos> out;
   for (const Thread& t : threads_)
-    if (!t.json && !g_->edges[size_t(t.edge)].until) out.push_back({t.edge, t.pos});
+    if (g_->edges[size_t(t.edge)].literal_edge() && !g_->edges[size_t(t.edge)].until) out.push_back({t.edge, t.pos});
   return out;
 }
 

@@ -19,6 +19,7 @@
 #include <string_view>
 #include <vector>
 
+#include "structured/gbnf.h"
 #include "structured/json_matcher.h"
 #include "structured/token_mask.h"
 
@@ -28,8 +29,10 @@ struct SeqEdge {
   int32_t from = 0, to = 0;
   std::string literal;                  // a literal edge (non-empty; with until: any text up to and
   bool until = false;                   //   including the literal's first occurrence), or
-  const CompiledSchema* schema = nullptr;  // a JSON edge: a value of node
+  const CompiledSchema* schema = nullptr;  // a JSON edge: a value of node, or
   int32_t node = -1;
+  const GbnfGrammar* gbnf = nullptr;       // a GBNF edge: a sentence of its root
+  bool literal_edge() const { return schema == nullptr && gbnf == nullptr; }
 };
 
 struct SeqGrammar {
@@ -37,6 +40,7 @@ struct SeqGrammar {
   static constexpr int32_t kStart = 0, kAccept = 1;
   std::vector<SeqEdge> edges;
   std::vector<std::shared_ptr<const CompiledSchema>> schemas;  // keeps the JSON edges' schemas alive
+  std::vector<std::shared_ptr<const GbnfGrammar>> gbnfs;     // and the GBNF edges' grammars
   int max_whitespace = 2;  // per gap inside JSON values
 
   int32_t AddState() { return n_states++; }
@@ -48,6 +52,7 @@ struct SeqGrammar {
   void Until(int32_t from, int32_t to, std::string text);
   void Json(int32_t from, int32_t to, std::shared_ptr<const CompiledSchema> schema, int32_t node);
   void Json(int32_t from, int32_t to, std::shared_ptr<const CompiledSchema> schema);  // its root
+  void Gbnf(int32_t from, int32_t to, std::shared_ptr<const GbnfGrammar> grammar);
   // One JSON value of schema and nothing else.
   static std::shared_ptr<const SeqGrammar> ForSchema(std::shared_ptr<const CompiledSchema> schema, int max_whitespace);
 };
@@ -82,6 +87,7 @@ class SeqMatcher {
     int32_t edge = 0;
     uint32_t pos = 0;  // literal edges: bytes matched
     std::shared_ptr<const JsonMatcher> json;  // JSON edges (shared by copies: never changed once made)
+    std::shared_ptr<const GbnfMatcher> gbnf;  // GBNF edges (the same)
   };
   // Threads at the start of each edge leaving state (accept noted).
   void Enter(int32_t state, SeqMatcher* out) const;

@@ -6,6 +6,7 @@
 #include <httplib.h>
 
 #include <fstream>
+#include <regex>
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
@@ -131,6 +132,32 @@ TEST_F(StructuredOutputTest, JsonObjectChatAndStreamsAgree) {
     EXPECT_TRUE(v.is_object()) << r["choices"][0]["text"];
   }
   (void)stops;
+}
+
+TEST_F(StructuredOutputTest, GbnfGrammarRepliesMatch) {
+  // A regular grammar, so std::regex (an independent matcher) can check it.
+  const std::string grammar = "root ::= (\"yes\" | \"no\") \", \" word (\" \" word){0,3} \".\"\nword ::= [a-z]{1,8}";
+  const std::regex re("^(yes|no), [a-z]{1,8}( [a-z]{1,8}){0,3}\\.$");
+  int stops = 0;
+  for (int seed = 0; seed < 8; ++seed) {
+    int status = 0;
+    json r = Post("/v1/completions", {{"prompt", "Once upon a time"}, {"max_tokens", 60}, {"seed", seed}, {"grammar", grammar}}, &status);
+    ASSERT_EQ(status, 200) << r.dump();
+    const std::string text = r["choices"][0]["text"];
+    if (r["choices"][0]["finish_reason"] != "stop") continue;
+    ++stops;
+    EXPECT_TRUE(std::regex_match(text, re)) << text;
+  }
+  EXPECT_GT(stops, 0);
+  int status = 0;
+  json r = Post("/v1/completions", {{"prompt", "x"}, {"grammar", "root ::= root \"a\""}}, &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(r["error"]["param"], "grammar");
+  EXPECT_NE(r["error"]["message"].get<std::string>().find("left-recursive"), std::string::npos) << r.dump();
+  r = Post("/v1/completions", {{"prompt", "x"}, {"grammar", "root ::= \"a\""}, {"json_schema", {{"type", "object"}}}}, &status);
+  EXPECT_EQ(status, 400);
+  r = Post("/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}, {"grammar", ""}}, &status);
+  EXPECT_EQ(status, 200) << "an empty grammar is none";
 }
 
 TEST_F(StructuredOutputTest, SchemasWeCannotEnforceAreRefusedByName) {
