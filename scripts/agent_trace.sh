@@ -55,7 +55,7 @@ kill %1; wait %1 2>/dev/null || true
 if [ "$reference" = 1 ]; then
   port=18732
   LD_LIBRARY_PATH="$anchor" "$anchor/llama-server" -m "$model" --jinja --chat-template-file "$template" \
-    --host 127.0.0.1 --port $port -t 2 -c 16384 >"$out/reference.log" 2>&1 &
+    --host 127.0.0.1 --port $port -t 2 -c 16384 -np 1 --override-kv llama.context_length=int:16384 >"$out/reference.log" 2>&1 &
   wait_up $port
   run_arm reference $port
   kill %2 2>/dev/null || kill $(jobs -p) 2>/dev/null || true

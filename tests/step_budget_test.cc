@@ -188,8 +188,8 @@ TEST(StepBudget, APrefillOnlyStepKeepsTheTarget) {
       if (i >= 3) worst = std::max(worst, ms);
       pos += n;
     }
-    // Stretched until the one-token step is a tenth of it, at most 2x target.
-    const double bound = std::max(25.0, std::min(10 * (m->fixed_ms + m->per_seq_ms), 50.0)) * 1.2;
+    // Stretched until the one-token step is a tenth of it, at most 8x target.
+    const double bound = std::max(25.0, std::min(10 * (m->fixed_ms + m->per_seq_ms), 200.0)) * 1.2;
     EXPECT_LE(worst, bound) << (m == &kSlow ? "slow" : "fast");
     EXPECT_GT(pos, 40u);  // more than a token a step
   }

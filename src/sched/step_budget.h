@@ -27,7 +27,7 @@
 //     (a cache hit) waits behind: target - fixed_ms, stretched until the
 //     fixed per-step part (fixed_ms: the weights read once, what a
 //     one-token step costs) is a tenth of the step (prefill at 90% of its
-//     long-chunk speed), but never past twice the target.
+//     long-chunk speed), but never past eight times the target.
 // A turn always gets at least one token (prompts always advance); before
 // any cost is known, min_chunk tokens. When even the decodes or that one
 // token cannot fit the target, steps_over_target() counts it.
