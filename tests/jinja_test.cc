@@ -54,6 +54,9 @@ TEST(Jinja, StatementsAndScopes) {
   EXPECT_EQ(R("{% macro m(a, b='d') %}<{{ a }}{{ b }}>{% endmacro %}{{ m(1) }}{{ m(1, b=2) }}{{ m('x', 'y') }}"), "<1d><12><xy>");
   EXPECT_EQ(R("{% filter upper %}abc{% endfilter %}"), "ABC");
   EXPECT_EQ(R("{% if a %}A{% elif b %}B{% else %}C{% endif %}", {{"b", 1}}), "B");
+  // Hugging Face's training-mask tag renders its body.
+  EXPECT_EQ(R("<{% generation %}{{ 1 + 1 }} x{% endgeneration %}>"), "<2 x>");
+  EXPECT_EQ(R("{% generation %}a"), "PARSE ERROR: missing '{% endgeneration %}' at the end of the template");
 }
 
 TEST(Jinja, WhitespaceControlAsTrimAndLstripBlocks) {

@@ -108,13 +108,14 @@ TEST(ChatTemplate, AFinalAssistantMessageIsContinued) {
   last_user->set_eos_token("</s>");
   EXPECT_EQ(last_user->Render(ms, false)->text, "[INST]Be brief.\n\nHi[/INST]Hel");
   // A template that never renders assistant turns gets its generation prompt
-  // and the content.
+  // and the content; it drops the system text, which so goes into the first
+  // user turn (as the reference engine does).
   auto no_assistant = ChatTemplate::FromSource(
       "{% for m in messages %}{% if m.role == 'user' %}<u>{{ m.content }}{% endif %}{% endfor %}"
       "{% if add_generation_prompt %}<a>{% endif %}",
       "no-assistant");
   ASSERT_TRUE(no_assistant.ok());
-  EXPECT_EQ(no_assistant->Render(ms, false)->text, "<u>Hi<a>Hel");
+  EXPECT_EQ(no_assistant->Render(ms, false)->text, "<u>Be brief.\nHi<a>Hel");
 }
 
 // On a reasoning model a continued reply gets a closed, empty reasoning

@@ -759,6 +759,14 @@ class TemplateParser {
       PC_ASSIGN_OR_RETURN(node->body, ParseBody({"endfilter"}, &end));
       return OkStatus();
     }
+    if (word == "generation") {
+      // Hugging Face's mark for the assistant's tokens (training masks):
+      // its body renders as it is.
+      node->kind = Node::Kind::kIf;
+      PC_RETURN_IF_ERROR(p.ExpectEnd());
+      PC_ASSIGN_OR_RETURN(node->else_body, ParseBody({"endgeneration"}, &end));
+      return OkStatus();
+    }
     if (word == "break" || word == "continue") {
       node->kind = word == "break" ? Node::Kind::kBreak : Node::Kind::kContinue;
       return p.ExpectEnd();

@@ -86,6 +86,12 @@ Result<ChatTemplate> ChatTemplate::FromSource(std::string_view source, std::stri
   c.tmpl_ = std::move(*t);
   c.reasoning_ = ReasoningStyleOf(source);
   c.thinking_by_default_ = source.find("Deliberation: ") == std::string_view::npos;
+  // A template that renders a system message without its text (it reads
+  // only user and assistant turns) gets the message in the first user turn,
+  // as one that refuses it does; the reference engine probes the same way.
+  const nlohmann::json probe = {{{"role", "system"}, {"content", "PCSYSPROBE"}}, {{"role", "user"}, {"content", "U"}}};
+  if (Result<std::string> r = c.RenderText(probe, true, nlohmann::json::object()); r.ok())
+    c.drops_system_ = r->find("PCSYSPROBE") == std::string::npos;
   return c;
 }
 
@@ -131,9 +137,10 @@ Result<std::string> ChatTemplate::RenderText(const nlohmann::json& messages, boo
   ctx.object().Set("eos_token", jinja::Value(eos_));
   jinja::RenderOptions opt;
   opt.now = date_;
-  Result<std::string> text = tmpl_.Render(ctx, opt);
+  Result<std::string> text = drops_system_ ? Status::Error("drops the system message") : tmpl_.Render(ctx, opt);
   // A template that refuses a system message (Gemma's "System role not
-  // supported") gets it as the first lines of the first user message.
+  // supported") or drops it gets it as the first lines of the first user
+  // message.
   if (!text.ok() && messages.size() >= 2 && messages[0].value("role", "") == "system" &&
       messages[1].value("role", "") == "user" && messages[0]["content"].is_string() && messages[1]["content"].is_string()) {
     nlohmann::json merged = nlohmann::json::array();
@@ -143,6 +150,7 @@ Result<std::string> ChatTemplate::RenderText(const nlohmann::json& messages, boo
     ctx.object().Set("messages", jinja::Value::FromJson(merged));
     if (Result<std::string> retry = tmpl_.Render(ctx, opt); retry.ok()) return retry;
   }
+  if (!text.ok() && drops_system_) return tmpl_.Render(ctx, opt);
   return text;
 }
 

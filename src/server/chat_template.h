@@ -14,7 +14,7 @@
 // right after its content, as for a prefilled reply; on a reasoning model
 // after a closed, empty reasoning block: server/reasoning_block.h). A
 // template that raises on a system message gets it merged into the first
-// user message.
+// user message; so does one that renders it without its text.
 //
 // No special-token injection: text a client sends in a message (all roles
 // but assistant, whose content is the model's own output replayed) never
@@ -90,6 +90,7 @@ class ChatTemplate {
   std::optional<std::tm> date_;
   ReasoningStyle reasoning_;
   bool thinking_by_default_ = true;
+  bool drops_system_ = false;  // renders a system message without its text (merged into the first user turn)
   const Tokenizer* tok_ = nullptr;
 };
 
