@@ -76,27 +76,33 @@ Value Value::MakeFunction(std::string name, Function fn) {
   return v;
 }
 
-Value Value::FromJson(const nlohmann::json& j) {
+namespace {
+template <typename Json>
+Value ValueFromJson(const Json& j) {
   switch (j.type()) {
-    case nlohmann::json::value_t::null: return None();
-    case nlohmann::json::value_t::boolean: return Value(j.get<bool>());
-    case nlohmann::json::value_t::number_integer: return Value(j.get<int64_t>());
-    case nlohmann::json::value_t::number_unsigned: return Value(static_cast<int64_t>(j.get<uint64_t>()));
-    case nlohmann::json::value_t::number_float: return Value(j.get<double>());
-    case nlohmann::json::value_t::string: return Value(j.get<std::string>());
-    case nlohmann::json::value_t::array: {
+    case Json::value_t::null: return Value::None();
+    case Json::value_t::boolean: return Value(j.template get<bool>());
+    case Json::value_t::number_integer: return Value(j.template get<int64_t>());
+    case Json::value_t::number_unsigned: return Value(static_cast<int64_t>(j.template get<uint64_t>()));
+    case Json::value_t::number_float: return Value(j.template get<double>());
+    case Json::value_t::string: return Value(j.template get<std::string>());
+    case Json::value_t::array: {
       Array a;
-      for (const auto& e : j) a.push_back(FromJson(e));
-      return MakeArray(std::move(a));
+      for (const auto& e : j) a.push_back(ValueFromJson(e));
+      return Value::MakeArray(std::move(a));
     }
-    case nlohmann::json::value_t::object: {
-      Value o = MakeObject();
-      for (const auto& [k, e] : j.items()) o.object().Set(k, FromJson(e));
+    case Json::value_t::object: {
+      Value o = Value::MakeObject();
+      for (const auto& [k, e] : j.items()) o.object().Set(k, ValueFromJson(e));
       return o;
     }
-    default: return Undefined();
+    default: return Value::Undefined();
   }
 }
+}  // namespace
+
+Value Value::FromJson(const nlohmann::json& j) { return ValueFromJson(j); }
+Value Value::FromJson(const nlohmann::ordered_json& j) { return ValueFromJson(j); }
 
 bool Value::Truthy() const {
   switch (kind_) {

@@ -66,6 +66,7 @@ class Value {
   static Value MakeObject();
   static Value MakeFunction(std::string name, Function fn);
   static Value FromJson(const nlohmann::json& j);
+  static Value FromJson(const nlohmann::ordered_json& j);  // keys in the text's order
 
   Kind kind() const { return kind_; }
   bool is_undefined() const { return kind_ == Kind::kUndefined; }

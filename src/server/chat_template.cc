@@ -89,8 +89,8 @@ Result<ChatTemplate> ChatTemplate::FromSource(std::string_view source, std::stri
   // A template that renders a system message without its text (it reads
   // only user and assistant turns) gets the message in the first user turn,
   // as one that refuses it does; the reference engine probes the same way.
-  const nlohmann::json probe = {{{"role", "system"}, {"content", "PCSYSPROBE"}}, {{"role", "user"}, {"content", "U"}}};
-  if (Result<std::string> r = c.RenderText(probe, true, nlohmann::json::object()); r.ok())
+  const nlohmann::ordered_json probe = {{{"role", "system"}, {"content", "PCSYSPROBE"}}, {{"role", "user"}, {"content", "U"}}};
+  if (Result<std::string> r = c.RenderText(probe, true, nlohmann::ordered_json::object()); r.ok())
     c.drops_system_ = r->find("PCSYSPROBE") == std::string::npos;
   return c;
 }
@@ -108,8 +108,8 @@ std::vector<std::string> ChatTemplate::BuiltinNames() {
   return v;
 }
 
-Result<std::string> ChatTemplate::RenderText(const nlohmann::json& messages, bool add_generation_prompt,
-                                             const nlohmann::json& extra) const {
+Result<std::string> ChatTemplate::RenderText(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                                             const nlohmann::ordered_json& extra) const {
   jinja::Value ctx = jinja::Value::MakeObject();
   std::tm now{};
   if (date_) {
@@ -143,7 +143,7 @@ Result<std::string> ChatTemplate::RenderText(const nlohmann::json& messages, boo
   // message.
   if (!text.ok() && messages.size() >= 2 && messages[0].value("role", "") == "system" &&
       messages[1].value("role", "") == "user" && messages[0]["content"].is_string() && messages[1]["content"].is_string()) {
-    nlohmann::json merged = nlohmann::json::array();
+    nlohmann::ordered_json merged = nlohmann::ordered_json::array();
     merged.push_back(messages[1]);
     merged[0]["content"] = messages[0]["content"].get<std::string>() + "\n" + messages[1]["content"].get<std::string>();
     for (size_t i = 2; i < messages.size(); ++i) merged.push_back(messages[i]);
@@ -164,8 +164,8 @@ Result<std::string> ChatTemplate::RenderText(const nlohmann::json& messages, boo
 // user turn render that turn in both). A template that does not render the
 // message at all gets its generation prompt and the content. The result ends
 // with the content.
-Result<std::string> ChatTemplate::ContinueFinal(const nlohmann::json& msgs, const nlohmann::json& extra) const {
-  nlohmann::json head = msgs;
+Result<std::string> ChatTemplate::ContinueFinal(const nlohmann::ordered_json& msgs, const nlohmann::ordered_json& extra) const {
+  nlohmann::ordered_json head = msgs;
   head.erase(head.end() - 1);
   const std::string content = msgs.back()["content"].get<std::string>();
   PC_ASSIGN_OR_RETURN(std::string prefix, RenderText(head, false, extra));
@@ -186,12 +186,12 @@ Result<std::string> ChatTemplate::ContinueFinal(const nlohmann::json& msgs, cons
   return prefix + std::string(added.substr(overlap));
 }
 
-Result<ChatPrompt> ChatTemplate::Render(const nlohmann::json& messages, bool add_generation_prompt,
-                                        const nlohmann::json& extra) const {
+Result<ChatPrompt> ChatTemplate::Render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                                        const nlohmann::ordered_json& extra) const {
   if (!messages.is_array()) return Status::Error("'messages' must be an array");
-  nlohmann::json msgs = messages;
+  nlohmann::ordered_json msgs = messages;
   if (tok_ != nullptr) {
-    for (nlohmann::json& m : msgs) {
+    for (nlohmann::ordered_json& m : msgs) {
       if (!m.is_object() || (m.contains("role") && m["role"] == "assistant")) continue;
       if (m.contains("content") && m["content"].is_string()) {
         m["content"] = BreakSpecials(m["content"].get<std::string>(), *tok_);

@@ -71,19 +71,26 @@ class ChatTemplate {
   // messages: an array of objects (role, content, and whatever else the
   // client sent: tool_calls, name, ...). extra: more variables (tools, ...).
   // Errors are the template's (raise_exception, type errors) or its limits.
+  // Objects keep their keys in the order given (ordered_json): a tool's
+  // {"type", "function": {"name", "description", "parameters"}} reaches the
+  // prompt as the client wrote it, as the model saw it in training.
+  Result<ChatPrompt> Render(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                            const nlohmann::ordered_json& extra = nlohmann::ordered_json::object()) const;
   Result<ChatPrompt> Render(const nlohmann::json& messages, bool add_generation_prompt,
-                            const nlohmann::json& extra = nlohmann::json::object()) const;
+                            const nlohmann::json& extra = nlohmann::json::object()) const {
+    return Render(nlohmann::ordered_json(messages), add_generation_prompt, nlohmann::ordered_json(extra));
+  }
   // The template's text for whole turns (a final assistant message closed,
   // never continued; no generation prompt, no special-token breaks): for
   // reading the template's own syntax off probe conversations.
-  Result<std::string> RenderTurns(const nlohmann::json& messages, const nlohmann::json& extra) const {
+  Result<std::string> RenderTurns(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& extra) const {
     return RenderText(messages, false, extra);
   }
 
  private:
-  Result<std::string> RenderText(const nlohmann::json& messages, bool add_generation_prompt,
-                                 const nlohmann::json& extra) const;
-  Result<std::string> ContinueFinal(const nlohmann::json& messages, const nlohmann::json& extra) const;
+  Result<std::string> RenderText(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+                                 const nlohmann::ordered_json& extra) const;
+  Result<std::string> ContinueFinal(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& extra) const;
   std::string name_;
   jinja::Template tmpl_;
   std::string bos_ = "<s>", eos_ = "</s>";

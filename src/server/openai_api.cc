@@ -26,7 +26,15 @@ namespace {
 // Reads typed fields from a request object, keeping the first error.
 class Fields {
  public:
-  Fields(const json& obj, ApiError* err) : obj_(obj), err_(err) {}
+  Fields(const json& obj, ApiError* err) : obj_(obj), err_(err), ordered_(obj) {}
+  // The body with its objects' keys in the order written (what templates
+  // see); without the text, the keys come sorted.
+  void SetOrdered(std::string_view text) {
+    if (text.empty()) return;
+    nlohmann::ordered_json o = nlohmann::ordered_json::parse(text, nullptr, false);
+    if (!o.is_discarded() && o.is_object()) ordered_ = std::move(o);
+  }
+  const nlohmann::ordered_json& ordered() const { return ordered_; }
   bool ok() const { return ok_; }
   bool Has(const char* k) const { return obj_.contains(k) && !obj_[k].is_null(); }
   const json& operator[](const char* k) const { return obj_[k]; }
@@ -73,6 +81,7 @@ class Fields {
  private:
   const json& obj_;
   ApiError* err_;
+  nlohmann::ordered_json ordered_;
   bool ok_ = true;
 };
 
@@ -172,14 +181,16 @@ void RenderChat(Fields& f, const ParseContext& ctx, ChatPromptTokens* out) {
   }
   // The messages as the template sees them: every field the client sent,
   // content parts joined into one string.
-  json msgs = json::array();
-  for (const json& m : f["messages"]) {
+  nlohmann::ordered_json msgs = nlohmann::ordered_json::array();
+  const nlohmann::ordered_json& ordered_msgs = f.ordered()["messages"];
+  for (size_t i = 0; i < f["messages"].size(); ++i) {
+    const json& m = f["messages"][i];
     if (!m.is_object() || !m.contains("role") || !m["role"].is_string()) return f.Fail("messages", "each message needs a string 'role'");
     const std::string role = m["role"].get<std::string>();
     if (role != "system" && role != "developer" && role != "user" && role != "assistant" && role != "tool") {
       return f.Fail("messages", fmt::format("unsupported message role '{}'", role));
     }
-    json copy = m;
+    nlohmann::ordered_json copy = ordered_msgs.is_array() && i < ordered_msgs.size() ? ordered_msgs[i] : nlohmann::ordered_json(m);
     if (!m.contains("content") || m["content"].is_null()) {
       if (role != "assistant") return f.Fail("messages", "each message needs 'content'");
       copy["content"] = "";
@@ -197,17 +208,17 @@ void RenderChat(Fields& f, const ParseContext& ctx, ChatPromptTokens* out) {
     return f.Fail("continue_final_message",
                   "'continue_final_message' needs a final assistant message and 'add_generation_prompt': false");
   }
-  json kwargs = json::object();
+  nlohmann::ordered_json kwargs = nlohmann::ordered_json::object();
   if (f.Has("chat_template_kwargs")) {
     if (!f["chat_template_kwargs"].is_object()) return f.Fail("chat_template_kwargs", "'chat_template_kwargs' must be an object");
-    kwargs = f["chat_template_kwargs"];
+    kwargs = f.ordered()["chat_template_kwargs"];
   }
   // Tools go to the template (also with tool_choice "none": the prompt, and
   // so its cached prefix, stays the same whatever the choice).
   std::string tool_param, tool_error;
   out->tools = ParseToolFields(f.body(), &tool_param, &tool_error);
   if (!tool_error.empty()) return f.Fail(tool_param == "tools" ? "tools" : tool_param == "tool_choice" ? "tool_choice" : "parallel_tool_calls", tool_error);
-  if (out->tools) kwargs["tools"] = out->tools->tools;
+  if (out->tools) kwargs["tools"] = f.ordered()["tools"];  // as written (checked above)
   NormalizeToolCalls(&msgs, ctx.tool_syntax == nullptr || ctx.tool_syntax->args_as_object());
   if (!f.ok()) return;
   if (ctx.chat_template == nullptr) return f.Fail("messages", "this server has no chat template");
@@ -472,12 +483,14 @@ void ParseSampling(Fields& f, ApiRequest* r, const ParseContext& ctx) {
 
 }  // namespace
 
-std::optional<ChatPromptTokens> RenderChatRequest(const json& body, const ParseContext& ctx, ApiError* err) {
+std::optional<ChatPromptTokens> RenderChatRequest(const json& body, const ParseContext& ctx, ApiError* err,
+                                                  std::string_view text) {
   if (!body.is_object()) {
     err->message = "the request body must be a JSON object";
     return std::nullopt;
   }
   Fields f(body, err);
+  f.SetOrdered(text);
   ChatPromptTokens p;
   RenderChat(f, ctx, &p);
   if (!f.ok()) return std::nullopt;
@@ -495,6 +508,7 @@ std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body,
   ApiRequest r;
   r.kind = kind;
   Fields f(obj, err);
+  f.SetOrdered(body);
   f.Str("model", &r.model);
   std::string prompt_text;
   RefuseUnsupported(f);

@@ -66,7 +66,9 @@ struct ChatPromptTokens {
 // The prompt a chat request with this body would run (messages,
 // add_generation_prompt, continue_final_message, chat_template_kwargs), for
 // /tokenize and /apply-template; or the error to send.
-std::optional<ChatPromptTokens> RenderChatRequest(const nlohmann::json& body, const ParseContext& ctx, ApiError* err);
+// text: the body as sent, for the key order of its objects (else sorted).
+std::optional<ChatPromptTokens> RenderChatRequest(const nlohmann::json& body, const ParseContext& ctx, ApiError* err,
+                                                  std::string_view text = {});
 
 // Parses a raw body; returns the request or the error to send.
 std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body, const ParseContext& ctx,

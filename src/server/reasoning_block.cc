@@ -67,7 +67,7 @@ ReasoningStyle ReasoningStyleOf(std::string_view src) {
   return {};
 }
 
-bool BringsOwnReasoning(const nlohmann::json& m, const ReasoningStyle& style) {
+bool BringsOwnReasoning(const nlohmann::ordered_json& m, const ReasoningStyle& style) {
   for (const char* key : {"reasoning_content", "thinking"}) {
     if (m.contains(key) && m[key].is_string() && !m[key].get<std::string>().empty()) return true;
   }

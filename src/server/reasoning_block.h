@@ -39,7 +39,7 @@ struct ReasoningStyle {
 ReasoningStyle ReasoningStyleOf(std::string_view template_source);
 
 // True when the final message already carries reasoning of its own.
-bool BringsOwnReasoning(const nlohmann::json& message, const ReasoningStyle& style);
+bool BringsOwnReasoning(const nlohmann::ordered_json& message, const ReasoningStyle& style);
 
 // The marker text put in `reasoning_content` for the probe render.
 inline constexpr std::string_view kReasoningProbe = "PCREASONINGPROBE";

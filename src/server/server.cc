@@ -195,7 +195,7 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res)
   if (!j) return;
   if (j->contains("messages")) {
     // vLLM's form: the tokens a chat request with these fields would run.
-    std::optional<ChatPromptTokens> p = RenderChat(*j, res);
+    std::optional<ChatPromptTokens> p = RenderChat(*j, req.body, res);
     if (!p) return;
     const size_t n = p->ids.size();
     return SendJson(res, 200, {{"tokens", std::move(p->ids)}, {"count", n}, {"max_model_len", engine_.context_length()}});
@@ -223,10 +223,10 @@ void Server::HandleTokenize(const httplib::Request& req, httplib::Response& res)
   SendJson(res, 200, {{"tokens", tok_.Encode((*j)["content"].get<std::string>(), eo)}});
 }
 
-std::optional<ChatPromptTokens> Server::RenderChat(const json& body, httplib::Response& res) {
+std::optional<ChatPromptTokens> Server::RenderChat(const json& body, const std::string& text, httplib::Response& res) {
   ParseContext ctx{&tok_, opt_.chat_template.get(), engine_.context_length(), 0, &tool_syntax_};
   ApiError err;
-  std::optional<ChatPromptTokens> p = RenderChatRequest(body, ctx, &err);
+  std::optional<ChatPromptTokens> p = RenderChatRequest(body, ctx, &err, text);
   if (!p) SendError(res, err);
   return p;
 }
@@ -235,7 +235,7 @@ void Server::HandleApplyTemplate(const httplib::Request& req, httplib::Response&
   if (!Authenticate(req, res)) return;
   std::optional<json> j = ObjectBody(req, res);
   if (!j) return;
-  std::optional<ChatPromptTokens> p = RenderChat(*j, res);
+  std::optional<ChatPromptTokens> p = RenderChat(*j, req.body, res);
   if (p) SendJson(res, 200, {{"prompt", std::move(p->text)}});
 }
 

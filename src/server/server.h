@@ -66,7 +66,7 @@ class Server {
   void HandleTokenize(const httplib::Request& req, httplib::Response& res);
   void HandleApplyTemplate(const httplib::Request& req, httplib::Response& res);
   // A chat body rendered and tokenized as a chat request would be, or an error sent.
-  std::optional<ChatPromptTokens> RenderChat(const nlohmann::json& body, httplib::Response& res);
+  std::optional<ChatPromptTokens> RenderChat(const nlohmann::json& body, const std::string& text, httplib::Response& res);
   void HandleDetokenize(const httplib::Request& req, httplib::Response& res);
 
   Engine& engine_;

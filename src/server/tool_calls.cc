@@ -69,14 +69,14 @@ std::optional<ToolRequest> ParseToolFields(const json& body, std::string* param,
   return r;
 }
 
-void NormalizeToolCalls(json* messages, bool args_as_object) {
-  for (json& m : *messages) {
+void NormalizeToolCalls(nlohmann::ordered_json* messages, bool args_as_object) {
+  for (nlohmann::ordered_json& m : *messages) {
     if (!m.is_object() || !m.contains("tool_calls") || !m["tool_calls"].is_array()) continue;
-    for (json& c : m["tool_calls"]) {
+    for (nlohmann::ordered_json& c : m["tool_calls"]) {
       if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) continue;
-      json& args = c["function"]["arguments"];
+      nlohmann::ordered_json& args = c["function"]["arguments"];
       if (args_as_object && args.is_string()) {
-        json parsed = json::parse(args.get<std::string>(), nullptr, false);
+        nlohmann::ordered_json parsed = nlohmann::ordered_json::parse(args.get<std::string>(), nullptr, false);
         if (!parsed.is_discarded()) args = std::move(parsed);
       } else if (!args_as_object && !args.is_string() && !args.is_null()) {
         args = args.dump();

@@ -28,7 +28,7 @@ std::optional<ToolRequest> ParseToolFields(const nlohmann::json& body, std::stri
 
 // Assistant messages' tool_calls as the template wants them: arguments as
 // objects (clients send JSON strings) or as strings.
-void NormalizeToolCalls(nlohmann::json* messages, bool args_as_object);
+void NormalizeToolCalls(nlohmann::ordered_json* messages, bool args_as_object);
 
 // Call ids: "call_" + 9 alphanumerics would break Mistral's templates (which
 // demand exactly 9), so ids are 9 alphanumerics from seed.

@@ -170,6 +170,20 @@ TEST_F(ToolCallsTest, ToolResultsGoBackAndTheNextTurnHitsTheCache) {
   const std::string prompt = json::parse(res->body)["prompt"];
   EXPECT_NE(prompt.find("<tool_call>\n{\"name\": \"" + msg["tool_calls"][0]["function"]["name"].get<std::string>()), std::string::npos) << prompt;
   EXPECT_NE(prompt.find("<tool_response>\n{\"temp_c\": 21}"), std::string::npos) << prompt;
+  // Tools and arguments keep the key order the client wrote (the order models
+  // were trained on), not sorted.
+  const std::string body =
+      R"({"messages": [{"role": "user", "content": "x"}, {"role": "assistant", "content": null, "tool_calls": [{"id": "abcdefghi",)"
+      R"( "type": "function", "function": {"name": "f", "arguments": "{\"zeta\": 1, \"alpha\": 2}"}}]},)"
+      R"( {"role": "tool", "tool_call_id": "abcdefghi", "content": "ok"}],)"
+      R"( "tools": [{"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object",)"
+      R"( "properties": {"zeta": {"type": "integer"}, "alpha": {"type": "integer"}}}}}]})";
+  res = c.Post("/apply-template", body, "application/json");
+  ASSERT_TRUE(res);
+  const std::string p2 = json::parse(res->body)["prompt"];
+  EXPECT_NE(p2.find(R"({"type": "function", "function": {"name": "f", "description": "d", "parameters": {"type": "object", "properties": {"zeta")"),
+            std::string::npos) << p2;
+  EXPECT_NE(p2.find(R"("arguments": {"zeta": 1, "alpha": 2})"), std::string::npos) << p2;
 }
 
 TEST_F(ToolCallsTest, BadToolFieldsAreRefusedByName) {
