@@ -139,13 +139,7 @@ TEST(ServerChat, ReasoningGoesToReasoningContent) {
   body["stream"] = true;
   const std::string sse = post(body);
   std::string reasoning, content;
-  size_t pos = 0;
-  while ((pos = sse.find("data: ", pos)) != std::string::npos) {
-    const size_t end = sse.find("\n\n", pos);
-    const std::string payload = sse.substr(pos + 6, end - pos - 6);
-    pos = end;
-    if (payload == "[DONE]") break;
-    const json j = json::parse(payload);
+  for (const json& j : test::SsePayloads(sse)) {
     if (j["choices"].empty()) continue;
     const json& d = j["choices"][0]["delta"];
     if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();

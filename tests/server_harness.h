@@ -67,6 +67,20 @@ class StoriesServerTest : public ::testing::Test {
   inline static Harness* harness_ = nullptr;
 };
 
+// The JSON payloads of an SSE body, up to "data: [DONE]".
+inline std::vector<nlohmann::json> SsePayloads(const std::string& sse) {
+  std::vector<nlohmann::json> out;
+  for (size_t pos = 0; (pos = sse.find("data: ", pos)) != std::string::npos;) {
+    const size_t end = sse.find("\n\n", pos);
+    const std::string payload = sse.substr(pos + 6, end == std::string::npos ? std::string::npos : end - pos - 6);
+    pos = end;
+    if (payload == "[DONE]") break;
+    out.push_back(nlohmann::json::parse(payload));
+    if (end == std::string::npos) break;
+  }
+  return out;
+}
+
 // Validates (schema, text) pairs with python3-jsonschema, an independent
 // validator (tests/structured/validate_instances.py); the invalid ones.
 inline nlohmann::json ValidateJson(const std::vector<std::pair<nlohmann::json, std::string>>& cases) {

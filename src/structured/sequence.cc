@@ -80,22 +80,7 @@ void SeqMatcher::Enter(int32_t state, SeqMatcher* out) const {
 
 void SeqMatcher::Step(const Thread& t, uint8_t byte, SeqMatcher* out) const {
   const SeqEdge& e = g_->edges[size_t(t.edge)];
-  if (e.gbnf) {
-    if (t.gbnf->CanEnd()) {  // the byte may begin what follows the sentence
-      SeqMatcher next;
-      next.g_ = g_;
-      Enter(e.to, &next);
-      for (const Thread& n : next.threads_) Step(n, byte, out);
-    }
-    if (out->threads_.size() >= size_t(kMaxThreads)) return;
-    auto adv = std::make_shared<GbnfMatcher>();
-    if (!t.gbnf->Advance(byte, adv.get())) return;
-    Thread n;
-    n.edge = t.edge;
-    n.gbnf = std::move(adv);
-    out->threads_.push_back(std::move(n));
-    return;
-  }
+  if (e.gbnf) return StepInside(t, *t.gbnf, &Thread::gbnf, byte, out);
   if (!e.schema) {
     uint32_t pos = t.pos + 1;
     if (e.until) {
@@ -121,18 +106,26 @@ void SeqMatcher::Step(const Thread& t, uint8_t byte, SeqMatcher* out) const {
     out->threads_.push_back(std::move(n));
     return;
   }
-  if (t.json->CanEnd()) {  // the byte may begin what follows the value
+  StepInside(t, *t.json, &Thread::json, byte, out);
+}
+
+// A thread inside a value (JSON or GBNF): the byte continues the value, and
+// where the value may end, it may also begin what follows it.
+template <typename M>
+void SeqMatcher::StepInside(const Thread& t, const M& m, std::shared_ptr<const M> Thread::*slot, uint8_t byte,
+                            SeqMatcher* out) const {
+  if (m.CanEnd()) {
     SeqMatcher next;
     next.g_ = g_;
-    Enter(e.to, &next);
+    Enter(g_->edges[size_t(t.edge)].to, &next);
     for (const Thread& n : next.threads_) Step(n, byte, out);
   }
   if (out->threads_.size() >= size_t(kMaxThreads)) return;
-  auto next = std::make_shared<JsonMatcher>();
-  if (!t.json->Advance(byte, next.get())) return;
+  auto adv = std::make_shared<M>();
+  if (!m.Advance(byte, adv.get())) return;
   Thread n;
   n.edge = t.edge;
-  n.json = std::move(next);
+  n.*slot = std::move(adv);
   out->threads_.push_back(std::move(n));
 }
 

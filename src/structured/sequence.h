@@ -92,6 +92,8 @@ class SeqMatcher {
   // Threads at the start of each edge leaving state (accept noted).
   void Enter(int32_t state, SeqMatcher* out) const;
   void Step(const Thread& t, uint8_t byte, SeqMatcher* out) const;
+  template <typename M>
+  void StepInside(const Thread& t, const M& m, std::shared_ptr<const M> Thread::*slot, uint8_t byte, SeqMatcher* out) const;
 
   const SeqGrammar* g_ = nullptr;
   std::vector<Thread> threads_;

@@ -170,13 +170,7 @@ TEST_F(SamplingParamsTest, NChoicesShareOnePrefill) {
   ASSERT_TRUE(sse);
   std::string text[2];
   json usage;
-  size_t pos = 0;
-  while ((pos = sse->body.find("data: ", pos)) != std::string::npos) {
-    const size_t end = sse->body.find("\n\n", pos);
-    const std::string payload = sse->body.substr(pos + 6, end - pos - 6);
-    pos = end;
-    if (payload == "[DONE]") break;
-    const json j = json::parse(payload);
+  for (const json& j : test::SsePayloads(sse->body)) {
     if (j.contains("usage")) usage = j["usage"];
     for (const json& ch : j["choices"])
       if (ch["delta"].contains("content")) text[ch["index"].get<int>()] += ch["delta"]["content"].get<std::string>();

@@ -103,13 +103,7 @@ TEST_F(StructuredOutputTest, JsonObjectChatAndStreamsAgree) {
     auto res = c.Post("/v1/chat/completions", body.dump(), "application/json");
     ASSERT_TRUE(res);
     std::string streamed, finish;
-    size_t pos = 0;
-    while ((pos = res->body.find("data: ", pos)) != std::string::npos) {
-      size_t end = res->body.find("\n\n", pos);
-      std::string payload = res->body.substr(pos + 6, end - pos - 6);
-      pos = end;
-      if (payload == "[DONE]") break;
-      json j = json::parse(payload);
+    for (const json& j : test::SsePayloads(res->body)) {
       if (j["choices"].empty()) continue;
       const json& ch = j["choices"][0];
       if (ch["delta"].contains("content") && ch["delta"]["content"].is_string()) streamed += ch["delta"]["content"].get<std::string>();

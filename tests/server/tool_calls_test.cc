@@ -58,12 +58,7 @@ class ToolCallsTest : public test::StoriesServerTest {
   // The calls a stream's delta.tool_calls add up to, and its finish reason.
   static json Assemble(const std::string& sse, std::string* finish) {
     json calls = json::array();
-    for (size_t pos = 0; (pos = sse.find("data: ", pos)) != std::string::npos;) {
-      const size_t end = sse.find("\n\n", pos);
-      const std::string payload = sse.substr(pos + 6, end - pos - 6);
-      pos = end;
-      if (payload == "[DONE]") break;
-      const json j = json::parse(payload);
+    for (const json& j : test::SsePayloads(sse)) {
       if (j["choices"].empty()) continue;
       const json& ch = j["choices"][0];
       if (ch["finish_reason"].is_string()) *finish = ch["finish_reason"];
