@@ -26,15 +26,20 @@ namespace {
 // Reads typed fields from a request object, keeping the first error.
 class Fields {
  public:
-  Fields(const json& obj, ApiError* err) : obj_(obj), err_(err), ordered_(obj) {}
+  Fields(const json& obj, ApiError* err) : obj_(obj), err_(err) {}
+  // The body's text (it must outlive this), for ordered().
+  void SetOrdered(std::string_view text) { text_ = text; }
   // The body with its objects' keys in the order written (what templates
-  // see); without the text, the keys come sorted.
-  void SetOrdered(std::string_view text) {
-    if (text.empty()) return;
-    nlohmann::ordered_json o = nlohmann::ordered_json::parse(text, nullptr, false);
-    if (!o.is_discarded() && o.is_object()) ordered_ = std::move(o);
+  // see), read once on first use (chat requests only); without the text,
+  // the keys come sorted.
+  const nlohmann::ordered_json& ordered() const {
+    if (!ordered_) {
+      nlohmann::ordered_json o(nlohmann::ordered_json::value_t::discarded);
+      if (!text_.empty()) o = nlohmann::ordered_json::parse(text_, nullptr, false);
+      ordered_ = !o.is_discarded() && o.is_object() ? std::move(o) : nlohmann::ordered_json(obj_);
+    }
+    return *ordered_;
   }
-  const nlohmann::ordered_json& ordered() const { return ordered_; }
   bool ok() const { return ok_; }
   bool Has(const char* k) const { return obj_.contains(k) && !obj_[k].is_null(); }
   const json& operator[](const char* k) const { return obj_[k]; }
@@ -81,7 +86,8 @@ class Fields {
  private:
   const json& obj_;
   ApiError* err_;
-  nlohmann::ordered_json ordered_;
+  std::string_view text_;
+  mutable std::optional<nlohmann::ordered_json> ordered_;
   bool ok_ = true;
 };
 
