@@ -132,12 +132,16 @@ TEST(Jinja, StrftimeNowUsesThePinnedDate) {
 // Every shared template against the reference renders (../shared/templates
 // README: bos_token <s>, eos_token </s>, the date pinned to 2026-11-30, a
 // leading bos_token removed), all 136 byte for byte, continued replies of
-// reasoning families included (server/reasoning_block.h).
+// reasoning families included (server/reasoning_block.h), except where the
+// README allows a rule of ours: a continued reply on a template that shows no
+// reasoning block anywhere gets none, where the reference writes one by
+// family (those renders must then be ours with an empty block before the
+// content, and the template must show no block).
 TEST(JinjaTemplates, SharedTemplatesRenderAsTheReference) {
   PC_SHARED_OR_SKIP(renders, "templates/renders.jsonl");
   std::istringstream in(test::ReadText(renders));
   std::map<std::string, int> seen;
-  int exact = 0, total = 0;
+  int exact = 0, total = 0, ruled = 0;
   std::tm date{};
   date.tm_year = 126;
   date.tm_mon = 10;
@@ -154,13 +158,28 @@ TEST(JinjaTemplates, SharedTemplatesRenderAsTheReference) {
     t->set_date(date);
     auto p = t->Render(j["messages"], j["add_generation_prompt"].get<bool>());
     ++total;
-    const bool same = p.ok() && p->text == j["prompt"].get<std::string>();
+    const std::string ref = j["prompt"];
+    const bool same = p.ok() && p->text == ref;
     exact += same;
+    const auto& last = j["messages"].back();
+    const bool continued = !j["add_generation_prompt"].get<bool>() && last["role"] == "assistant";
+    if (!same && continued && p.ok() && t->reasoning().open.empty()) {
+      // Ours is the reference less a closed empty block right before the content.
+      const std::string content = last["content"];
+      const std::string head = p->text.substr(0, p->text.size() - content.size());
+      ASSERT_TRUE(ref.starts_with(head) && ref.ends_with(content) && ref.size() > p->text.size()) << name;
+      const std::string block = ref.substr(head.size(), ref.size() - p->text.size());
+      EXPECT_TRUE(block.find("</") != std::string::npos || block.find("[/") != std::string::npos) << name << ": " << block;
+      std::printf("%s: continued without the reference's family block %s\n", name.c_str(), block.c_str());
+      ++ruled;
+      continue;
+    }
     EXPECT_TRUE(same) << name << " #" << index << ": " << (p.ok() ? p->text : p.status().message());
   }
-  std::printf("%d of %d reference renders reproduced byte for byte\n", exact, total);
+  std::printf("%d of %d reference renders reproduced byte for byte, %d continued by our rule\n", exact, total, ruled);
   EXPECT_EQ(total, 136);
-  EXPECT_EQ(exact, total);
+  EXPECT_EQ(exact + ruled, total);
+  EXPECT_LE(ruled, 3);
 }
 
 }  // namespace

@@ -155,20 +155,53 @@ TEST(ChatTemplate, AContinuedReplyOnAReasoningModelClosesItsReasoningFirst) {
   EXPECT_EQ(RenderBuiltin("chatml", ms, false), head + "Hel");
 }
 
-// The families the reference engine spells in its own way, and a split turn
+// The block is read off each template by probe renders (rules A-D in
+// server/reasoning_block.h), whatever its markers are called; a split turn
 // marker: the text from the split starts at the marker.
-TEST(ChatTemplate, ReasoningFamiliesAreKnownByTheirMarkers) {
-  EXPECT_EQ(ReasoningStyleOf("<|channel|>analysis<|message|>").via_thinking_field, true);
-  EXPECT_EQ(ReasoningStyleOf("{{ '<seed:think>' }}").fixed_block, "<seed:think></seed:think>\n");
-  EXPECT_EQ(ReasoningStyleOf("<|assistant|>{{ '<think></think>' }}").drop_space_before, true);
-  EXPECT_EQ(ReasoningStyleOf("[SYSTEM_PROMPT][ARGS]").fixed_block, "[THINK][/THINK]");
-  EXPECT_EQ(ReasoningStyleOf("[SYSTEM_PROMPT][ARGS][CALL_ID]").open, "");
-  EXPECT_EQ(ReasoningStyleOf("<|im_start|>{{ m.content }}").open, "");
-  // GLM: the template's own "\n<think></think>\n" becomes "<think></think>\n"
-  // right after the role marker.
-  const ReasoningStyle glm = ReasoningStyleOf("<|assistant|><think>");
-  EXPECT_EQ(CloseReasoningBlock("<|user|>\nHi<|assistant|>\n<think></think>\n", "Hel", "", glm),
-            "<|user|>\nHi<|assistant|><think></think>\n");
+TEST(ChatTemplate, ReasoningMarkersAreReadOffTheTemplate) {
+  const nlohmann::json ms = Msgs({{"user", "Hi"}, {"assistant", "Hel"}});
+  auto style = [](const std::string& src) {
+    auto t = ChatTemplate::FromSource(src, "probe");
+    EXPECT_TRUE(t.ok()) << src;
+    return t.ok() ? t->reasoning() : ReasoningStyle{};
+  };
+  const std::string loop = "{% for m in messages %}<u>{{ m.content }}{% if m.role == 'assistant' %}";
+  // A: a reasoning field the template renders, under any spelling.
+  const std::string a = "{% for m in messages %}{% if m.role == 'user' %}<|U|>{{ m.content }}{% else %}<|A|>"
+                        "{% if m.reasoning_content %} <why:v2>{{ m.reasoning_content }}</why:v2>\n{% endif %}"
+                        "{{ m.content }}{% endif %}{% endfor %}{% if add_generation_prompt %}<|A|>{% endif %}";
+  const ReasoningStyle sa = style(a);
+  EXPECT_TRUE(sa.rendered);
+  EXPECT_EQ(sa.open, "<why:v2>");
+  EXPECT_EQ(sa.close, "</why:v2>");
+  EXPECT_TRUE(sa.drop_space_before);  // the space between the header and the block
+  auto ta = ChatTemplate::FromSource(a, "a");
+  EXPECT_EQ(ta->Render(ms, false)->text, "<|U|>Hi<|A|><why:v2></why:v2>\nHel");
+  // ... read through `thinking` only (gpt-oss's field).
+  const ReasoningStyle st = style(
+      "{% for m in messages %}<{{ m.role }}>{% if m.thinking %}<|c|>analysis<|m|>{{ m.thinking }}<|end|>{% endif %}"
+      "{{ m.content }}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}");
+  EXPECT_TRUE(st.via_thinking_field);
+  EXPECT_EQ(st.close, "<|end|>");
+  // B: a generation prompt that opens a tag the source closes.
+  const ReasoningStyle sb = style(loop + "{{ m.content.split('</r1>')[-1] }}{% endif %}{% endfor %}"
+                                         "{% if add_generation_prompt %}<a><r1>\n{% endif %}");
+  EXPECT_EQ(sb.open, "<r1>");
+  EXPECT_EQ(sb.empty_block, "<r1></r1>");
+  // C: a tag pair named for reasoning, spelled only in the source's prose.
+  const ReasoningStyle sc = style("{{ 'Think inside [THOUGHT]...[/THOUGHT] first.' }}" + loop +
+                                  "{% endif %}{% endfor %}{% if add_generation_prompt %}<a>{% endif %}");
+  EXPECT_EQ(sc.empty_block, "[THOUGHT][/THOUGHT]");
+  // D: an empty block the thinking-off generation prompt adds.
+  const ReasoningStyle sd = style(loop + "{% endif %}{% endfor %}{% if add_generation_prompt %}<a>\n"
+                                         "{% if enable_thinking is false %}<|ch>idea\n<ch|>{% endif %}{% endif %}");
+  EXPECT_EQ(sd.open, "<|ch>idea");
+  EXPECT_EQ(sd.close, "<ch|>");
+  EXPECT_EQ(sd.empty_block, "<|ch>idea\n<ch|>");
+  // None: header tags are not blocks (Llama 3's, Mistral's).
+  EXPECT_EQ(style(loop + "{% endif %}{% endfor %}<|start_header_id|>assistant<|end_header_id|>\n\n").open, "");
+  EXPECT_EQ(style(loop + "{% endif %}{% endfor %}[INST]x[/INST]").open, "");
+  EXPECT_EQ(style("<|im_start|>{{ m.content }}").open, "");
   auto marker = ChatTemplate::FromSource(
       "{% for m in messages %}{% if m.role == 'user' %}<|T|><|U|>{{ m.content }}<|E|>"
       "{% else %}<|T|><|A|>{{ m.content }}<|E|>{% endif %}{% endfor %}<|T|><|S|>tools<|E|>",

@@ -84,7 +84,6 @@ Result<ChatTemplate> ChatTemplate::FromSource(std::string_view source, std::stri
   ChatTemplate c;
   c.name_ = std::move(name);
   c.tmpl_ = std::move(*t);
-  c.reasoning_ = ReasoningStyleOf(source);
   c.thinking_by_default_ = source.find("Deliberation: ") == std::string_view::npos;
   // A template that renders a system message without its text (it reads
   // only user and assistant turns) gets the message in the first user turn,
@@ -92,6 +91,9 @@ Result<ChatTemplate> ChatTemplate::FromSource(std::string_view source, std::stri
   const nlohmann::ordered_json probe = {{{"role", "system"}, {"content", "PCSYSPROBE"}}, {{"role", "user"}, {"content", "U"}}};
   if (Result<std::string> r = c.RenderText(probe, true, nlohmann::ordered_json::object()); r.ok())
     c.drops_system_ = r->find("PCSYSPROBE") == std::string::npos;
+  c.reasoning_ = DeriveReasoningStyle(source, [&c](const nlohmann::ordered_json& m, bool agp, const nlohmann::ordered_json& x) {
+    return c.RenderText(m, agp, x);
+  });
   return c;
 }
 
@@ -205,16 +207,17 @@ Result<ChatPrompt> ChatTemplate::Render(const nlohmann::ordered_json& messages, 
   if (continue_final) {
     const std::string content = msgs.back()["content"].get<std::string>();
     const bool close_reasoning = !reasoning_.open.empty() && !BringsOwnReasoning(msgs.back(), reasoning_);
-    if (close_reasoning && reasoning_.via_thinking_field) msgs.back()["thinking"] = "";
-    PC_ASSIGN_OR_RETURN(text, ContinueFinal(msgs, extra));
-    if (close_reasoning && !reasoning_.via_thinking_field && text.size() >= content.size()) {
-      std::string probe;
-      if (reasoning_.prefer_probe) {
-        msgs.back()["reasoning_content"] = std::string(kReasoningProbe);
-        if (Result<std::string> p = ContinueFinal(msgs, extra); p.ok()) probe = std::move(*p);
+    if (close_reasoning && reasoning_.rendered) {
+      nlohmann::ordered_json probe = msgs;
+      probe.back()[reasoning_.via_thinking_field ? "thinking" : "reasoning_content"] = std::string(kReasoningProbe);
+      if (Result<std::string> p = ContinueFinal(probe, extra); p.ok()) text = EraseReasoningProbe(std::move(*p), reasoning_);
+    }
+    if (text.empty()) {
+      PC_ASSIGN_OR_RETURN(text, ContinueFinal(msgs, extra));
+      if (close_reasoning && text.size() >= content.size()) {
+        text.resize(text.size() - content.size());
+        text = CloseReasoningBlock(std::move(text), reasoning_) + content;
       }
-      text.resize(text.size() - content.size());
-      text = CloseReasoningBlock(std::move(text), content, probe, reasoning_) + content;
     }
   } else {
     PC_ASSIGN_OR_RETURN(text, RenderText(msgs, add_generation_prompt, extra));

@@ -1,85 +1,187 @@
 #include "server/reasoning_block.h"
 
-#include <array>
+#include <cctype>
 
 namespace pc {
 namespace {
 
-// Families by the markers their templates contain; the first match wins.
-// The fixed spellings are the reference engine's (renders.jsonl); for the
-// plain <think> families the template's own rendering of an empty
-// `reasoning_content` wins where it has one (Qwen3 and MiniCPM write
-// "<think>\n\n</think>\n\n", Bielik "<think>\n\n</think>\n").
-struct Family {
-  std::array<const char*, 2> has;  // all present (nullptr: unused)
-  const char* lacks;               // absent (nullptr: unused)
-  ReasoningStyle style;
-};
+using ojson = nlohmann::ordered_json;
 
-const Family kFamilies[] = {
-    // gpt-oss (harmony): reasoning is the "analysis" channel's message.
-    {{"<|channel|>analysis", nullptr}, nullptr, {"<|channel|>analysis", "<|end|>", "", false, true, false}},
-    // ByteDance Seed-OSS.
-    {{"<seed:think>", nullptr}, nullptr, {"<seed:think>", "</seed:think>", "<seed:think></seed:think>\n", false, false, false}},
-    // Gemma 4: the thought channel.
-    {{"<|channel>thought", nullptr}, nullptr, {"<|channel>thought", "<channel|>", "<|channel>thought\n<channel|>", false, false, false}},
-    // GLM 4.5/4.6: the block follows `<|assistant|>` directly.
-    {{"<|assistant|>", "<think>"}, nullptr, {"<think>", "</think>", "<think></think>\n", false, false, true}},
-    // LFM2 and Kimi K2 templates do not spell the block; their models use it.
-    {{"<|tool_list_start|>", nullptr}, nullptr, {"<think>", "</think>", "<think></think>", false, false, false}},
-    {{"<|im_middle|>", nullptr}, nullptr, {"<think>", "</think>", "<think></think>", false, false, false}},
-    // Devstral (Mistral's tool format without call ids): [THINK] blocks.
-    {{"[SYSTEM_PROMPT]", "[ARGS]"}, "[CALL_ID]", {"[THINK]", "[/THINK]", "[THINK][/THINK]", false, false, false}},
-    // Every other template that writes <think> (Qwen3, QwQ, DeepSeek R1,
-    // SmolLM3, Granite 3.3, MiniMax M2, Nemotron, Bielik, MiniCPM, ...).
-    {{"<think>", nullptr}, nullptr, {"<think>", "</think>", "<think></think>", true, false, false}},
-};
+constexpr std::string_view kSpace = " \t\r\n";
+constexpr size_t kMaxMarker = 48;  // bytes: longer "tags" are prose, not markers
 
-bool OnlySpace(std::string_view s) {
-  return s.find_first_not_of(" \t\r\n") == std::string_view::npos;
+bool OnlySpace(std::string_view s) { return s.find_first_not_of(kSpace) == std::string_view::npos; }
+
+std::string_view TrimRight(std::string_view s) {
+  while (!s.empty() && kSpace.find(s.back()) != std::string_view::npos) s.remove_suffix(1);
+  return s;
 }
 
-// The empty block as the template renders it: the probe text from the
-// family's open marker to the content, with the probe marker removed.
-std::string BlockFromProbe(std::string_view probe, std::string_view content, const ReasoningStyle& style) {
-  const size_t mark = probe.find(kReasoningProbe);
-  if (mark == std::string_view::npos || probe.size() < content.size() ||
-      probe.substr(probe.size() - content.size()) != content) {
+std::string_view TrimLeft(std::string_view s) {
+  while (!s.empty() && kSpace.find(s.front()) != std::string_view::npos) s.remove_prefix(1);
+  return s;
+}
+
+// The marker s ends with: from its last '<' or '[' (a tag, or a tag and a
+// word as in "<|channel>thought"); "" when there is none close by.
+std::string_view MarkerAtEnd(std::string_view s) {
+  s = TrimRight(s);
+  const size_t at = s.find_last_of("<[");
+  if (at == std::string_view::npos || s.size() - at > kMaxMarker) return {};
+  const std::string_view m = s.substr(at);
+  return m.find_first_of(kSpace) == std::string_view::npos ? m : std::string_view{};
+}
+
+// The marker s starts with: a tag up to its '>' or ']'.
+std::string_view MarkerAtStart(std::string_view s) {
+  s = TrimLeft(s);
+  if (s.empty() || (s[0] != '<' && s[0] != '[')) return {};
+  const size_t end = s.find(s[0] == '<' ? '>' : ']');
+  if (end == std::string_view::npos || end + 1 > kMaxMarker) return {};
+  const std::string_view m = s.substr(0, end + 1);
+  return m.find_first_of(kSpace) == std::string_view::npos ? m : std::string_view{};
+}
+
+// `<x>` -> `</x>`, `[X]` -> `[/X]`; "" for anything else.
+std::string ClosingTwin(std::string_view tag) {
+  if (tag.size() < 3 || tag[1] == '/' || (tag.front() == '<') != (tag.back() == '>') ||
+      (tag.front() == '[') != (tag.back() == ']') || (tag.front() != '<' && tag.front() != '[')) {
     return "";
   }
-  const size_t open = probe.rfind(style.open, mark);
-  const size_t end = probe.size() - content.size();
-  if (open == std::string_view::npos || end < mark + kReasoningProbe.size()) return "";
-  std::string block(probe.substr(open, end - open));
-  block.erase(mark - open, kReasoningProbe.size());
-  if (block.find(style.close) == std::string::npos) return "";
-  return block;
+  return std::string(tag.substr(0, 1)) + "/" + std::string(tag.substr(1));
+}
+
+bool NamedForReasoning(std::string_view name) {
+  std::string lower(name);
+  for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (const char* w : {"think", "thought", "reason"}) {
+    if (lower.find(w) != std::string::npos) return true;
+  }
+  return false;
+}
+
+ReasoningStyle WithBlock(std::string open, std::string close, std::string block = "") {
+  ReasoningStyle s;
+  s.open = std::move(open);
+  s.close = std::move(close);
+  s.empty_block = block.empty() ? s.open + s.close : std::move(block);
+  return s;
+}
+
+// Rule A. conv: one user turn and an assistant turn whose reasoning is the
+// probe; gen: the generation prompt after that user turn.
+bool FromRenderedField(const TemplateRender& render, const std::string& gen, ReasoningStyle* out) {
+  constexpr std::string_view kContent = "PCCONTENTPROBE";
+  for (const bool thinking_only : {false, true}) {
+    ojson a = {{"role", "assistant"}, {"content", kContent}};
+    a[thinking_only ? "thinking" : "reasoning_content"] = kReasoningProbe;
+    const ojson conv = {{{"role", "user"}, {"content", "U"}}, a};
+    Result<std::string> r = render(conv, false, ojson::object());
+    if (!r.ok()) continue;
+    const std::string_view text = *r;
+    const size_t probe = text.find(kReasoningProbe);
+    const size_t content = text.rfind(kContent);
+    if (probe == std::string_view::npos || content == std::string_view::npos || content < probe) continue;
+    const std::string_view before = text.substr(0, probe);
+    const std::string_view after = text.substr(probe + kReasoningProbe.size(), content - probe - kReasoningProbe.size());
+    ReasoningStyle s;
+    s.open = std::string(MarkerAtEnd(before));
+    s.close = std::string(MarkerAtStart(after));
+    if (s.open.empty() || s.close.empty()) continue;
+    s.rendered = true;
+    s.via_thinking_field = thinking_only;
+    s.empty_block = s.open + s.close;
+    // Whitespace the turn puts between its header (where the generation
+    // prompt ends) and the block.
+    size_t k = 0;
+    while (k < gen.size() && k < text.size() && gen[k] == text[k]) ++k;
+    const size_t open_at = TrimRight(before).size() - s.open.size();
+    s.drop_space_before = k == gen.size() && k < open_at && OnlySpace(text.substr(k, open_at - k));
+    *out = std::move(s);
+    return true;
+  }
+  return false;
+}
+
+// Rule C: the first closing tag in the source named for reasoning whose
+// opening twin the source also spells.
+bool FromSourceTags(std::string_view src, ReasoningStyle* out) {
+  for (size_t at = 0; (at = src.find('/', at)) != std::string_view::npos; ++at) {
+    if (at == 0 || (src[at - 1] != '<' && src[at - 1] != '[')) continue;
+    const std::string_view tag = MarkerAtStart(src.substr(at - 1));
+    if (tag.empty() || !NamedForReasoning(tag)) continue;
+    const std::string open = std::string(tag.substr(0, 1)) + std::string(tag.substr(2));
+    if (src.find(open) == std::string_view::npos) continue;
+    *out = WithBlock(open, std::string(tag));
+    return true;
+  }
+  return false;
+}
+
+// Rule D: what the thinking-off generation prompt adds after the header the
+// default one ends with, when that is an empty block (two markers).
+bool FromThinkingOff(const TemplateRender& render, const ojson& conv, const std::string& gen, ReasoningStyle* out) {
+  Result<std::string> off = render(conv, true, ojson{{"enable_thinking", false}});
+  if (!off.ok() || gen.empty()) return false;
+  const std::string header(TrimRight(gen).substr(TrimRight(gen).size() - std::min<size_t>(TrimRight(gen).size(), 16)));
+  const size_t at = off->rfind(header);
+  if (at == std::string::npos) return false;
+  const std::string_view added = TrimRight(TrimLeft(std::string_view(*off).substr(at + header.size())));
+  const std::string_view close = MarkerAtEnd(added);
+  if (added.empty() || close.empty() || close.size() >= added.size()) return false;
+  const std::string_view open = TrimRight(added.substr(0, added.size() - close.size()));
+  if (open.empty() || open.size() > kMaxMarker || open.find_first_of(kSpace) != std::string_view::npos ||
+      (open.front() != '<' && open.front() != '[')) {
+    return false;
+  }
+  *out = WithBlock(std::string(open), std::string(close), std::string(added));
+  return true;
 }
 
 }  // namespace
 
-ReasoningStyle ReasoningStyleOf(std::string_view src) {
-  for (const Family& f : kFamilies) {
-    bool match = f.lacks == nullptr || src.find(f.lacks) == std::string_view::npos;
-    for (const char* s : f.has) match = match && (s == nullptr || src.find(s) != std::string_view::npos);
-    if (match) return f.style;
+ReasoningStyle DeriveReasoningStyle(std::string_view source, const TemplateRender& render) {
+  const ojson user = {{{"role", "user"}, {"content", "U"}}};
+  Result<std::string> gen = render(user, true, ojson::object());
+  const std::string g = gen.ok() ? *gen : "";
+  ReasoningStyle s;
+  if (FromRenderedField(render, g, &s)) return s;
+  // Rule B: the generation prompt opens a block the source also closes.
+  const std::string_view last = MarkerAtEnd(g);
+  const std::string twin = ClosingTwin(last);
+  if (!twin.empty() && MarkerAtStart(last) == last &&
+      (source.find(twin) != std::string_view::npos || NamedForReasoning(last))) {
+    return WithBlock(std::string(last), twin);
   }
+  if (FromSourceTags(source, &s)) return s;
+  if (FromThinkingOff(render, user, g, &s)) return s;
   return {};
 }
 
-bool BringsOwnReasoning(const nlohmann::ordered_json& m, const ReasoningStyle& style) {
+bool BringsOwnReasoning(const ojson& m, const ReasoningStyle& style) {
   for (const char* key : {"reasoning_content", "thinking"}) {
     if (m.contains(key) && m[key].is_string() && !m[key].get<std::string>().empty()) return true;
   }
-  if (style.via_thinking_field && m.contains("thinking")) return true;
   const auto c = m.find("content");
   return c != m.end() && c->is_string() && !style.close.empty() &&
          c->get<std::string>().find(style.close) != std::string::npos;
 }
 
-std::string CloseReasoningBlock(std::string head, std::string_view content, std::string_view probe,
-                                const ReasoningStyle& style) {
-  if (style.open.empty() || style.via_thinking_field) return head;
+std::string EraseReasoningProbe(std::string text, const ReasoningStyle& style) {
+  const size_t probe = text.rfind(kReasoningProbe);
+  if (probe == std::string::npos) return "";
+  text.erase(probe, kReasoningProbe.size());
+  if (style.drop_space_before) {
+    size_t open = text.rfind(style.open, probe);
+    while (open != std::string::npos && open > 0 && kSpace.find(text[open - 1]) != std::string_view::npos) {
+      text.erase(--open, 1);
+    }
+  }
+  return text;
+}
+
+std::string CloseReasoningBlock(std::string head, const ReasoningStyle& style) {
+  if (style.open.empty()) return head;
   const size_t open = head.rfind(style.open);
   if (open != std::string::npos) {
     const std::string_view after = std::string_view(head).substr(open + style.open.size());
@@ -87,16 +189,12 @@ std::string CloseReasoningBlock(std::string head, std::string_view content, std:
     if (OnlySpace(after)) return head + style.close;
     // The template rendered an empty block of its own: replaced below.
     const size_t close = after.find(style.close);
-    if (close != std::string_view::npos && OnlySpace(after.substr(close + style.close.size()))) {
+    if (close != std::string_view::npos && OnlySpace(after.substr(0, close)) &&
+        OnlySpace(after.substr(close + style.close.size()))) {
       head.erase(open);
-      if (style.drop_space_before) {
-        while (!head.empty() && OnlySpace(std::string_view(head).substr(head.size() - 1))) head.pop_back();
-      }
     }
   }
-  std::string block = style.prefer_probe ? BlockFromProbe(probe, content, style) : "";
-  if (block.empty()) block = style.fixed_block;
-  return head + block;
+  return head + style.empty_block;
 }
 
 }  // namespace pc

@@ -1,53 +1,76 @@
-// The reasoning block of a continued reply.
+// The reasoning block of a chat template, read off the template itself.
 //
-// A chat whose last message is the assistant's is continued: the prompt ends
-// right after that message's content (a prefilled reply). On a model that
-// reasons before it answers, the prefilled text is the answer, so its turn
-// must show a reasoning block that is already closed; otherwise the model
-// takes the prefilled answer for the start of its reasoning. Templates do
-// not all render such a block for a message that carries no reasoning, so,
-// as the reference engine does (../shared/templates/renders.jsonl), the
-// block is written in the family's own spelling between the turn's header
-// and the content:
-//   - a header that ends inside an open block (`<think>\n`) gets its close;
-//   - a family whose template renders a message's `reasoning_content` gets
-//     the template's own rendering of an empty one (a probe render with a
-//     marker text, the marker then removed);
-//   - gpt-oss (harmony) gets an empty `thinking` field, which its template
-//     renders as an empty analysis message;
-//   - the other families named in kFamilies get their fixed spelling.
-// A message that brings its own reasoning (a `reasoning_content` or
-// `thinking` field, or `</think>` in its content) is left as it is.
+// Where a template shows reasoning, its markers are found by probe renders
+// (DeriveReasoningStyle), never by a table of known families:
+//   A. the template renders a message's reasoning field: an assistant turn
+//      rendered with a probe text as `reasoning_content` (or `thinking`, as
+//      gpt-oss reads it) shows the open marker right before the probe and
+//      the close right after it;
+//   B. it does not, but its generation prompt ends with an open tag whose
+//      closing twin (`<x>` / `</x>`, `[X]` / `[/X]`) the source also spells,
+//      or one named for reasoning as in C (DeepSeek R1, QwQ: `<think>\n`);
+//   C. neither, but the source spells a tag pair named for reasoning (a name
+//      holding "think", "thought" or "reason": Granite 3.3's `<think>`,
+//      Devstral's `[THINK]`);
+//   D. neither, but the generation prompt with `enable_thinking: false` ends
+//      with an empty block the default one lacks (Gemma 4's thought channel).
+// Otherwise the template has no reasoning block.
+//
+// Continuing a reply (a chat whose last message is the assistant's: the
+// prompt ends right after that content) on a template with a block: the
+// prefilled text is the answer, so its turn shows a closed, empty block
+// first, unless the message brings reasoning of its own. Under A the
+// template spells that block: the turn is rendered with the probe as its
+// reasoning and the probe erased (whitespace the template puts between the
+// turn's header, as the generation prompt ends it, and the block is dropped:
+// GLM's "\n<think>"). Under B-D a head that ends inside an open block gets
+// its close; a head ending with an empty block of the template's own gets
+// the derived empty block in its place; any other head gets the empty block
+// appended. (The reference engine keys this on model families; it agrees on
+// every shared template except LFM2 and Kimi K2, whose templates show no
+// reasoning at all and get none here: docs/TEMPLATES.md.)
 // Thread-safety: pure functions.
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <string>
 #include <string_view>
+
+#include "base/status.h"
 
 namespace pc {
 
 struct ReasoningStyle {
-  std::string open, close;  // the block's markers; empty: no reasoning family
-  std::string fixed_block;  // the empty block in the family's fixed spelling
-  bool prefer_probe = false;  // the template's own spelling of an empty block, when it has one, wins
-  bool via_thinking_field = false;
-  bool drop_space_before = false;  // the block replaces the space before it (GLM)
+  std::string open, close;    // the block's markers; empty: the template has none
+  std::string empty_block;    // B-D: the closed, empty block written before a continued reply
+  bool rendered = false;      // A: the template renders a message's reasoning field
+  bool via_thinking_field = false;  // A, through `thinking` only (gpt-oss), not `reasoning_content`
+  bool drop_space_before = false;   // A: whitespace between the turn header and the block goes
 };
 
-// The style a chat template's source implies (matched on its markers).
-ReasoningStyle ReasoningStyleOf(std::string_view template_source);
+// Renders messages (ordered JSON) with add_generation_prompt and extra
+// variables, as ChatTemplate does.
+using TemplateRender =
+    std::function<Result<std::string>(const nlohmann::ordered_json&, bool, const nlohmann::ordered_json&)>;
+
+// The style the template shows (rules A-D above); source: its Jinja text.
+ReasoningStyle DeriveReasoningStyle(std::string_view source, const TemplateRender& render);
 
 // True when the final message already carries reasoning of its own.
 bool BringsOwnReasoning(const nlohmann::ordered_json& message, const ReasoningStyle& style);
 
-// The marker text put in `reasoning_content` for the probe render.
+// The text put in the reasoning field for probe renders.
 inline constexpr std::string_view kReasoningProbe = "PCREASONINGPROBE";
 
-// head: the continued prompt up to (not including) the content. probe: the
-// same prompt rendered with kReasoningProbe as the message's reasoning
-// (empty when the template does not render it). Returns the new head.
-std::string CloseReasoningBlock(std::string head, std::string_view content, std::string_view probe,
-                                const ReasoningStyle& style);
+// Rule A: probe_render is the continued prompt rendered with kReasoningProbe
+// as the final message's reasoning. Returns it with the probe erased (and
+// the whitespace before the block dropped where the style says), or "" when
+// the probe is not in it.
+std::string EraseReasoningProbe(std::string probe_render, const ReasoningStyle& style);
+
+// Rules B-D: head is the continued prompt up to (not including) the content.
+// Returns the head with a closed, empty block at its end.
+std::string CloseReasoningBlock(std::string head, const ReasoningStyle& style);
 
 }  // namespace pc
