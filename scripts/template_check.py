@@ -4,7 +4,8 @@
 For every *.jinja in the given folders: the reference llama-server
 (../shared/anchor, --jinja) is started with the template, and each probe
 conversation (plain with a system prompt; tools with a call and its result;
-a reasoning reply; two calls at once) is rendered by it and by
+a reasoning reply; two calls at once; a continued reply; a system prompt, tools,
+reasoning and a call with its result at once) is rendered by it and by
 `promptcache serve --chat-template-file` (the same route, so the same
 message handling: null contents, arguments as strings). Prints one line per template and
 conversation (same / differs / error on either side) and the counts.
@@ -41,6 +42,16 @@ CONVERSATIONS = {
                               {"role": "tool", "tool_call_id": "call00001", "content": "21"},
                               {"role": "tool", "tool_call_id": "call00002", "content": "25"},
                               {"role": "user", "content": "Thanks."}], "tools": TOOLS},
+    # A reply continued (the last message is the assistant's): reasoning
+    # models show an empty block first (docs/TEMPLATES.md).
+    "continued": {"messages": [{"role": "system", "content": "You are brief."}, {"role": "user", "content": "Hello!"},
+                               {"role": "assistant", "content": "Hi, I am"}]},
+    # Everything at once: a system prompt, tools, reasoning, a call and its result.
+    "agent": {"messages": [{"role": "system", "content": "Use tools."}, {"role": "user", "content": "Weather in Paris?"},
+                           {"role": "assistant", "content": "", "reasoning_content": "Call the tool.",
+                            "tool_calls": [CALL]},
+                           {"role": "tool", "tool_call_id": "call00001", "content": "{\"temp_c\": 21}"}],
+              "tools": TOOLS},
 }
 
 

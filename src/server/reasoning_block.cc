@@ -42,6 +42,42 @@ std::string_view MarkerAtStart(std::string_view s) {
   return m.find_first_of(kSpace) == std::string_view::npos ? m : std::string_view{};
 }
 
+bool Repeats(std::string_view text, std::string_view m) {
+  const size_t first = text.find(m);
+  return first != std::string_view::npos && text.find(m, first + 1) != std::string_view::npos;
+}
+
+// The marker that ends at `end` in text: a tag (from its '<' or '['),
+// grown back over the tags and words written right before it while it
+// repeats elsewhere in text (Kimi K3's `<|sep|>` ends every header; its
+// block opens with `<|open|>think<|sep|>`).
+std::string_view UniqueMarkerBefore(std::string_view text, size_t end) {
+  std::string_view m = MarkerAtEnd(text.substr(0, end));
+  while (!m.empty() && Repeats(text, m)) {
+    const std::string_view head = text.substr(0, end - m.size());
+    if (head.empty() || kSpace.find(head.back()) != std::string_view::npos) break;
+    const std::string_view longer = MarkerAtEnd(head);
+    if (longer.empty() || m.size() + longer.size() > kMaxMarker) break;
+    m = text.substr(end - m.size() - longer.size(), m.size() + longer.size());
+  }
+  return m;
+}
+
+// The marker that starts at `begin`: a tag, grown forward over the words and
+// tags right after it while it repeats elsewhere.
+std::string_view UniqueMarkerAfter(std::string_view text, size_t begin) {
+  std::string_view m = MarkerAtStart(text.substr(begin));
+  while (!m.empty() && Repeats(text, m)) {
+    const std::string_view rest = text.substr(begin + m.size());
+    const size_t next = rest.find_first_of("<[");
+    if (next == std::string_view::npos || rest.substr(0, next).find_first_of(kSpace) != std::string_view::npos) break;
+    const std::string_view tag = MarkerAtStart(rest.substr(next));
+    if (tag.empty() || m.size() + next + tag.size() > kMaxMarker) break;
+    m = text.substr(begin, m.size() + next + tag.size());
+  }
+  return m;
+}
+
 // `<x>` -> `</x>`, `[X]` -> `[/X]`; "" for anything else.
 std::string ClosingTwin(std::string_view tag) {
   if (tag.size() < 3 || tag[1] == '/' || (tag.front() == '<') != (tag.back() == '>') ||
@@ -85,8 +121,8 @@ bool FromRenderedField(const TemplateRender& render, const std::string& gen, Rea
     const std::string_view before = text.substr(0, probe);
     const std::string_view after = text.substr(probe + kReasoningProbe.size(), content - probe - kReasoningProbe.size());
     ReasoningStyle s;
-    s.open = std::string(MarkerAtEnd(before));
-    s.close = std::string(MarkerAtStart(after));
+    s.open = std::string(UniqueMarkerBefore(text, TrimRight(before).size()));
+    s.close = std::string(UniqueMarkerAfter(text, content - TrimLeft(after).size()));
     if (s.open.empty() || s.close.empty()) continue;
     s.rendered = true;
     s.via_thinking_field = thinking_only;
