@@ -89,6 +89,24 @@ TEST(Jinja, FiltersTestsAndMethods) {
   EXPECT_EQ(R("{{ '%s-%d' % ('a', 3) }}"), "a-3");
 }
 
+// Python's list methods, on lists shared by reference (a namespace's list
+// changes through them), as templates written for llama.cpp use them
+// (Kimi K2 Thinking's queue of tool call ids, DeepSeek V3.2's tool list).
+TEST(Jinja, ListMethodsMutateTheSharedList) {
+  EXPECT_EQ(R("{% set ns = namespace(ids=[]) %}{% set _ = ns.ids.append('a') %}{% set _ = ns.ids.append('b') %}"
+              "{{ ns.ids }} {{ ns.ids.pop(0) }} {{ ns.ids }}"),
+            "['a', 'b'] a ['b']");
+  EXPECT_EQ(R("{% set l = [3, 1] %}{% set _ = l.extend([1, 2]) %}{% set _ = l.insert(-1, 9) %}{% set _ = l.insert(99, 7) %}"
+              "{{ l }} {{ l.index(1) }} {{ l.count(1) }} {{ l.pop() }} {{ l }}"),
+            "[3, 1, 1, 9, 2, 7] 1 2 7 [3, 1, 1, 9, 2]");
+  EXPECT_EQ(R("{% set a = [1] %}{% set b = a %}{% set _ = b.append(2) %}{{ a }}"), "[1, 2]");
+  EXPECT_EQ(R("{{ [].pop() }}"), "ERROR: pop from empty list");
+  EXPECT_EQ(R("{{ [1].pop(5) }}"), "ERROR: pop index out of range");
+  EXPECT_EQ(R("{{ [1].index(2) }}"), "ERROR: 2 is not in list");
+  // Doubling a list by extend() stops at a bound, not at the memory's end.
+  EXPECT_TRUE(R("{% set l = [1] %}{% for i in range(40) %}{% set _ = l.extend(l) %}{% endfor %}").starts_with("ERROR: list too long"));
+}
+
 TEST(Jinja, ErrorsAreMessages) {
   EXPECT_EQ(R("{{ raise_exception('Only user and assistant roles') }}"), "ERROR: Only user and assistant roles");
   EXPECT_EQ(R("{{ x.y }}"), "ERROR: 'x' is undefined");

@@ -177,6 +177,72 @@ std::string Indent(const std::string& s, const Value& width, bool first, bool bl
   return out;
 }
 
+// A list index as Python takes it (negative from the end); fails outside.
+size_t ListIndex(const Array& a, int64_t i, const char* what) {
+  const int64_t n = static_cast<int64_t>(a.size());
+  if (i < 0) i += n;
+  if (i < 0 || i >= n) Fail(std::string(what) + " index out of range");
+  return static_cast<size_t>(i);
+}
+
+constexpr size_t kMaxListItems = 1 << 20;  // extend() could otherwise double a list per step
+
+// Python's list methods. Lists are shared by reference, as in Python, so
+// `ns.ids.append(x)` changes the namespace's list (templates written for the
+// reference engine use them; Hugging Face's sandbox refuses them).
+std::optional<Value> ListMethod(const Value& l, const std::string& name) {
+  if (name == "append") {
+    return Bound(name, [l](CallArgs& a) {
+      if (l.array().size() >= kMaxListItems) Fail("list too long");
+      l.array().push_back(a.Get(0, "object"));
+      return Value::None();
+    });
+  }
+  if (name == "extend") {
+    return Bound(name, [l](CallArgs& a) {
+      Array add;
+      for (const Value& x : Iterate(a.Get(0, "iterable"))) add.push_back(x);
+      if (l.array().size() + add.size() > kMaxListItems) Fail("list too long");
+      l.array().insert(l.array().end(), add.begin(), add.end());
+      return Value::None();
+    });
+  }
+  if (name == "pop") {
+    return Bound(name, [l](CallArgs& a) {
+      if (l.array().empty()) Fail("pop from empty list");
+      const size_t i = ListIndex(l.array(), IntArg(a.Get(0, "index"), -1), "pop");
+      Value v = l.array()[i];
+      l.array().erase(l.array().begin() + static_cast<std::ptrdiff_t>(i));
+      return v;
+    });
+  }
+  if (name == "insert") {
+    return Bound(name, [l](CallArgs& a) {
+      if (l.array().size() >= kMaxListItems) Fail("list too long");
+      const int64_t n = static_cast<int64_t>(l.array().size());
+      int64_t i = IntArg(a.Get(0, "index"), 0);
+      i = std::clamp<int64_t>(i < 0 ? i + n : i, 0, n);
+      l.array().insert(l.array().begin() + i, a.Get(1, "object"));
+      return Value::None();
+    });
+  }
+  if (name == "index" || name == "count") {
+    const bool count = name == "count";
+    return Bound(name, [l, count](CallArgs& a) {
+      const Value x = a.Get(0, "value");
+      int64_t n = 0;
+      for (size_t i = 0; i < l.array().size(); ++i) {
+        if (!l.array()[i].Equals(x)) continue;
+        if (!count) return Value(static_cast<int64_t>(i));
+        ++n;
+      }
+      if (!count) Fail(x.Repr() + " is not in list");
+      return Value(n);
+    });
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<Value> Method(const Value& obj, const std::string& name) {
@@ -264,6 +330,7 @@ std::optional<Value> Method(const Value& obj, const std::string& name) {
     }
     return std::nullopt;
   }
+  if (obj.is_array()) return ListMethod(obj, name);
   if (obj.is_object()) {
     const Value o = obj;
     if (name == "items") {
