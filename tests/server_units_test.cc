@@ -211,6 +211,44 @@ TEST(ChatTemplate, ReasoningMarkersAreReadOffTheTemplate) {
             "<|T|><|U|>Hi<|E|><|T|><|S|>tools<|E|><|T|><|A|>Hel");
 }
 
+// Tool results go where the template reads them: a template that reads an
+// assistant turn's `tool_responses` and treats `tool` messages like any other
+// role gets them folded into the turn (name by position, content parsed as
+// JSON); one that handles `tool` messages itself keeps them. Reasoning goes to
+// `thinking` where the template reads only that field.
+TEST(ChatTemplate, ToolResultsAndReasoningGoWhereTheTemplateReadsThem) {
+  const std::string turns =
+      "{% for m in messages %}<{{ m.role }}>{% for c in m.tool_calls or [] %}call {{ c.function.name }};{% endfor %}"
+      "{% for r in m.tool_responses or [] %}resp {{ r.name | default('?') }}={{ r.response | tojson }};{% endfor %}"
+      "{% if m.thinking %}<t>{{ m.thinking }}</t>{% endif %}{{ m.content or '' }}{% endfor %}";
+  auto reads = ChatTemplate::FromSource(turns, "tool_responses");
+  ASSERT_TRUE(reads.ok());
+  nlohmann::json call = {{"id", "c1"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", "{}"}}}};
+  nlohmann::json call2 = call;
+  call2["function"]["name"] = "g";
+  const nlohmann::json msgs = {{{"role", "user"}, {"content", "U"}},
+                               {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call, call2}}},
+                               {{"role", "tool"}, {"tool_call_id", "c1"}, {"content", "{\"a\": 1}"}},
+                               {{"role", "tool"}, {"tool_call_id", "zz"}, {"name", "other"}, {"content", "hot"}},
+                               {{"role", "tool"}, {"tool_call_id", "c3"}, {"name", "h"}, {"content", "[1]"}},
+                               {{"role", "user"}, {"content", "V"}},
+                               {{"role", "tool"}, {"content", "stray"}}};
+  EXPECT_EQ(reads->Render(msgs, false)->text,
+            "<user>U<assistant>call f;call g;resp f={\"a\": 1};resp g=\"hot\";resp h=[1];<user>V<tool>stray");
+  // A template with its own handling of `tool` messages keeps them.
+  auto own = ChatTemplate::FromSource(
+      "{% for m in messages %}{% if m.role == 'tool' %}(result {{ m.content }}){% else %}<{{ m.role }}>{{ m.content or '' }}"
+      "{% for r in m.tool_responses or [] %}!{% endfor %}{% endif %}{% endfor %}",
+      "own");
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ(own->Render(msgs, false)->text, "<user>U<assistant>(result {\"a\": 1})(result hot)(result [1])<user>V(result stray)");
+  // reasoning_content is given as `thinking` to a template that reads only that.
+  const nlohmann::json thought = {{{"role", "user"}, {"content", "U"}},
+                                  {{"role", "assistant"}, {"content", "A"}, {"reasoning_content", "why"}},
+                                  {{"role", "user"}, {"content", "V"}}};
+  EXPECT_EQ(reads->Render(thought, true)->text, "<user>U<assistant><t>why</t>A<user>V");
+}
+
 class ApiParse : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -76,6 +76,45 @@ size_t MarkerStart(std::string_view s, size_t k) {
   return k;
 }
 
+// Tool results as a template that reads `tool_responses` expects them: each
+// run of `tool` messages right after an assistant turn with calls goes into
+// that turn as {name: the call's name at the same position (else the
+// message's `name`), response: the content parsed as JSON, else the text},
+// as the reference engine folds them. Other tool messages stay as they are.
+nlohmann::ordered_json FoldToolResults(const nlohmann::ordered_json& msgs) {
+  using ojson = nlohmann::ordered_json;
+  ojson out = ojson::array();
+  size_t owner = 0, k = 0;
+  bool open = false;
+  for (const ojson& m : msgs) {
+    const bool is_tool = m.is_object() && m.value("role", "") == "tool";
+    if (is_tool && open) {
+      ojson& a = out[owner];
+      ojson r = ojson::object();
+      const ojson& calls = a["tool_calls"];
+      const ojson* f = k < calls.size() && calls[k].is_object() ? &calls[k] : nullptr;
+      if (f != nullptr && f->contains("function") && (*f)["function"].is_object()) f = &(*f)["function"];
+      if (f != nullptr && f->contains("name") && (*f)["name"].is_string()) {
+        r["name"] = (*f)["name"];
+      } else if (m.contains("name") && m["name"].is_string()) {
+        r["name"] = m["name"];
+      }
+      const ojson content = m.value("content", ojson());
+      ojson parsed = content.is_string() ? ojson::parse(content.get<std::string>(), nullptr, false) : content;
+      r["response"] = parsed.is_discarded() ? content : std::move(parsed);
+      a["tool_responses"].push_back(std::move(r));
+      ++k;
+      continue;
+    }
+    out.push_back(m);
+    open = m.is_object() && m.value("role", "") == "assistant" && m.contains("tool_calls") && m["tool_calls"].is_array() &&
+           !m["tool_calls"].empty() && !m.contains("tool_responses");
+    owner = out.size() - 1;
+    k = 0;
+  }
+  return out;
+}
+
 }  // namespace
 
 Result<ChatTemplate> ChatTemplate::FromSource(std::string_view source, std::string name) {
@@ -85,16 +124,43 @@ Result<ChatTemplate> ChatTemplate::FromSource(std::string_view source, std::stri
   c.name_ = std::move(name);
   c.tmpl_ = std::move(*t);
   c.thinking_by_default_ = source.find("Deliberation: ") == std::string_view::npos;
+
   // A template that renders a system message without its text (it reads
   // only user and assistant turns) gets the message in the first user turn,
   // as one that refuses it does; the reference engine probes the same way.
   const nlohmann::ordered_json probe = {{{"role", "system"}, {"content", "PCSYSPROBE"}}, {{"role", "user"}, {"content", "U"}}};
   if (Result<std::string> r = c.RenderText(probe, true, nlohmann::ordered_json::object()); r.ok())
     c.drops_system_ = r->find("PCSYSPROBE") == std::string::npos;
+  c.folds_tool_results_ = source.find("tool_responses") != std::string_view::npos && !c.HandlesToolRole();
   c.reasoning_ = DeriveReasoningStyle(source, [&c](const nlohmann::ordered_json& m, bool agp, const nlohmann::ordered_json& x) {
     return c.RenderText(m, agp, x);
   });
   return c;
+}
+
+// Whether the template treats a `tool` message otherwise than a message of
+// a role it does not know (which it renders generically or refuses).
+// (Arguments as an object and as a string: templates take one or the other.)
+bool ChatTemplate::HandlesToolRole() const {
+  for (const bool args_object : {true, false}) {
+    auto probe = [&](const char* role) {
+      const nlohmann::ordered_json args = args_object ? nlohmann::ordered_json::object() : nlohmann::ordered_json("{}");
+      const nlohmann::ordered_json msgs = {
+          {{"role", "user"}, {"content", "U"}},
+          {{"role", "assistant"},
+           {"content", ""},
+           {"tool_calls", {{{"id", "call00001"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", args}}}}}}},
+          {{"role", role}, {"tool_call_id", "call00001"}, {"content", "PCTOOLRESULT"}}};
+      return RenderText(msgs, false, nlohmann::ordered_json::object());
+    };
+    Result<std::string> tool = probe("tool"), other = probe("pcotherrole");
+    if (!tool.ok() && !other.ok()) continue;
+    if (tool.ok() != other.ok()) return true;
+    std::string as_tool = *other;
+    for (size_t at; (at = as_tool.find("pcotherrole")) != std::string::npos;) as_tool.replace(at, 11, "tool");
+    return as_tool != *tool;
+  }
+  return false;
 }
 
 Result<ChatTemplate> ChatTemplate::Builtin(std::string_view name) {
@@ -110,8 +176,10 @@ std::vector<std::string> ChatTemplate::BuiltinNames() {
   return v;
 }
 
-Result<std::string> ChatTemplate::RenderText(const nlohmann::ordered_json& messages, bool add_generation_prompt,
+Result<std::string> ChatTemplate::RenderText(const nlohmann::ordered_json& given, bool add_generation_prompt,
                                              const nlohmann::ordered_json& extra) const {
+  const nlohmann::ordered_json folded = folds_tool_results_ ? FoldToolResults(given) : nlohmann::ordered_json();
+  const nlohmann::ordered_json& messages = folds_tool_results_ ? folded : given;
   jinja::Value ctx = jinja::Value::MakeObject();
   std::tm now{};
   if (date_) {
@@ -192,6 +260,14 @@ Result<ChatPrompt> ChatTemplate::Render(const nlohmann::ordered_json& messages, 
                                         const nlohmann::ordered_json& extra) const {
   if (!messages.is_array()) return Status::Error("'messages' must be an array");
   nlohmann::ordered_json msgs = messages;
+  // A template that reads reasoning from `thinking` (gpt-oss) gets the
+  // clients' `reasoning_content` there.
+  if (reasoning_.via_thinking_field) {
+    for (nlohmann::ordered_json& m : msgs) {
+      if (m.is_object() && m.contains("reasoning_content") && m["reasoning_content"].is_string() && !m.contains("thinking"))
+        m["thinking"] = m["reasoning_content"];
+    }
+  }
   if (tok_ != nullptr) {
     for (nlohmann::ordered_json& m : msgs) {
       if (!m.is_object() || (m.contains("role") && m["role"] == "assistant")) continue;

@@ -14,7 +14,10 @@
 // right after its content, as for a prefilled reply; on a reasoning model
 // after a closed, empty reasoning block: server/reasoning_block.h). A
 // template that raises on a system message gets it merged into the first
-// user message; so does one that renders it without its text.
+// user message; so does one that renders it without its text. A template
+// that reads tool results from an assistant turn's `tool_responses` and
+// has no handling of its own for `tool` messages (llama.cpp's Gemma 4) gets
+// the `tool` messages after that turn folded into it.
 //
 // No special-token injection: text a client sends in a message (all roles
 // but assistant, whose content is the model's own output replayed) never
@@ -90,6 +93,7 @@ class ChatTemplate {
  private:
   Result<std::string> RenderText(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                                  const nlohmann::ordered_json& extra) const;
+  bool HandlesToolRole() const;
   Result<std::string> ContinueFinal(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& extra) const;
   std::string name_;
   jinja::Template tmpl_;
@@ -98,6 +102,7 @@ class ChatTemplate {
   ReasoningStyle reasoning_;
   bool thinking_by_default_ = true;
   bool drops_system_ = false;  // renders a system message without its text (merged into the first user turn)
+  bool folds_tool_results_ = false;  // reads results from an assistant turn's `tool_responses`
   const Tokenizer* tok_ = nullptr;
 };
 
