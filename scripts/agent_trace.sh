@@ -48,7 +48,7 @@ run_arm() {  # label port
 }
 
 port=18731
-"$bin" serve -m "$model" --chat-template-file "$template" --port $port -t 2 -c 16384 >"$out/ours.log" 2>&1 &
+"$bin" serve -m "$model" --chat-template-file "$template" --port $port -t 2 -c 16384 ${PC_SERVE_ARGS:-} >"$out/ours.log" 2>&1 &
 wait_up $port
 run_arm promptcache $port
 kill %1; wait %1 2>/dev/null || true

@@ -104,6 +104,7 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
                                   static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size(),
                                   std::max<size_t>(1, static_cast<size_t>(cache_.pool().num_blocks()) / 100), opt.admission}),
       step_budget_(StepBudgetOptions{opt.max_step_ms, opt.max_batch_tokens, cache_.block_size()}) {
+  step_budget_.SetKvPass(opt_.kv_pass_ms_per_position, opt_.prefill_profile_chunk);
   step_budget_.SetPrefillProfile(opt_.prefill_profile);
   if (opt_.tiers) cache_.set_listener(opt_.tiers);
   start_ns_ = NowNs();
@@ -518,7 +519,8 @@ void Engine::Requeue(Active& a, bool preempted) {
 // the step planned again (the oldest sequences always make progress).
 std::vector<WorkItem> Engine::PlanWithBlocks() {
   for (;;) {
-    std::vector<WorkItem> work = scheduler_.Plan(step_budget_.Prefill(scheduler_.NumDecoding(), scheduler_.DecodeContext()));
+    std::vector<WorkItem> work = scheduler_.Plan(
+        step_budget_.Prefill(scheduler_.NumDecoding(), scheduler_.DecodeContext(), scheduler_.PrefillDepth()));
     bool short_of_blocks = false;
     for (const WorkItem& w : work) {
       CachedSequence& seq = *active_.at(w.id)->seq;
@@ -598,9 +600,12 @@ void Engine::NotePlannedStep(const StepShape& shape) {
   metrics_.Set("promptcache_step_predicted_ms", "", ms);
   // A step without decodes may be stretched past the target on purpose
   // (StepBudget: its fixed part kept to a tenth); only past that is it over.
-  const double limit_ms = shape.n_decode > 0 ? opt_.max_step_ms : step_budget_.PrefillOnlyStepMs();
+  const double limit_ms =
+      shape.n_decode > 0 ? opt_.max_step_ms
+                         : step_budget_.PrefillOnlyStepMs(shape.chunks > 0 ? shape.chunk_depth / static_cast<double>(shape.chunks) : 0);
   metrics_.Set("promptcache_prefill_cost_ms", "part=\"token_at_0\"", step_budget_.prefill_ms_per_token());
   metrics_.Set("promptcache_prefill_cost_ms", "part=\"per_1k_positions\"", 1000 * step_budget_.attention_ms_per_position());
+  metrics_.Set("promptcache_prefill_cost_ms", "part=\"chunk_pass_per_1k_positions\"", 1000 * step_budget_.kv_pass_ms_per_position());
   if (ms <= limit_ms * 1.05) return;
   const bool decodes = shape.n_decode > 0 && decode_ms > opt_.max_step_ms;
   metrics_.Add("promptcache_steps_over_target_total", decodes ? "cause=\"decodes\"" : "cause=\"prefill_floor\"", 1);

@@ -53,6 +53,10 @@ struct EngineOptions {
   // the step budget's first prices for chunks deep in a prompt. Empty: learned
   // from the steps alone.
   std::vector<std::pair<double, double>> prefill_profile;
+  // What a prefill chunk pays per cached position before it, ms, and the
+  // chunk length of prefill_profile's samples (CostModel); 0: not priced.
+  double kv_pass_ms_per_position = 0;
+  size_t prefill_profile_chunk = 0;
   // Who goes first among waiting requests and prompts (scheduler.h).
   Admission admission = Admission::kCacheAware;
   size_t max_running = 32;

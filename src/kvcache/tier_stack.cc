@@ -77,8 +77,23 @@ CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_t
     }
     samples.emplace_back(static_cast<double>(p + chunk / 2), best / static_cast<double>(chunk));
   }
+  // One-token steps at depth 0 and at the deepest position: what the
+  // deeper one costs more is the pass over the positions before it.
+  auto one_token_ms = [&](size_t p) {
+    const std::vector<BatchToken> one = {{1, static_cast<int32_t>(p), table, true}};
+    double best = 1e300;
+    for (int rep = 0; rep < 3; ++rep) {
+      const int64_t t0 = NowNs();
+      model.Forward(one, kv, &logits);
+      best = std::min(best, NsToMs(NowNs() - t0));
+    }
+    return best;
+  };
+  const size_t deep = positions[1 % positions.size()];
+  const double pass = deep > 0 ? std::max(one_token_ms(deep) - one_token_ms(0), 0.0) / static_cast<double>(deep) : 0.0;
   CostModel m;
   m.SetPrefillSamples(std::move(samples));
+  m.SetKvPass(pass, chunk);
   return m;
 }
 

@@ -46,17 +46,26 @@ class CostModel {
   // beats recomputing it; 0 when none up to max_tokens does.
   size_t MinUsefulMatchTokens(const std::string& tier, size_t block_size, size_t max_tokens) const;
   const std::vector<std::pair<double, double>>& prefill_samples() const { return samples_; }
+  // What a chunk pays once per cached position before it (the K/V read and
+  // widened once for all its rows), ms, from one-token steps at depth 0 and
+  // deep; and the chunk length of the prefill samples.
+  void SetKvPass(double ms_per_position, size_t sample_chunk) { kv_pass_ms_ = ms_per_position, sample_chunk_ = sample_chunk; }
+  double kv_pass_ms_per_position() const { return kv_pass_ms_; }
+  size_t sample_chunk_tokens() const { return sample_chunk_; }
 
  private:
   double MsPerTokenAt(double pos) const;
   std::vector<std::pair<double, double>> samples_;
+  double kv_pass_ms_ = 0;
+  size_t sample_chunk_ = 0;
   std::map<std::string, TierCost> tiers_;
 };
 
 // Times prefill of a chunk of tokens at several positions (the K/V behind
 // each position need not be meaningful for timing): position 0 and the
-// deepest always, the others until max_ms have passed. About a second on
-// a small model.
+// deepest always, the others until max_ms have passed; then one-token steps
+// at position 0 and the deepest (the K/V pass per position). About a second
+// on a small model.
 CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens = 32, double max_ms = 3000);
 // Times loads of 1 and of 8 blocks of payload_bytes (random keys, erased
 // after); nullopt when the tier could not store or return them (full, down).

@@ -251,6 +251,14 @@ double Scheduler::DecodeContext() const {
   return n;
 }
 
+size_t Scheduler::PrefillDepth() const {
+  size_t depth = SIZE_MAX;
+  for (const auto& [id, r] : running_) {
+    if (r.started && r.in_prefill()) depth = std::min(depth, r.num_computed);
+  }
+  return depth == SIZE_MAX ? 0 : depth;
+}
+
 std::vector<WorkItem> Scheduler::Plan(size_t max_prefill_tokens) const {
   return Plan(PrefillBudget{max_prefill_tokens, max_prefill_tokens, max_prefill_tokens});
 }

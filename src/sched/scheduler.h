@@ -135,6 +135,8 @@ class Scheduler {
   size_t NumDecoding() const;
   // Their cached positions summed (what their attention reads).
   double DecodeContext() const;
+  // The cached positions of the shallowest prompt still in prefill (0: none).
+  size_t PrefillDepth() const;
   void Advanced(uint64_t id, size_t num_tokens);
   // Removes the request wherever it is; false if unknown.
   bool Finish(uint64_t id);

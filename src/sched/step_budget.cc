@@ -12,16 +12,27 @@ namespace {
 // times the target, so that a request arriving meanwhile waits at most that.
 // (At twice the target a lone 4,700-token prompt on bench-135m took 2.9x as
 // long as in unbounded chunks on a 2-core Zen 5: each chunk also re-reads
-// and converts the K/V of every position before it and synchronises the
-// threads once per operation, costs the one-token step does not show.)
+// and converts the K/V of every position before it, which the fixed part
+// now counts at the prompt's depth: pass_ms.)
 constexpr double kMaxFixedShare = 0.1;
 constexpr double kPrefillOnlyTargets = 8;
 // Weight of the calibrated prior, in recent steps' worth of evidence.
 constexpr double kPriorSteps = 1;
 }  // namespace
 
+void StepBudget::SetKvPass(double ms_per_position, size_t calibration_chunk) {
+  pass_ms_ = std::max(ms_per_position, 0.0);
+  calibration_chunk_ = calibration_chunk;
+}
+
 void StepBudget::SetPrefillProfile(std::vector<std::pair<double, double>> samples) {
   if (samples.empty()) return;
+  // Each sample is a chunk's time per token: its pass (at the chunk's first
+  // position, the sample's less half a chunk) is not the tokens'.
+  if (pass_ms_ > 0 && calibration_chunk_ > 0) {
+    const double c = static_cast<double>(calibration_chunk_);
+    for (auto& [x, y] : samples) y = std::max(y - pass_ms_ * std::max(x - 0.5 * c, 0.0) / c, 0.25 * y);
+  }
   // Least-squares line ms = base + attn * position through the samples.
   double n = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
   for (const auto& [x, y] : samples) {
@@ -46,19 +57,20 @@ double StepBudget::PrefillMs(size_t pos, size_t n) const {
   if (!knows_prefill_cost()) return static_cast<double>(n);  // unknown: a token stands for a millisecond
   StepShape chunk;
   chunk.AddChunk(pos, n);
-  return base_ms_ * static_cast<double>(n) + attn_ms_ * chunk.prefill_positions;
+  return base_ms_ * static_cast<double>(n) + attn_ms_ * chunk.prefill_positions + (n > 0 ? pass_ms_ * chunk.chunk_depth : 0.0);
 }
 
 double StepBudget::StepMs(const StepShape& step) const {
-  const double prefill = knows_prefill_cost()
-                             ? base_ms_ * static_cast<double>(step.n_prefill) + attn_ms_ * step.prefill_positions
-                             : static_cast<double>(step.n_prefill);
+  const double prefill = knows_prefill_cost() ? base_ms_ * static_cast<double>(step.n_prefill) +
+                                                   attn_ms_ * step.prefill_positions + pass_ms_ * step.chunk_depth
+                                             : static_cast<double>(step.n_prefill);
   return (step.n_decode > 0 ? DecodeMs(step.n_decode, step.decode_context) : StepFixedMs()) + prefill;
 }
 
 size_t StepBudget::PrefillTokensWithin(double ms, size_t pos) const {
+  if (std::isinf(ms) && ms > 0) return SIZE_MAX;
+  if (knows_prefill_cost()) ms -= pass_ms_ * static_cast<double>(pos);  // the chunk's own pass
   if (!(ms > 0)) return 0;
-  if (std::isinf(ms)) return SIZE_MAX;
   double n;
   if (!knows_prefill_cost()) {
     n = ms;
@@ -79,14 +91,14 @@ double StepBudget::DecodeMs(size_t n_decode, double decode_context) const {
 
 double StepBudget::StepFixedMs() const { return DecodeMs(1); }
 
-double StepBudget::PrefillOnlyStepMs() const {
-  const double fixed_ms = StepFixedMs();
+double StepBudget::PrefillOnlyStepMs(double depth) const {
+  const double fixed_ms = StepFixedMs() + pass_ms_ * std::max(depth, 0.0);
   return std::clamp(fixed_ms / kMaxFixedShare, opt_.target_ms, kPrefillOnlyTargets * opt_.target_ms);
 }
 
 size_t StepBudget::FloorTokens(size_t room) const { return std::min(opt_.min_chunk, room); }
 
-PrefillBudget StepBudget::Prefill(size_t n_decode, double decode_context) const {
+PrefillBudget StepBudget::Prefill(size_t n_decode, double decode_context, size_t prefill_depth) const {
   PrefillBudget b;
   b.room = opt_.max_tokens > n_decode ? opt_.max_tokens - n_decode : 0;
   b.shared = b.within_target = b.room;
@@ -103,7 +115,7 @@ PrefillBudget StepBudget::Prefill(size_t n_decode, double decode_context) const 
     b.shared_ms = std::max(opt_.target_ms - decode_ms, decode_ms);
     b.within_target_ms = std::max(opt_.target_ms - decode_ms, 0.0);
   } else {
-    b.shared_ms = b.within_target_ms = PrefillOnlyStepMs() - StepFixedMs();
+    b.shared_ms = b.within_target_ms = PrefillOnlyStepMs(static_cast<double>(prefill_depth)) - StepFixedMs();
   }
   return b;
 }
@@ -173,8 +185,10 @@ void StepBudget::ObservePrefill(double n, double s, double y) {
 
 void StepBudget::Observe(const StepShape& step, double ms) {
   if (!(ms > 0) || (step.n_decode == 0 && step.n_prefill == 0)) return;
+  const double passes = pass_ms_ * step.chunk_depth;  // priced apart (SetKvPass), not fitted
   if (step.n_decode == 0) {  // prefill alone: the step's fixed part is not the prompt's
-    ObservePrefill(static_cast<double>(step.n_prefill), step.prefill_positions, std::max(ms - StepFixedMs(), 0.25 * ms));
+    ObservePrefill(static_cast<double>(step.n_prefill), step.prefill_positions,
+                   std::max(ms - StepFixedMs() - passes, 0.25 * ms));
     return;
   }
   if (step.n_prefill == 0) {
@@ -186,7 +200,7 @@ void StepBudget::Observe(const StepShape& step, double ms) {
   // estimate exceeds its duration says little about prefill: take a quarter
   // of it rather than nothing.
   const double decode_part = DecodeMs(step.n_decode, step.decode_context);
-  const double prefill_part = std::max(ms - decode_part, 0.25 * ms);
+  const double prefill_part = std::max(ms - decode_part - passes, 0.25 * ms);
   ObservePrefill(static_cast<double>(step.n_prefill), step.prefill_positions, prefill_part);
 }
 

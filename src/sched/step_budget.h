@@ -5,13 +5,19 @@
 //
 //   decode_ms  = fixed_ms + n_decode * per_seq_ms + attn_ms * sum(context)
 //   prefill_ms = sum over prompt tokens at position p of (base_ms + attn_ms * p)
+//                + pass_ms * (the chunk's first position), per chunk
 //
 // attn_ms is the attention cost of one query against one cached position
 // (ms); a prefill token deep in a long prompt costs base_ms + attn_ms * p,
 // several times a shallow one on a slow CPU, so chunks are sized by the
-// position they start at. Where the costs come from:
+// position they start at. pass_ms is what a chunk pays once for each cached
+// position before it, whatever its length: the K/V behind it read and
+// widened once for all its rows (on a 2-core Zen 5, bench-135m: a one-token
+// step at depth 4,736 took 14 ms against 3.3 ms at depth 0, while a token
+// deep in a long chunk costs 2 ms). Where the costs come from:
 // - the calibrated prefill curve (position -> ms per token, measured at
-//   start: SetPrefillProfile) fixes base_ms and attn_ms before any step ran;
+//   start: SetPrefillProfile) fixes base_ms and attn_ms before any step ran,
+//   and one-token steps at depth 0 and deep fix pass_ms (SetKvPass);
 // - measured steps refine them: the decode line is a least-squares fit in
 //   n_decode through recent decode-only steps (older ones weigh less; the
 //   weights are read once per step, so the fixed part is most of a small
@@ -25,9 +31,10 @@
 //     queued prompts advance at half the machine's speed)
 //   without decodes: nobody streams, but a step is what an arriving request
 //     (a cache hit) waits behind: target - fixed_ms, stretched until the
-//     fixed per-step part (fixed_ms: the weights read once, what a
-//     one-token step costs) is a tenth of the step (prefill at 90% of its
-//     long-chunk speed), but never past eight times the target.
+//     step's fixed part (fixed_ms, the weights read once, plus the chunk's
+//     K/V pass at the prompt's depth: what a one-token step there costs)
+//     is a tenth of the step (prefill at 90% of its long-chunk speed), but
+//     never past eight times the target.
 // A turn always gets at least one token (prompts always advance); before
 // any cost is known, min_chunk tokens. When even the decodes or that one
 // token cannot fit the target, steps_over_target() counts it.
@@ -72,12 +79,17 @@ struct StepShape {
   size_t n_prefill = 0;
   double prefill_positions = 0;  // sum over prefilled tokens of their positions
 
+  size_t chunks = 0;
+  double chunk_depth = 0;  // sum over chunks of their first position (each pays one K/V pass)
+
   void AddDecode(size_t pos) { ++n_decode, decode_context += static_cast<double>(pos); }
   // Prompt tokens [pos, pos + n).
   void AddChunk(size_t pos, size_t n) {
     const double nd = static_cast<double>(n);
     n_prefill += n;
     prefill_positions += nd * static_cast<double>(pos) + 0.5 * nd * (nd - 1);
+    ++chunks;
+    chunk_depth += static_cast<double>(pos);
   }
 };
 
@@ -87,11 +99,17 @@ class StepBudget {
 
   // The calibrated prefill curve: (position, ms per token) samples, any
   // order; a least-squares line through them seeds base_ms and attn_ms.
+  // Call SetKvPass first: the samples are then taken to come from chunks of
+  // calibration_chunk tokens, and their pass share is taken off.
   void SetPrefillProfile(std::vector<std::pair<double, double>> samples);
+  // The K/V pass a chunk pays per cached position before it, ms (measured:
+  // CostModel::kv_pass_ms_per_position); 0: none priced.
+  void SetKvPass(double ms_per_position, size_t calibration_chunk);
 
   // The budget of a step that decodes n_decode sequences whose cached
-  // positions sum to decode_context.
-  PrefillBudget Prefill(size_t n_decode, double decode_context = 0) const;
+  // positions sum to decode_context; prefill_depth: where the shallowest
+  // prompt in prefill stands (sizes a step without decodes).
+  PrefillBudget Prefill(size_t n_decode, double decode_context = 0, size_t prefill_depth = 0) const;
   // Tokens of a prompt at position 0 that the shared budget allows (tests,
   // reports): Prefill(n_decode) priced at depth 0.
   size_t PrefillTokens(size_t n_decode) const;
@@ -108,8 +126,8 @@ class StepBudget {
   // The part of every step that does not depend on its tokens (the weights
   // read once), ms: what a one-sequence decode step costs; 0 until measured.
   double StepFixedMs() const;
-  // How long a step without decodes may be (see above), ms.
-  double PrefillOnlyStepMs() const;
+  // How long a step without decodes may be (see above), ms, its prompt at depth.
+  double PrefillOnlyStepMs(double depth = 0) const;
 
   // A finished step and its measured duration.
   void Observe(const StepShape& step, double ms);
@@ -119,6 +137,7 @@ class StepBudget {
   double prefill_ms_per_token() const { return base_ms_; }
   double attention_ms_per_position() const { return attn_ms_; }
   bool knows_prefill_cost() const { return base_ms_ > 0; }
+  double kv_pass_ms_per_position() const { return pass_ms_; }
 
  private:
   void ObserveDecode(size_t n_decode, double ms);
@@ -138,6 +157,8 @@ class StepBudget {
   double prior_base_ms_ = -1, prior_attn_ms_ = 0;
   double base_ms_ = -1;  // per prefill token at position 0; < 0 until known
   double attn_ms_ = 0;   // per query token per cached position
+  double pass_ms_ = 0;   // per chunk per cached position before it
+  size_t calibration_chunk_ = 0;
 };
 
 }  // namespace pc

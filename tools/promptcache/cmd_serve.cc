@@ -1,4 +1,5 @@
 // promptcache serve: the OpenAI-compatible server.
+#include <optional>
 #include <signal.h>
 
 #include <chrono>
@@ -172,18 +173,25 @@ int Serve(const ServeFlags& f) {
   if (!tiers.ok()) return Fail(tiers.status().message());
   eo.tiers = tiers->get();  // declared before the engine: destroyed (and flushed) after it
   eo.admission = f.admission == "fifo" ? Admission::kFifo : Admission::kCacheAware;
+  std::optional<CostModel> costs;
   if (eo.tiers) {
-    eo.prefill_profile = eo.tiers->costs().prefill_samples();
+    costs = eo.tiers->costs();
   } else if (f.max_step_ms > 0) {
     // The step budget's first prices for deep chunks (its learned costs
     // refine them): about a second on a small model.
-    eo.prefill_profile = CalibratePrefill(**model, eo.cache).prefill_samples();
+    costs = CalibratePrefill(**model, eo.cache);
+  }
+  if (costs) {
+    eo.prefill_profile = costs->prefill_samples();
+    eo.kv_pass_ms_per_position = costs->kv_pass_ms_per_position();
+    eo.prefill_profile_chunk = costs->sample_chunk_tokens();
   }
   if (!eo.prefill_profile.empty()) {
     std::string curve;
     for (const auto& [pos, ms] : eo.prefill_profile) curve += fmt::format(" {:.2f} ms at {:.0f},", ms, pos);
     curve.pop_back();
-    std::fprintf(stderr, "promptcache: prefill per token:%s\n", curve.c_str());
+    std::fprintf(stderr, "promptcache: prefill per token:%s; a chunk's K/V pass %.2f ms per 1k positions\n", curve.c_str(),
+                 1000 * eo.kv_pass_ms_per_position);
   }
   Engine engine(**model, *tok, eo);
   Server server(engine, *tok, so);
