@@ -328,12 +328,8 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   const AttnHeads h{static_cast<size_t>(c.n_head), static_cast<size_t>(c.n_kv_head), static_cast<size_t>(c.head_dim),
                     c.attn_scale};
   // Work items: chunks of up to kRows consecutive rows of one sequence, every
-  // head; each streams (and widens) its sequence's K/V once per span for all
-  // of them, so more rows per item read the K/V fewer times. Few items over a
-  // long context still fill the threads: split-KV below. (32 rows per item
-  // made a 425-token chunk at depth 4,736 take 1.5x as long on a 2-core Zen 5:
-  // the K/V widened four times per layer instead of once or twice.)
-  constexpr size_t kRows = 96;
+  // head; each streams its sequence's K/V once per span for all of them.
+  constexpr size_t kRows = 32;
   struct Item {
     size_t r0, r1, num_spans, first_part;
   };
