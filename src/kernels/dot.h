@@ -102,11 +102,12 @@ float ExpPoly(float x);
 float ExpLane(float x);
 // Null where this binary was built without that level.
 const DotKernels* Avx2DotKernels();
-// The AVX2 table with AVX-512 attention (attend_lanes, attend_cols) and
+// The AVX2 table with AVX-512 attention (attend_lanes, attend_cols),
 // F16/BF16 matmul (f16, bf16, tile_f16, tile_bf16: dot_avx512.cc, 16-lane
-// arithmetic of its own).
+// arithmetic of its own) and 16-lane F16 widening (f16_to_f32).
 const DotKernels* Avx512DotKernels();
 float Avx512DotF16(const uint16_t* a, const uint16_t* b, size_t n);
+void Avx512F16ToF32(const uint16_t* x, float* y, size_t n);
 float Avx512DotBf16(const uint16_t* a, const uint16_t* b, size_t n);
 void Avx512TileF16(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt, size_t n,
                    float* y, size_t y_stride);

@@ -101,6 +101,18 @@ float Dot(const uint16_t* a, const uint16_t* b, size_t n) {
 }  // namespace
 
 float Avx512DotF16(const uint16_t* a, const uint16_t* b, size_t n) { return Dot<F16>(a, b, n); }
+
+// Sixteen halves a step, the tail under a mask (exact, as every table's).
+void Avx512F16ToF32(const uint16_t* x, float* y, size_t n) {
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(y + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i))));
+  }
+  if (i < n) {
+    const __mmask16 m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)));
+  }
+}
 float Avx512DotBf16(const uint16_t* a, const uint16_t* b, size_t n) { return Dot<Bf16>(a, b, n); }
 
 void Avx512TileF16(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt, size_t n,
