@@ -100,6 +100,29 @@ TEST(Scheduler, CachedTokensAreNotPrefilled) {
   EXPECT_EQ(w[0].num_tokens, 8u);
 }
 
+// A prompt in prefill with nothing else running or waiting is lone (its
+// steps bound no one); another request waiting, or a second one running,
+// ends that. PrefillDepth is the shallowest prompt's cached positions.
+TEST(Scheduler, ALonePromptAndTheDepthOfPrefill) {
+  Scheduler s(Opts());
+  EXPECT_FALSE(s.LonePrefill());
+  s.Submit(Req(1, 40, 4));
+  s.Admit(0);
+  EXPECT_FALSE(s.LonePrefill());  // not started
+  s.Started(1, 32);
+  EXPECT_TRUE(s.LonePrefill());
+  EXPECT_EQ(s.PrefillDepth(), 32u);
+  s.Submit(Req(2, 40, 4));
+  EXPECT_FALSE(s.LonePrefill());  // someone waits
+  s.Admit(0);
+  s.Started(2, 8);
+  EXPECT_FALSE(s.LonePrefill());
+  EXPECT_EQ(s.PrefillDepth(), 8u);
+  s.Advanced(1, 8);  // request 1 decodes now
+  EXPECT_EQ(s.PrefillDepth(), 8u);
+  EXPECT_FALSE(s.LonePrefill());
+}
+
 TEST(Scheduler, NothingPlannedBeforeStarted) {
   Scheduler s(Opts());
   s.Submit(Req(1, 40, 4));

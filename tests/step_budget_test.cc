@@ -257,6 +257,16 @@ TEST(StepBudget, AChunksKvPassIsPricedAtItsDepth) {
   // With a stream decoding the chunks keep the step near the target.
   run(true, 1, &worst);
   EXPECT_LE(worst, 25 * 1.15);
+  // A lone prompt (nothing else running or waiting) takes the step's tokens.
+  StepBudget b(StepBudgetOptions{25, 256, 16});
+  b.SetKvPass(pm.pass_ms, 32);
+  b.SetPrefillProfile(pm.Profile());
+  b.Observe(StepShape{1, 0, 0, 0}, pm.StepMs(StepShape{1, 0, 0, 0}));
+  const PrefillBudget lone = b.Prefill(0, 0, 4736, true);
+  EXPECT_EQ(lone.shared, 256u);
+  EXPECT_EQ(lone.cost, nullptr);
+  EXPECT_NE(b.Prefill(0, 0, 4736, false).cost, nullptr);
+  EXPECT_NE(b.Prefill(1, 600, 4736, true).cost, nullptr);  // a decode in the step: bounded
 }
 
 }  // namespace

@@ -520,7 +520,8 @@ void Engine::Requeue(Active& a, bool preempted) {
 std::vector<WorkItem> Engine::PlanWithBlocks() {
   for (;;) {
     std::vector<WorkItem> work = scheduler_.Plan(
-        step_budget_.Prefill(scheduler_.NumDecoding(), scheduler_.DecodeContext(), scheduler_.PrefillDepth()));
+        step_budget_.Prefill(scheduler_.NumDecoding(), scheduler_.DecodeContext(), scheduler_.PrefillDepth(),
+                             scheduler_.LonePrefill()));
     bool short_of_blocks = false;
     for (const WorkItem& w : work) {
       CachedSequence& seq = *active_.at(w.id)->seq;
@@ -546,6 +547,7 @@ bool Engine::Step() {
   FlushRequestLog();
   std::vector<WorkItem> work;
   std::vector<Active*> acts;
+  bool lone = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     InstallLoads(NowNs());
@@ -555,6 +557,7 @@ bool Engine::Step() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     work = PlanWithBlocks();
+    lone = scheduler_.LonePrefill();
     for (const WorkItem& w : work) acts.push_back(active_.at(w.id).get());
   }
   if (work.empty()) {
@@ -562,7 +565,7 @@ bool Engine::Step() {
     return false;
   }
   const StepShape shape = ShapeOf(work, acts);
-  NotePlannedStep(shape);
+  NotePlannedStep(shape, lone);
   const int64_t t0 = NowNs();
   RunStep(work, acts);
   const double ms = NsToMs(NowNs() - t0);
@@ -593,7 +596,7 @@ StepShape Engine::ShapeOf(const std::vector<WorkItem>& work, const std::vector<A
 // Steps predicted past the target, by what put them there: the decodes
 // alone, or the one-token floor a prompt always gets. Both are what the
 // CPU cannot do at this target; the budget does not drift to hide them.
-void Engine::NotePlannedStep(const StepShape& shape) {
+void Engine::NotePlannedStep(const StepShape& shape, bool lone) {
   if (opt_.max_step_ms <= 0 || !step_budget_.knows_prefill_cost()) return;
   const double decode_ms = step_budget_.DecodeMs(shape.n_decode, shape.decode_context);
   const double ms = step_budget_.StepMs(shape);
@@ -606,7 +609,7 @@ void Engine::NotePlannedStep(const StepShape& shape) {
   metrics_.Set("promptcache_prefill_cost_ms", "part=\"token_at_0\"", step_budget_.prefill_ms_per_token());
   metrics_.Set("promptcache_prefill_cost_ms", "part=\"per_1k_positions\"", 1000 * step_budget_.attention_ms_per_position());
   metrics_.Set("promptcache_prefill_cost_ms", "part=\"chunk_pass_per_1k_positions\"", 1000 * step_budget_.kv_pass_ms_per_position());
-  if (ms <= limit_ms * 1.05) return;
+  if (ms <= limit_ms * 1.05 || (lone && shape.n_decode == 0)) return;  // a lone prompt's steps are unbounded
   const bool decodes = shape.n_decode > 0 && decode_ms > opt_.max_step_ms;
   metrics_.Add("promptcache_steps_over_target_total", decodes ? "cause=\"decodes\"" : "cause=\"prefill_floor\"", 1);
 }

@@ -178,7 +178,7 @@ class Engine {
   void Loop();
   bool Step();  // false when there was nothing to do
   static StepShape ShapeOf(const std::vector<WorkItem>& work, const std::vector<Active*>& acts);
-  void NotePlannedStep(const StepShape& shape);
+  void NotePlannedStep(const StepShape& shape, bool lone);
   void RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts);
   void RefreshPoolSnapshot();
   void StartAdmitted(int64_t now_ns);

@@ -259,6 +259,11 @@ size_t Scheduler::PrefillDepth() const {
   return depth == SIZE_MAX ? 0 : depth;
 }
 
+bool Scheduler::LonePrefill() const {
+  return waiting_.empty() && running_.size() == 1 && running_.begin()->second.started &&
+         running_.begin()->second.in_prefill();
+}
+
 std::vector<WorkItem> Scheduler::Plan(size_t max_prefill_tokens) const {
   return Plan(PrefillBudget{max_prefill_tokens, max_prefill_tokens, max_prefill_tokens});
 }

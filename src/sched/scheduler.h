@@ -137,6 +137,9 @@ class Scheduler {
   double DecodeContext() const;
   // The cached positions of the shallowest prompt still in prefill (0: none).
   size_t PrefillDepth() const;
+  // One prompt in prefill and nothing else running or waiting: no one waits
+  // on its steps.
+  bool LonePrefill() const;
   void Advanced(uint64_t id, size_t num_tokens);
   // Removes the request wherever it is; false if unknown.
   bool Finish(uint64_t id);

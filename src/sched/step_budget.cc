@@ -98,11 +98,11 @@ double StepBudget::PrefillOnlyStepMs(double depth) const {
 
 size_t StepBudget::FloorTokens(size_t room) const { return std::min(opt_.min_chunk, room); }
 
-PrefillBudget StepBudget::Prefill(size_t n_decode, double decode_context, size_t prefill_depth) const {
+PrefillBudget StepBudget::Prefill(size_t n_decode, double decode_context, size_t prefill_depth, bool lone) const {
   PrefillBudget b;
   b.room = opt_.max_tokens > n_decode ? opt_.max_tokens - n_decode : 0;
   b.shared = b.within_target = b.room;
-  if (opt_.target_ms <= 0) return b;
+  if (opt_.target_ms <= 0 || (lone && n_decode == 0)) return b;
   if (!knows_prefill_cost()) {
     // Before a mixed step has been timed, a step with decodes takes the
     // minimum: the first measurement then says what a token costs.

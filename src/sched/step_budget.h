@@ -34,7 +34,9 @@
 //     step's fixed part (fixed_ms, the weights read once, plus the chunk's
 //     K/V pass at the prompt's depth: what a one-token step there costs)
 //     is a tenth of the step (prefill at 90% of its long-chunk speed), but
-//     never past eight times the target.
+//     never past eight times the target; a lone prompt (nothing else
+//     running or waiting) takes the whole step's tokens: no one waits on
+//     it, and one arriving meanwhile waits one such step at most.
 // A turn always gets at least one token (prompts always advance); before
 // any cost is known, min_chunk tokens. When even the decodes or that one
 // token cannot fit the target, steps_over_target() counts it.
@@ -109,7 +111,7 @@ class StepBudget {
   // The budget of a step that decodes n_decode sequences whose cached
   // positions sum to decode_context; prefill_depth: where the shallowest
   // prompt in prefill stands (sizes a step without decodes).
-  PrefillBudget Prefill(size_t n_decode, double decode_context = 0, size_t prefill_depth = 0) const;
+  PrefillBudget Prefill(size_t n_decode, double decode_context = 0, size_t prefill_depth = 0, bool lone = false) const;
   // Tokens of a prompt at position 0 that the shared budget allows (tests,
   // reports): Prefill(n_decode) priced at depth 0.
   size_t PrefillTokens(size_t n_decode) const;
