@@ -102,6 +102,10 @@ float ExpPoly(float x);
 float ExpLane(float x);
 // Null where this binary was built without that level.
 const DotKernels* Avx2DotKernels();
+// The AVX2 table's attend_lanes and attend_cols (attention_avx2.cc).
+void Avx2AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
+void Avx2AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
+                    size_t nv, float* kt_scratch, float* m, float* l, float* acc);
 // The AVX2 table with AVX-512 attention (attend_lanes, attend_cols),
 // F16/BF16 matmul (f16, bf16, tile_f16, tile_bf16: dot_avx512.cc, 16-lane
 // arithmetic of its own) and 16-lane F16 widening (f16_to_f32).

@@ -6,9 +6,12 @@
 #include <cstring>
 
 #include "kernels/dot.h"
+#include "kernels/exp_avx2.h"
 
 namespace pc {
 namespace {
+
+using avx2::Exp8;
 
 // Local conversions: inline helpers from shared headers must not be
 // instantiated in this file, since the linker could then pick this AVX2 copy
@@ -272,25 +275,6 @@ void TileAccum(const float* p, const float* v, size_t head_dim, size_t n, float*
   }
 }
 
-// 8-lane version of ExpPoly (same constants and steps).
-inline __m256 Exp8(__m256 x) {
-  const __m256 lo = _mm256_set1_ps(-87.0f);
-  const __m256 under = _mm256_cmp_ps(x, lo, _CMP_LT_OQ);
-  x = _mm256_min_ps(_mm256_max_ps(x, lo), _mm256_set1_ps(88.0f));
-  const __m256 i = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m256 f = _mm256_sub_ps(_mm256_sub_ps(x, _mm256_mul_ps(i, _mm256_set1_ps(0.693145751953125f))),
-                                 _mm256_mul_ps(i, _mm256_set1_ps(1.428606765330187e-06f)));
-  __m256 p = _mm256_set1_ps(1.3981999507e-3f);
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, f, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_add_ps(_mm256_fmadd_ps(_mm256_mul_ps(p, f), f, f), _mm256_set1_ps(1.0f));
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(i), _mm256_set1_epi32(127)), 23);
-  return _mm256_andnot_ps(under, _mm256_mul_ps(p, _mm256_castsi256_ps(bits)));
-}
-
 float ExpSum(float* x, size_t n, float m) {
   const __m256 vm = _mm256_set1_ps(m);
   __m256 acc = _mm256_setzero_ps();
@@ -367,7 +351,7 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
 const DotKernels kAvx2 = {"avx2",    DotF32,     DotF16,    DotBf16,   ToF16,      QuantizeQ8_0,
                           F16ToF32,  AxpyF32,    AxpyF16,   DotF32F16, TileScores, TileAccum,
                           ExpSum,    SiluMul,    AttendTile, FloatTile<float>, FloatTile<uint16_t>,
-                          FloatTile<Bf16>, nullptr, nullptr};
+                          FloatTile<Bf16>, Avx2AttendLanes, Avx2AttendCols};
 
 }  // namespace
 

@@ -1,0 +1,281 @@
+// AVX2 attention tiles: attend_lanes and attend_cols of dot.h for the avx2
+// table (the avx512 table replaces them with its own). A tile's 16 lanes are
+// two 8-float halves; the register blocks are sized for 16 YMM registers
+// (at most 8 accumulators, their operands and a broadcast). Per query the
+// operations are those of the scalar twin in dot.cc, in its order, so every
+// level gives the same bits. This file alone is compiled with -mavx2 -mfma;
+// it runs only after ActiveIsa() confirmed them. No inline helper shared
+// with other files is instantiated here except exp_avx2.h's, which only
+// AVX2-flagged files include.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <limits>
+
+#include "kernels/dot.h"
+#include "kernels/exp_avx2.h"
+
+namespace pc {
+namespace {
+
+using avx2::Exp8;
+constexpr int kT = static_cast<int>(kLaneTile);
+
+// dot.h's tree over 16 weights held as lo (positions 0-7) and hi (8-15):
+// u_j = p_j + p_j+8, w_j = u_j + u_j+4, then (w0 + w2) + (w1 + w3).
+inline float TreeSum16(__m256 lo, __m256 hi) {
+  const __m256 u = _mm256_add_ps(lo, hi);
+  const __m128 w = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
+  const __m128 x = _mm_add_ps(w, _mm_movehl_ps(w, w));
+  return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
+}
+
+// Scores of one lane group: sbuf[j][lane] = fused chain over d of
+// q[d][lane] * k[j][d]; four positions (8 accumulators) per pass over d.
+void LaneScores(const LaneGroup& g, const float* k, size_t head_dim, float (*sbuf)[kT]) {
+  for (int j0 = 0; j0 < kT; j0 += 4) {
+    __m256 s[4][2];
+    for (auto& sj : s) sj[0] = sj[1] = _mm256_setzero_ps();
+    for (size_t d = 0; d < head_dim; ++d) {
+      const __m256 q0 = _mm256_loadu_ps(g.qt + d * kT), q1 = _mm256_loadu_ps(g.qt + d * kT + 8);
+      for (int j = 0; j < 4; ++j) {
+        const __m256 kb = _mm256_broadcast_ss(k + (j0 + j) * head_dim + d);
+        s[j][0] = _mm256_fmadd_ps(q0, kb, s[j][0]);
+        s[j][1] = _mm256_fmadd_ps(q1, kb, s[j][1]);
+      }
+    }
+    for (int j = 0; j < 4; ++j) {
+      _mm256_store_ps(sbuf[j0 + j], s[j][0]);
+      _mm256_store_ps(sbuf[j0 + j] + 8, s[j][1]);
+    }
+  }
+}
+
+// The online-softmax step of one half (lanes h*8 ..): invisible positions to
+// -inf, the new maximum, weights into sbuf, m and l updated; returns the
+// rescale factor c (1 in lanes that see nothing here).
+__m256 LaneSoftmax(const LaneGroup& g, int h, float (*sbuf)[kT]) {
+  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m256i nvv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.nv + 8 * h));
+  const __m256 active = _mm256_castsi256_ps(_mm256_cmpgt_epi32(nvv, _mm256_setzero_si256()));
+  const __m256 m_old = _mm256_loadu_ps(g.m + 8 * h);
+  __m256 mx = m_old;
+  for (int j = 0; j < kT; ++j) {
+    const __m256 seen = _mm256_castsi256_ps(_mm256_cmpgt_epi32(nvv, _mm256_set1_epi32(j)));
+    const __m256 sj = _mm256_blendv_ps(ninf, _mm256_load_ps(sbuf[j] + 8 * h), seen);
+    _mm256_store_ps(sbuf[j] + 8 * h, sj);
+    mx = _mm256_max_ps(mx, sj);
+  }
+  // Lanes without positions here: weights 0 (their scores are -inf), c = 1.
+  const __m256 sub = _mm256_and_ps(active, mx);
+  const __m256 c = _mm256_blendv_ps(_mm256_set1_ps(1.0f), Exp8(_mm256_sub_ps(m_old, mx)), active);
+  _mm256_storeu_ps(g.m + 8 * h, _mm256_blendv_ps(m_old, mx, active));
+  __m256 u[8];
+  for (int j = 0; j < 8; ++j) {
+    const __m256 p0 = Exp8(_mm256_sub_ps(_mm256_load_ps(sbuf[j] + 8 * h), sub));
+    const __m256 p8 = Exp8(_mm256_sub_ps(_mm256_load_ps(sbuf[j + 8] + 8 * h), sub));
+    _mm256_store_ps(sbuf[j] + 8 * h, p0);
+    _mm256_store_ps(sbuf[j + 8] + 8 * h, p8);
+    u[j] = _mm256_add_ps(p0, p8);
+  }
+  __m256 w[4];
+  for (int j = 0; j < 4; ++j) w[j] = _mm256_add_ps(u[j], u[j + 4]);
+  const __m256 y = _mm256_add_ps(_mm256_add_ps(w[0], w[2]), _mm256_add_ps(w[1], w[3]));
+  _mm256_storeu_ps(g.l + 8 * h, _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(g.l + 8 * h), c), y));
+  return c;
+}
+
+// acct[d][lanes] = acct * c, then the fused chain over the 16 positions of
+// p_j * v[j][d]: four dimensions (8 accumulators) at a time.
+void LaneAccum(const LaneGroup& g, const float (*p)[kT], const __m256* c, const float* v, size_t head_dim) {
+  size_t d0 = 0;
+  for (; d0 + 4 <= head_dim; d0 += 4) {
+    __m256 a[4][2];
+    for (int t = 0; t < 4; ++t) {
+      for (int h = 0; h < 2; ++h) a[t][h] = _mm256_mul_ps(_mm256_loadu_ps(g.acct + (d0 + t) * kT + 8 * h), c[h]);
+    }
+    for (int j = 0; j < kT; ++j) {
+      const __m256 p0 = _mm256_load_ps(p[j]), p1 = _mm256_load_ps(p[j] + 8);
+      const float* vj = v + j * head_dim + d0;
+      for (int t = 0; t < 4; ++t) {
+        const __m256 vb = _mm256_broadcast_ss(vj + t);
+        a[t][0] = _mm256_fmadd_ps(p0, vb, a[t][0]);
+        a[t][1] = _mm256_fmadd_ps(p1, vb, a[t][1]);
+      }
+    }
+    for (int t = 0; t < 4; ++t) {
+      for (int h = 0; h < 2; ++h) _mm256_storeu_ps(g.acct + (d0 + t) * kT + 8 * h, a[t][h]);
+    }
+  }
+  for (; d0 < head_dim; ++d0) {
+    for (int h = 0; h < 2; ++h) {
+      __m256 a = _mm256_mul_ps(_mm256_loadu_ps(g.acct + d0 * kT + 8 * h), c[h]);
+      for (int j = 0; j < kT; ++j) a = _mm256_fmadd_ps(_mm256_load_ps(p[j] + 8 * h), _mm256_set1_ps(v[j * head_dim + d0]), a);
+      _mm256_storeu_ps(g.acct + d0 * kT + 8 * h, a);
+    }
+  }
+}
+
+// k [16][head_dim] to kt [head_dim][16] in 8 x 8 blocks: each register
+// loaded as four elements of row r and of row r + 4 (the lane-crossing step
+// done by the loads), then two in-lane shuffle steps; the last
+// head_dim % 8 columns element by element.
+void TransposeTile(const float* k, size_t head_dim, float* kt) {
+  size_t d0 = 0;
+  for (; d0 + 8 <= head_dim; d0 += 8) {
+    for (int r0 = 0; r0 < kT; r0 += 8) {
+      for (int e0 = 0; e0 < 8; e0 += 4) {
+        __m256 r[4];
+        for (int j = 0; j < 4; ++j) {
+          const float* row = k + (r0 + j) * head_dim + d0 + e0;
+          r[j] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(row)), _mm_loadu_ps(row + 4 * head_dim), 1);
+        }
+        const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+        const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+        float* out = kt + (d0 + e0) * kT + r0;
+        _mm256_storeu_ps(out, _mm256_shuffle_ps(t0, t2, 0x44));
+        _mm256_storeu_ps(out + kT, _mm256_shuffle_ps(t0, t2, 0xEE));
+        _mm256_storeu_ps(out + 2 * kT, _mm256_shuffle_ps(t1, t3, 0x44));
+        _mm256_storeu_ps(out + 3 * kT, _mm256_shuffle_ps(t1, t3, 0xEE));
+      }
+    }
+  }
+  for (; d0 < head_dim; ++d0) {
+    for (int j = 0; j < kT; ++j) kt[d0 * kT + j] = k[j * head_dim + d0];
+  }
+}
+
+// N queries of one K/V head (N <= 4): their scores, independent fused
+// chains over d with the positions in the lanes (two halves each), every kt
+// load shared by the N queries.
+template <int N>
+void ColScores(const float* q, const float* kt, size_t head_dim, __m256 (*s)[2]) {
+  __m256 a[N][2];
+  for (int i = 0; i < N; ++i) a[i][0] = a[i][1] = _mm256_setzero_ps();
+  for (size_t d = 0; d < head_dim; ++d) {
+    const __m256 k0 = _mm256_loadu_ps(kt + d * kT), k1 = _mm256_loadu_ps(kt + d * kT + 8);
+    for (int i = 0; i < N; ++i) {
+      const __m256 qb = _mm256_broadcast_ss(q + i * head_dim + d);
+      a[i][0] = _mm256_fmadd_ps(qb, k0, a[i][0]);
+      a[i][1] = _mm256_fmadd_ps(qb, k1, a[i][1]);
+    }
+  }
+  for (int i = 0; i < N; ++i) {
+    s[i][0] = a[i][0];
+    s[i][1] = a[i][1];
+  }
+}
+
+inline float Max16(__m256 lo, __m256 hi) {
+  const __m256 m8 = _mm256_max_ps(lo, hi);
+  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+  return _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+}
+
+// One query's softmax step from its scores s (two halves): weights into
+// p[16], m and l updated; returns the rescale factor c.
+float ColSoftmax(const __m256* s, size_t nv, float* m, float* l, float* p) {
+  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m256i nvv = _mm256_set1_epi32(static_cast<int>(nv));
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  __m256 si[2];
+  for (int h = 0; h < 2; ++h) {
+    const __m256 seen = _mm256_castsi256_ps(_mm256_cmpgt_epi32(nvv, _mm256_add_epi32(idx, _mm256_set1_epi32(8 * h))));
+    si[h] = _mm256_blendv_ps(ninf, s[h], seen);
+  }
+  const float tile_max = Max16(si[0], si[1]);
+  const float mx = tile_max > *m ? tile_max : *m;
+  const __m256 vmx = _mm256_set1_ps(mx);
+  const float c = _mm256_cvtss_f32(Exp8(_mm256_set1_ps(*m - mx)));
+  const __m256 p0 = Exp8(_mm256_sub_ps(si[0], vmx)), p1 = Exp8(_mm256_sub_ps(si[1], vmx));
+  *l = *l * c + TreeSum16(p0, p1);
+  *m = mx;
+  _mm256_storeu_ps(p, p0);
+  _mm256_storeu_ps(p + 8, p1);
+  return c;
+}
+
+// acc_i[d] = acc_i[d] * c_i, then the fused chain over the 16 positions of
+// p_i[j] * v[j][d], for N queries of one K/V head: each V load shared.
+template <int N>
+void ColAccum(const float (*p)[kT], const float* c, const float* v, size_t head_dim, float* acc) {
+  size_t d = 0;
+  for (; d + 16 <= head_dim; d += 16) {
+    __m256 x[N][2];
+    for (int i = 0; i < N; ++i) {
+      x[i][0] = _mm256_mul_ps(_mm256_loadu_ps(acc + i * head_dim + d), _mm256_set1_ps(c[i]));
+      x[i][1] = _mm256_mul_ps(_mm256_loadu_ps(acc + i * head_dim + d + 8), _mm256_set1_ps(c[i]));
+    }
+    for (int j = 0; j < kT; ++j) {
+      const __m256 v0 = _mm256_loadu_ps(v + j * head_dim + d), v1 = _mm256_loadu_ps(v + j * head_dim + d + 8);
+      for (int i = 0; i < N; ++i) {
+        const __m256 pj = _mm256_broadcast_ss(p[i] + j);
+        x[i][0] = _mm256_fmadd_ps(pj, v0, x[i][0]);
+        x[i][1] = _mm256_fmadd_ps(pj, v1, x[i][1]);
+      }
+    }
+    for (int i = 0; i < N; ++i) {
+      _mm256_storeu_ps(acc + i * head_dim + d, x[i][0]);
+      _mm256_storeu_ps(acc + i * head_dim + d + 8, x[i][1]);
+    }
+  }
+  for (; d < head_dim; ++d) {
+    for (int i = 0; i < N; ++i) {
+      float a = acc[i * head_dim + d] * c[i];
+      for (int j = 0; j < kT; ++j) {
+        a = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(p[i][j]), _mm_set_ss(v[j * head_dim + d]), _mm_set_ss(a)));
+      }
+      acc[i * head_dim + d] = a;
+    }
+  }
+}
+
+// N consecutive queries of one K/V head (kt, v: its tiles).
+template <int N>
+void ColQueries(const float* q, const float* kt, const float* v, size_t head_dim, size_t nv, float* m, float* l,
+                float* acc) {
+  __m256 s[N][2];
+  ColScores<N>(q, kt, head_dim, s);
+  alignas(32) float p[N][kT];
+  float c[N];
+  for (int i = 0; i < N; ++i) c[i] = ColSoftmax(s[i], nv, m + i, l + i, p[i]);
+  ColAccum<N>(p, c, v, head_dim, acc);
+}
+
+}  // namespace
+
+void Avx2AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim) {
+  alignas(32) float sbuf[kT][kT];  // scores, then weights: [position][lane]
+  for (size_t i = 0; i < n; ++i) {
+    const LaneGroup& g = groups[i];
+    LaneScores(g, k, head_dim, sbuf);
+    const __m256 c[2] = {LaneSoftmax(g, 0, sbuf), LaneSoftmax(g, 1, sbuf)};
+    LaneAccum(g, sbuf, c, v, head_dim);
+  }
+}
+
+void Avx2AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
+                    size_t nv, float* kt_scratch, float* m, float* l, float* acc) {
+  const size_t heads = (nq + group - 1) / group;
+  for (size_t g = 0; g < heads; ++g) {
+    float* kt = kt_scratch + g * kT * head_dim;
+    const float* vg = v + g * kT * head_dim;
+    TransposeTile(k + g * kT * head_dim, head_dim, kt);
+    const size_t end = std::min(nq, (g + 1) * group);
+    for (size_t i = g * group; i < end;) {
+      const size_t n = std::min<size_t>(end - i, 4);
+      const float* qi = q + i * head_dim;
+      float* ai = acc + i * head_dim;
+      switch (n) {
+        case 1: ColQueries<1>(qi, kt, vg, head_dim, nv, m + i, l + i, ai); break;
+        case 2: ColQueries<2>(qi, kt, vg, head_dim, nv, m + i, l + i, ai); break;
+        case 3: ColQueries<3>(qi, kt, vg, head_dim, nv, m + i, l + i, ai); break;
+        default: ColQueries<4>(qi, kt, vg, head_dim, nv, m + i, l + i, ai); break;
+      }
+      i += n;
+    }
+  }
+}
+
+}  // namespace pc
