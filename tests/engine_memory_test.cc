@@ -202,7 +202,8 @@ namespace {
 
 // The request log (serve --request-log) is written by the loop outside the
 // engine lock; every finished request gets its line, shared blocks the same
-// ids, and the line of a hit reports its cached tokens.
+// ids, the line of a hit reports its cached tokens, and each its queue time
+// and TTFT (the first within the second).
 TEST(EngineLog, EveryFinishedRequestIsLoggedWithItsBlocks) {
   test::MadeModel l = MakeTiny();
   const std::string path = test::TempPath("engine-requests.jsonl");
@@ -229,6 +230,11 @@ TEST(EngineLog, EveryFinishedRequestIsLoggedWithItsBlocks) {
   EXPECT_EQ(lines[1]["prefix_blocks"], lines[0]["prefix_blocks"]);  // 65 tokens: the same 4 full blocks
   EXPECT_EQ(lines[0]["cached_tokens"], 0);
   EXPECT_EQ(lines[1]["cached_tokens"], 64);
+  for (const nlohmann::json& j : lines) {
+    EXPECT_GE(j["queue_ms"].get<double>(), 0.0);
+    EXPECT_GT(j["ttft_ms"].get<double>(), 0.0);
+    EXPECT_LE(j["queue_ms"].get<double>(), j["ttft_ms"].get<double>() + 0.1);
+  }
 }
 
 }  // namespace

@@ -248,7 +248,8 @@ void Engine::Finish(Active& a, FinishReason reason, int64_t now_ns, const std::s
   RefreshPoolSnapshot();
 }
 
-// One line per finished request, kept until the loop writes it outside the
+// One line per finished request (a trace line, plus what it cached and its
+// queue time and TTFT as measured), kept until the loop writes it outside the
 // lock (FlushRequestLog). Block ids are the chained (salted) block hashes cut
 // to 53 bits, so they stay exact as JSON numbers anywhere.
 void Engine::LogRequest(const Active& a) {
@@ -259,8 +260,9 @@ void Engine::LogRequest(const Active& a) {
   }
   pending_log_.push_back(fmt::format(
       "{{\"t_ms\":{:.3f},\"input_tokens\":{},\"output_tokens\":{},\"prefix_blocks\":[{}],\"block_size\":{},"
-      "\"cached_tokens\":{}}}\n",
-      NsToMs(a.arrival_ns - start_ns_), a.req.prompt.size(), a.num_generated, blocks, cache_.block_size(), a.num_cached));
+      "\"cached_tokens\":{},\"queue_ms\":{:.1f},\"ttft_ms\":{:.1f}}}\n",
+      NsToMs(a.arrival_ns - start_ns_), a.req.prompt.size(), a.num_generated, blocks, cache_.block_size(), a.num_cached,
+      a.timings.queue_ms, a.timings.ttft_ms));
 }
 
 // Loop thread, without mu_: file I/O never holds up Submit or /metrics.

@@ -34,7 +34,7 @@
 //     step's fixed part (fixed_ms, the weights read once, plus the chunk's
 //     K/V pass at the prompt's depth: what a one-token step there costs)
 //     is a tenth of the step (prefill at 90% of its long-chunk speed), but
-//     never past eight times the target; a lone prompt (nothing else
+//     never past twice the target; a lone prompt (nothing else
 //     running or waiting) takes the whole step's tokens: no one waits on
 //     it, and one arriving meanwhile waits one such step at most.
 // A turn always gets at least one token (prompts always advance); before

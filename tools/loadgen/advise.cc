@@ -190,9 +190,11 @@ struct Live {
 void Summarize(const std::vector<SimRequest>& reqs, SimResult* res) {
   size_t input_total = 0, cached_total = 0;
   std::map<std::string, size_t> by_tier_total;
-  std::vector<double> ttft, e2e, itl;
+  std::vector<double> ttft, e2e, itl, hits, misses;
   for (size_t i = 0; i < reqs.size(); ++i) {
     const SimOutcome& o = res->requests[i];
+    if (o.cached_tokens == 0) misses.push_back(o.ttft_ms);
+    else if (static_cast<double>(o.cached_tokens) >= 0.9 * static_cast<double>(reqs[i].input_tokens)) hits.push_back(o.ttft_ms);
     input_total += reqs[i].input_tokens;
     cached_total += o.cached_tokens;
     for (const auto& [t, n] : o.cached_by_tier) by_tier_total[t] += n;
@@ -206,6 +208,8 @@ void Summarize(const std::vector<SimRequest>& reqs, SimResult* res) {
   res->ttft_ms = loadgen::Summarize(ttft);
   res->e2e_ms = loadgen::Summarize(e2e);
   res->itl_ms = loadgen::Summarize(itl);
+  res->ttft_hits_ms = loadgen::Summarize(hits);
+  res->ttft_misses_ms = loadgen::Summarize(misses);
 }
 
 // One simulated step's cost from the calibrated profile: every token at its

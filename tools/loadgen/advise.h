@@ -82,6 +82,10 @@ struct SimResult {
   double cached_fraction = 0;  // cached / input tokens
   std::map<std::string, double> fraction_by_tier;
   Summary ttft_ms, e2e_ms, itl_ms;
+  // TTFT of hits (at least 90% of the prompt cached when admitted) and of
+  // misses (nothing cached) apart, as `bench` splits them: what cache-aware
+  // admission changes under load.
+  Summary ttft_hits_ms, ttft_misses_ms;
 };
 
 // Converts trace requests (workload.h) to simulator requests.

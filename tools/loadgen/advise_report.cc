@@ -130,6 +130,11 @@ std::string AdviceTable(const Advice& a) {
                      r->e2e_ms.p50, r->e2e_ms.p99, r->itl_ms.p50, r->cached_fraction * 100);
   }
   for (const auto& [tier, f] : a.with_cache.fraction_by_tier) t += fmt::format("  from {}: {:.1f}% of prompt tokens\n", tier, f * 100);
+  const SimResult& w = a.with_cache;
+  if (w.ttft_hits_ms.n > 0 && w.ttft_misses_ms.n > 0) {
+    t += fmt::format("  TTFT p50 of hits (>= 90% cached) {:.0f} ms ({} requests), of misses {:.0f} ms ({}; p99 {:.0f} ms)\n",
+                     w.ttft_hits_ms.p50, w.ttft_hits_ms.n, w.ttft_misses_ms.p50, w.ttft_misses_ms.n, w.ttft_misses_ms.p99);
+  }
   t += "\nper class (mean time removed by caching):\n";
   for (const Advice::Class& c : a.classes) {
     t += fmt::format("  {:<22} {:>6} requests   TTFT -{:>5.1f}%   end-to-end -{:>5.1f}%\n", c.name, c.num_requests,
@@ -148,7 +153,8 @@ json AdviceJson(const Advice& a, const json& meta) {
   auto sim = [](const SimResult& r) {
     auto s = [](const Summary& x) { return json{{"p50", x.p50}, {"p90", x.p90}, {"p99", x.p99}, {"mean", x.mean}}; };
     return json{{"cached_fraction", r.cached_fraction}, {"fraction_by_tier", r.fraction_by_tier}, {"ttft_ms", s(r.ttft_ms)},
-                {"e2e_ms", s(r.e2e_ms)}, {"itl_ms", s(r.itl_ms)}};
+                {"e2e_ms", s(r.e2e_ms)}, {"itl_ms", s(r.itl_ms)}, {"ttft_hits_ms", s(r.ttft_hits_ms)},
+                {"ttft_misses_ms", s(r.ttft_misses_ms)}};
   };
   json classes = json::array();
   for (const Advice::Class& c : a.classes) {
