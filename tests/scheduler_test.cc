@@ -486,6 +486,36 @@ TEST(Scheduler, AHitsRemainingPrefillGoesFirstInTheStep) {
   EXPECT_EQ(w[1].num_tokens, 36u);
 }
 
+// Prompts in prefill hold at most three quarters of the running slots; the
+// last quarter admits only a prompt that costs no more than what each of
+// them has left (cheap-first prefill would run it first): a hit is not kept
+// queued while long prompts, which cheaper ones keep passing, hold every
+// slot; another long prompt waits, though a slot is free.
+TEST(Scheduler, TheLastQuarterOfSlotsIsForPromptsThatWouldPrefillFirst) {
+  for (Admission mode : {Admission::kCacheAware, Admission::kFifo}) {
+    SchedulerOptions o = Opts(64, 100000, 8, 32);
+    o.admission = mode;
+    Scheduler s(o);
+    for (uint64_t id = 1; id <= 7; ++id) s.Submit(At(id, 1000 + id, 0));
+    EXPECT_EQ(s.Admit(0, HoldsMostOf(9)).size(), 6u);
+    s.Submit(At(9, 1000, 10));  // 960 of its tokens cached: 40 left
+    EXPECT_EQ(s.Admit(20 * kMs, HoldsMostOf(9)), std::vector<uint64_t>{9});
+    s.Submit(At(10, 30, 30));
+    EXPECT_EQ(s.Admit(40 * kMs, HoldsMostOf(9)), std::vector<uint64_t>{10}) << "30 tokens: cheaper than any in prefill";
+    EXPECT_EQ(s.num_running(), 8u);
+    EXPECT_EQ(s.num_waiting(), 1u);  // the seventh long prompt
+    // Prompts done with their prefill free their prefill slots: with a
+    // running slot free, the long one goes.
+    s.Started(1, 0);
+    s.Advanced(1, 1001);
+    EXPECT_TRUE(s.Admit(45 * kMs, HoldsMostOf(9)).empty());  // no running slot yet
+    s.Started(9, 960);
+    s.Advanced(9, 40);
+    EXPECT_TRUE(s.Finish(10));
+    EXPECT_EQ(s.Admit(50 * kMs, HoldsMostOf(9)), std::vector<uint64_t>{7});
+  }
+}
+
 // One running slot; a cheap hit (40 ms of prefill) arrives every
 // `hit_every_ms`, and at 1 s a miss (5,000 tokens as 5,000 ms). Returns
 // when the miss is admitted, or -1 if it never is within a minute.

@@ -86,12 +86,16 @@ std::vector<uint64_t> Scheduler::Admit(int64_t now_ns, const PoolView& pool) {
   for (const auto& [id, r] : running_) ++slots[r.req.tenant];
   const size_t others = slots.empty() ? 0 : slots.size() - 1;
   const size_t per_tenant = opt_.max_running > others ? opt_.max_running - others : 1;
+  PrefillSlots prefill = PrefillSlotsNow();
   for (size_t i : FairOrder(pool)) {
     if (running_.size() >= opt_.max_running) break;
     SchedRequest& w = waiting_[i];
     if (slots[w.tenant] >= per_tenant) continue;  // its slots are full; other tenants may go
     if (SharesPendingBlock(w)) continue;  // its prefix is being computed: wait for it, let others pass
     const size_t cached = pool.cached_leading_blocks ? pool.cached_leading_blocks(w) : 0;
+    const size_t cached_tokens = std::min(cached * opt_.block_size, w.num_prompt_tokens);
+    const double cost_ms = CostMs(cached_tokens, w.num_prompt_tokens - cached_tokens);
+    if (!prefill.Admits(cost_ms)) continue;  // the reserved slots: for prompts that would prefill first
     const size_t need = PromptBlocks(w, cached);
     // Keep the order for big requests, but never leave the pool idle: a
     // request that fits an empty running set goes (Submit checked the pool).
@@ -105,6 +109,7 @@ std::vector<uint64_t> Scheduler::Admit(int64_t now_ns, const PoolView& pool) {
     // here, so later arrivals with the same prefix wait.
     MarkPending(r, 0);
     order_.push_back(id);
+    prefill.Add(cost_ms);
     ++slots[r.req.tenant];
     running_.emplace(id, std::move(r));
     admitted.push_back(id);
@@ -183,6 +188,19 @@ void Scheduler::CountWaiting(const SchedRequest& r, int delta) {
 size_t Scheduler::WaitingWithFirstBlock(const Hash128& h) const {
   auto it = waiting_first_.find(h);
   return it == waiting_first_.end() ? 0 : it->second;
+}
+
+Scheduler::PrefillSlots Scheduler::PrefillSlotsNow() const {
+  PrefillSlots p;
+  p.open = opt_.max_running - opt_.max_running / 4;
+  for (const auto& [id, r] : running_) {
+    if (!r.in_prefill()) continue;
+    ++p.held;
+    const size_t done = r.started ? r.num_computed
+                                  : std::min(r.cached_blocks_at_admit * opt_.block_size, r.req.num_prompt_tokens);
+    p.least_left_ms = std::min(p.least_left_ms, CostMs(done, r.req.num_prompt_tokens - done));
+  }
+  return p;
 }
 
 double Scheduler::CostMs(size_t first_token, size_t num_tokens) const {
