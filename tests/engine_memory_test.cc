@@ -232,7 +232,7 @@ TEST(EngineLog, EveryFinishedRequestIsLoggedWithItsBlocks) {
   EXPECT_EQ(lines[1]["cached_tokens"], 64);
   for (const nlohmann::json& j : lines) {
     EXPECT_GE(j["queue_ms"].get<double>(), 0.0);
-    EXPECT_GT(j["ttft_ms"].get<double>(), 0.0);
+    EXPECT_GE(j["ttft_ms"].get<double>(), 0.0);  // a repeated prompt's first token can take under 0.05 ms
     EXPECT_LE(j["queue_ms"].get<double>(), j["ttft_ms"].get<double>() + 0.1);
   }
 }
