@@ -516,6 +516,24 @@ TEST(Scheduler, TheLastQuarterOfSlotsIsForPromptsThatWouldPrefillFirst) {
   }
 }
 
+// A prompt held back by the reserved slots goes as soon as one in prefill
+// is done with it, though nothing else changed (no arrival, no finish, no
+// prefix or pool change: prompts that bypass the cache).
+TEST(Scheduler, APromptHeldForTheReservedSlotsGoesWhenAPrefillEnds) {
+  Scheduler s(Opts(64, 100000, 4, 8));
+  for (uint64_t id = 1; id <= 4; ++id) {
+    SchedRequest r = At(id, 1000 + id, 0);
+    r.block_hashes.clear();
+    s.Submit(std::move(r));
+  }
+  EXPECT_EQ(s.Admit(0).size(), 3u);
+  s.Started(1, 0);
+  s.Advanced(1, 1000);
+  EXPECT_TRUE(s.Admit(1 * kMs).empty());
+  s.Advanced(1, 1);
+  EXPECT_EQ(s.Admit(2 * kMs), std::vector<uint64_t>{4});
+}
+
 // One running slot; a cheap hit (40 ms of prefill) arrives every
 // `hit_every_ms`, and at 1 s a miss (5,000 tokens as 5,000 ms). Returns
 // when the miss is admitted, or -1 if it never is within a minute.

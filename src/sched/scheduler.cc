@@ -69,10 +69,13 @@ std::vector<uint64_t> Scheduler::Admit(int64_t now_ns, const PoolView& pool) {
   std::vector<uint64_t> admitted;
   if (running_.size() >= opt_.max_running || waiting_.empty()) return admitted;
   // Nothing was admissible last time and nothing that decides it has
-  // changed since (the queue, the running set, the prefixes being computed,
-  // the pool, the tenants active): the order would not matter; skip it
-  // (the advisor's simulated queues hold thousands).
-  const std::array<uint64_t, 5> state = {waiting_version_, running_.size(), pending_version_, pool.free_blocks, served_.size()};
+  // changed since (the queue, the running set and how many of it still
+  // prefill, the prefixes being computed, the pool, the tenants active):
+  // the order would not matter; skip it (the advisor's simulated queues
+  // hold thousands).
+  PrefillSlots prefill = PrefillSlotsNow();
+  const std::array<uint64_t, 6> state = {waiting_version_, running_.size(), prefill.held, pending_version_,
+                                         pool.free_blocks, served_.size()};
   if (state == last_empty_admit_) return admitted;
   const size_t reserved = num_promised_blocks() + opt_.watermark_blocks;
   size_t avail = pool.free_blocks > reserved ? pool.free_blocks - reserved : 0;
@@ -86,7 +89,6 @@ std::vector<uint64_t> Scheduler::Admit(int64_t now_ns, const PoolView& pool) {
   for (const auto& [id, r] : running_) ++slots[r.req.tenant];
   const size_t others = slots.empty() ? 0 : slots.size() - 1;
   const size_t per_tenant = opt_.max_running > others ? opt_.max_running - others : 1;
-  PrefillSlots prefill = PrefillSlotsNow();
   for (size_t i : FairOrder(pool)) {
     if (running_.size() >= opt_.max_running) break;
     SchedRequest& w = waiting_[i];

@@ -230,7 +230,7 @@ class Scheduler {
   std::unordered_map<uint64_t, size_t> waiting_tenants_;  // tenant -> waiting requests
   // What decided the last Admit that admitted nothing (see Admit).
   uint64_t waiting_version_ = 0, pending_version_ = 0;
-  std::array<uint64_t, 5> last_empty_admit_ = {};
+  std::array<uint64_t, 6> last_empty_admit_ = {};
 };
 
 }  // namespace pc
