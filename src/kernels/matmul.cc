@@ -30,15 +30,22 @@ void MatMulPacked(X16Kernel kernel, const WeightMatrix& w, const uint8_t* x, siz
     const size_t g0 = r / kX16Rows * kX16Rows;
     const size_t g1 = std::min(row_end, g0 + kX16Rows);
     const uint8_t* group = w.packed + g0 / kX16Rows * gb;
-    for (size_t t = 0; t < n_tok; t += kX16MaxTokens) {
+    // The first pass over a group waits on memory unless the group is
+    // already in cache: every pass over this group fetches a share of the
+    // next one in the range into L2, spread over its blocks.
+    const size_t passes = (n_tok + kX16MaxTokens - 1) / kX16MaxTokens;
+    const size_t lines = g1 < row_end ? gb / 64 : 0;
+    for (size_t t = 0, pass = 0; t < n_tok; t += kX16MaxTokens, ++pass) {
       const int nt = static_cast<int>(std::min<size_t>(kX16MaxTokens, n_tok - t));
       const uint8_t* xt = x + t * x_stride_bytes;
+      const size_t pf_first = pass * lines / passes, pf_lines = (pass + 1) * lines / passes - pf_first;
+      const uint8_t* pf = group + gb + 64 * pf_first;
       if (r == g0 && g1 == g0 + kX16Rows) {
-        kernel(group, nb, xt, x_stride_bytes, nt, y + t * y_stride + g0, y_stride);
+        kernel(group, nb, xt, x_stride_bytes, nt, y + t * y_stride + g0, y_stride, pf, pf_lines);
         continue;
       }
       float part[kX16MaxTokens * kX16Rows];
-      kernel(group, nb, xt, x_stride_bytes, nt, part, kX16Rows);
+      kernel(group, nb, xt, x_stride_bytes, nt, part, kX16Rows, pf, pf_lines);
       for (int i = 0; i < nt; ++i) {
         for (size_t j = r; j < g1; ++j) y[(t + i) * y_stride + j] = part[i * kX16Rows + (j - g0)];
       }

@@ -83,7 +83,10 @@ void UnpackX16Row(TensorType t, const uint8_t* group, size_t nb, int r, uint8_t*
 // ActivationTypeFor(t)); writes y[t * y_stride + r]. Every output equals
 // QuantDot of that row, bit for bit.
 constexpr int kX16MaxTokens = 4;
+// pf, pf_lines: 64-byte lines to bring into L2 while the kernel runs, spread
+// over its blocks (the next group, so that its first pass finds it there);
+// pf_lines 0 for none.
 using X16Kernel = void (*)(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, int nt, float* y,
-                           size_t y_stride);
+                           size_t y_stride, const uint8_t* pf, size_t pf_lines);
 
 }  // namespace pc

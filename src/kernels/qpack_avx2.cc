@@ -65,15 +65,17 @@ struct Runner {
   // Two tokens per pass at most: more would spill the 16 ymm registers.
   template <TensorType T>
   static void Run(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, int nt, float* y,
-                  size_t y_stride) {
+                  size_t y_stride, const uint8_t* pf, size_t pf_lines) {
     for (int t = 0; t < nt; t += 2) {
       const uint8_t* xt = x + static_cast<size_t>(t) * x_stride;
       float* yt = y + static_cast<size_t>(t) * y_stride;
+      // The lines to fetch, spread over the first pass's blocks (once is enough).
+      const size_t lines = t == 0 ? pf_lines : 0;
       if (nt - t >= 2) {
-        x16::Kernel<Avx2Half<0>, T, 2>(group, nb, xt, x_stride, yt, y_stride);
+        x16::Kernel<Avx2Half<0>, T, 2>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
         x16::Kernel<Avx2Half<1>, T, 2>(group, nb, xt, x_stride, yt, y_stride);
       } else {
-        x16::Kernel<Avx2Half<0>, T, 1>(group, nb, xt, x_stride, yt, y_stride);
+        x16::Kernel<Avx2Half<0>, T, 1>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
         x16::Kernel<Avx2Half<1>, T, 1>(group, nb, xt, x_stride, yt, y_stride);
       }
     }

@@ -51,12 +51,12 @@ struct Avx512 {
 struct Runner {
   template <TensorType T>
   static void Run(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, int nt, float* y,
-                  size_t y_stride) {
+                  size_t y_stride, const uint8_t* pf, size_t pf_lines) {
     switch (nt) {
-      case 1: return x16::Kernel<Avx512, T, 1>(group, nb, x, x_stride, y, y_stride);
-      case 2: return x16::Kernel<Avx512, T, 2>(group, nb, x, x_stride, y, y_stride);
-      case 3: return x16::Kernel<Avx512, T, 3>(group, nb, x, x_stride, y, y_stride);
-      default: return x16::Kernel<Avx512, T, 4>(group, nb, x, x_stride, y, y_stride);
+      case 1: return x16::Kernel<Avx512, T, 1>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
+      case 2: return x16::Kernel<Avx512, T, 2>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
+      case 3: return x16::Kernel<Avx512, T, 3>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
+      default: return x16::Kernel<Avx512, T, 4>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
     }
   }
 };

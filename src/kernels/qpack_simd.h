@@ -94,7 +94,8 @@ inline int32_t XSum(const ActBlock<L.n == 256>& x, int j) {
 }
 
 template <class S, TensorType T, int NT>
-void Kernel(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, float* y, size_t y_stride) {
+void Kernel(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, float* y, size_t y_stride,
+            const uint8_t* pf = nullptr, size_t pf_lines = 0) {
   using V = typename S::V;
   using F = typename S::F;
   constexpr X16Layout L = X16LayoutFor(T);
@@ -105,9 +106,12 @@ void Kernel(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, 
   using XB = ActBlock<L.n == 256>;
   F acc[NT];
   for (int t = 0; t < NT; ++t) acc[t] = S::ZeroF();
+  size_t pf_due = 0;
   for (size_t b = 0; b < nb; ++b) {
     const uint8_t* blk = group + b * L.bytes;
     S::Prefetch(blk + 4 * L.bytes);
+    // pf_lines spread evenly over nb blocks without a division per block.
+    for (pf_due += pf_lines; pf_due >= nb; pf_due -= nb, pf += 64) __builtin_prefetch(pf, 0, 2);
     const XB* xb[NT];
     for (int t = 0; t < NT; ++t) xb[t] = reinterpret_cast<const XB*>(x + t * x_stride) + b;
     V a[NT], m[NT];
