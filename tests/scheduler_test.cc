@@ -486,6 +486,36 @@ TEST(Scheduler, AHitsRemainingPrefillGoesFirstInTheStep) {
   EXPECT_EQ(w[1].num_tokens, 36u);
 }
 
+// A step without decodes runs past the target for prefill speed (until its
+// fixed part is a tenth of it), but once a prompt completes in it, its
+// prefill grows no further than the target allows: that prompt's first token
+// waits for the step's end.
+TEST(Scheduler, AStepThatGivesAFirstTokenEndsAtTheTarget) {
+  StepBudget b(StepBudgetOptions{25, 4096, 16});
+  b.SetPrefillProfile({{0.0, 1.0}, {4096.0, 1.0}});  // 1 ms a prompt token at any depth
+  for (size_t n : {1, 2, 3}) b.Observe(StepShape{n, 0, 0, 0}, 3.5 + 0.5 * static_cast<double>(n));
+  const PrefillBudget pb = b.Prefill(0);
+  ASSERT_NEAR(b.StepFixedMs(), 4.0, 0.01);
+  ASSERT_NEAR(pb.shared_ms, 36.0, 0.5);  // 40 ms steps less their 4 ms fixed part
+  Scheduler s(Opts(4096, 10000, 8, 64));
+  s.Submit(At(1, 2048, 0));
+  s.Admit(0, HoldsMostOf(9));
+  s.Started(1, 0);
+  std::vector<WorkItem> w = s.Plan(pb);
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_NEAR(static_cast<double>(w[0].num_tokens), 36.0, 1.0);  // alone, the miss takes the stretched step
+  s.Submit(At(9, 1024, 30'000));
+  ASSERT_EQ(s.Admit(31'000 * kMs, HoldsMostOf(9)), std::vector<uint64_t>{9});
+  s.Started(9, 1014);
+  w = s.Plan(pb);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].id, 9u);  // the hit's last 10 tokens: its first token at the step's end
+  EXPECT_EQ(w[0].num_tokens, 10u);
+  EXPECT_TRUE(w[0].last_prompt_chunk);
+  EXPECT_EQ(w[1].id, 1u);
+  EXPECT_NEAR(static_cast<double>(w[1].num_tokens), 11.0, 1.0);  // to the target's 21 ms, not 36
+}
+
 // Prompts in prefill hold at most three quarters of the running slots; the
 // last quarter admits only a prompt that costs no more than what each of
 // them has left (cheap-first prefill would run it first): a hit is not kept
@@ -601,6 +631,48 @@ TEST(Scheduler, APrefixOthersWaitForIsComputedFirst) {
   const std::vector<WorkItem> w = s.Plan(size_t{100});
   ASSERT_FALSE(w.empty());
   EXPECT_EQ(w[0].id, 2u);
+}
+
+// Everyone shares a system prompt that is computed; only the blocks a prompt
+// has yet to compute make others wait. The conversation two waiting turns
+// continue goes first, not the older prompt that shares only the system
+// prompt with them (counting waiters by first block made them equal).
+TEST(Scheduler, OnlyBlocksStillToComputeMakeAPrefixWorthMore) {
+  Scheduler s(Opts(256, 10000, 2, 64));
+  const Hash128 system{99, 7};
+  auto with_system = [&](uint64_t tag, size_t n) {
+    std::vector<Hash128> h{system};
+    for (const Hash128& b : Chain(tag, n - 1)) h.push_back(b);
+    return h;
+  };
+  SchedRequest other = At(1, 1024, 0), conversation = At(2, 1024, 1000);
+  other.block_hashes = with_system(8, 64);
+  conversation.block_hashes = with_system(7, 64);
+  s.Submit(other);
+  ASSERT_EQ(s.Admit(0), (std::vector<uint64_t>{1}));
+  s.Started(1, 16);  // the system prompt was cached
+  s.Submit(conversation);
+  ASSERT_EQ(s.Admit(1000 * kMs), (std::vector<uint64_t>{2}));
+  s.Started(2, 16);
+  for (uint64_t id : {3, 4}) {
+    SchedRequest r = At(id, 1100, 1000 + static_cast<int64_t>(id) * 1000);
+    r.block_hashes = with_system(7, 68);  // the conversation's next turns
+    s.Submit(r);
+  }
+  EXPECT_TRUE(s.Admit(40'000 * kMs).empty());  // the running cap
+  EXPECT_TRUE(s.IsWaitingForPrefix(3));
+  std::vector<WorkItem> w = s.Plan(size_t{100});
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0].id, 2u);
+  // Waiters for 1's own blocks turn the order back.
+  for (uint64_t id : {5, 6, 7}) {
+    SchedRequest r = At(id, 1100, 1000 + static_cast<int64_t>(id) * 1000);
+    r.block_hashes = with_system(8, 68);
+    s.Submit(r);
+  }
+  w = s.Plan(size_t{100});
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0].id, 1u);
 }
 
 TEST(CheapFirst, OrderWithinTheAllowance) {

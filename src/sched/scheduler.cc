@@ -314,6 +314,33 @@ Scheduler::Standing Scheduler::StandingOf(uint64_t tenant) const {
   return Standing::kFair;
 }
 
+// Per prompt in prefill, the waiting requests that share a block it has yet
+// to compute: they wait for it (SharesPendingBlock) and then hit it, so its
+// prefill serves them too. A block all of them share but that is computed
+// (a common system prompt) makes nobody wait and counts for nothing.
+std::vector<size_t> Scheduler::WaitersOf(std::span<const std::pair<uint64_t, const Running*>> in_prefill) const {
+  std::vector<size_t> waiters(in_prefill.size(), 0);
+  std::unordered_map<Hash128, size_t, Hash128Hasher> computing;  // block -> index into in_prefill
+  for (size_t k = 0; k < in_prefill.size(); ++k) {
+    const Running& r = *in_prefill[k].second;
+    for (size_t b = r.num_computed / opt_.block_size; b < r.req.block_hashes.size(); ++b) {
+      computing.try_emplace(r.req.block_hashes[b], k);
+    }
+  }
+  if (computing.empty()) return waiters;
+  std::vector<size_t> seen;
+  for (const SchedRequest& w : waiting_) {
+    seen.clear();
+    for (const Hash128& h : w.block_hashes) {
+      auto it = computing.find(h);
+      if (it == computing.end() || std::find(seen.begin(), seen.end(), it->second) != seen.end()) continue;
+      seen.push_back(it->second);
+      ++waiters[it->second];
+    }
+  }
+  return waiters;
+}
+
 std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
   std::vector<WorkItem> work;
   size_t budget = opt_.max_batch_tokens;
@@ -338,14 +365,13 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
   std::stable_sort(in_prefill.begin(), in_prefill.end(),
                    [](const auto& a, const auto& b) { return a.second->req.arrival_ns < b.second->req.arrival_ns; });
   if (opt_.admission == Admission::kCacheAware && in_prefill.size() > 1) {
+    const std::vector<size_t> served = WaitersOf(in_prefill);
     std::vector<QueueEntry> entries;
     entries.reserve(in_prefill.size());
-    for (const auto& [id, r] : in_prefill) {
-      // Waiting requests that start with its first block wait for its
-      // prefix (SharesPendingBlock) and then hit it.
-      size_t served = 1;
-      if (!r->req.block_hashes.empty()) served += WaitingWithFirstBlock(r->req.block_hashes[0]);
-      entries.push_back({r->req.arrival_ns, CostMs(r->num_computed, r->req.num_prompt_tokens - r->num_computed), PassedMs(id), served});
+    for (size_t k = 0; k < in_prefill.size(); ++k) {
+      const auto& [id, r] = in_prefill[k];
+      entries.push_back({r->req.arrival_ns, CostMs(r->num_computed, r->req.num_prompt_tokens - r->num_computed), PassedMs(id),
+                         1 + served[k]});
     }
     const std::vector<size_t> order = CheapFirstOrder(entries, now_ns_, kPassAllowance);
     std::vector<std::pair<uint64_t, const Running*>> reordered;
@@ -363,6 +389,7 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
   // The caps are on the step's prefill so far, at the turn of each tenant.
   size_t used_tokens = 0;
   double used_ms = 0;
+  double stop_ms = std::numeric_limits<double>::infinity();  // once a prompt's first token is in the step
   std::unordered_map<uint64_t, std::pair<size_t, double>> caps;  // tenant -> (tokens, ms)
   for (const auto& [served, id] : prefills) {
     const Running& r = running_.at(id);
@@ -373,7 +400,8 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
                     : st == Standing::kBelowShare ? std::pair{prefill.room, std::numeric_limits<double>::infinity()}
                                                   : std::pair{prefill.shared, prefill.shared_ms};
     }
-    const auto [cap_tokens, cap_ms] = cap->second;
+    const size_t cap_tokens = cap->second.first;
+    const double cap_ms = std::min(cap->second.second, stop_ms);
     size_t allowed = std::min(budget, cap_tokens > used_tokens ? cap_tokens - used_tokens : 0);
     if (prefill.cost && allowed > 0) {
       const size_t fits = prefill.cost->PrefillTokensWithin(cap_ms - used_ms, r.num_computed);
@@ -388,6 +416,7 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
     budget -= n;
     used_tokens += n;
     if (prefill.cost) used_ms += prefill.cost->PrefillMs(r.num_computed, n);
+    if (n == left) stop_ms = prefill.after_first_token_ms;
   }
   return work;
 }

@@ -66,6 +66,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <span>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -202,6 +203,7 @@ class Scheduler {
   // as they come and go: the simulator's queues hold thousands).
   void CountWaiting(const SchedRequest& r, int delta);
   size_t WaitingWithFirstBlock(const Hash128& h) const;
+  std::vector<size_t> WaitersOf(std::span<const std::pair<uint64_t, const Running*>> in_prefill) const;
   double PassedMs(uint64_t id) const;
   void SettlePassing();
   // A request may be passed for this share of its wait (cheap_first.h).

@@ -116,6 +116,7 @@ PrefillBudget StepBudget::Prefill(size_t n_decode, double decode_context, size_t
     b.within_target_ms = std::max(opt_.target_ms - decode_ms, 0.0);
   } else {
     b.shared_ms = b.within_target_ms = PrefillOnlyStepMs(static_cast<double>(prefill_depth)) - StepFixedMs();
+    b.after_first_token_ms = std::max(opt_.target_ms - StepFixedMs(), 0.0);
   }
   return b;
 }

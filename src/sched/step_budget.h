@@ -34,7 +34,9 @@
 //     step's fixed part (fixed_ms, the weights read once, plus the chunk's
 //     K/V pass at the prompt's depth: what a one-token step there costs)
 //     is a tenth of the step (prefill at 90% of its long-chunk speed), but
-//     never past twice the target; a lone prompt (nothing else
+//     never past twice the target; once a prompt completes in the step
+//     (its first token waits for the step's end), only to the target
+//     (after_first_token_ms); a lone prompt (nothing else
 //     running or waiting) takes the whole step's tokens: no one waits on
 //     it, and one arriving meanwhile waits one such step at most.
 // A turn always gets at least one token (prompts always advance); before
@@ -71,6 +73,10 @@ struct PrefillBudget {
   size_t room = SIZE_MAX;           // tokens, far below its share: the step's tokens
   double shared_ms = std::numeric_limits<double>::infinity();
   double within_target_ms = std::numeric_limits<double>::infinity();
+  // Once a prompt completes its prefill in the step, the step's prefill so
+  // far may grow only to this: its first token waits for the step's end, and
+  // a step without decodes runs past the target only for prefill speed.
+  double after_first_token_ms = std::numeric_limits<double>::infinity();
   const StepBudget* cost = nullptr;  // null: the token caps alone
 };
 
