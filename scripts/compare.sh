@@ -30,6 +30,19 @@
 #       first text) and ITL (mean gap) per case, medians over REPS fresh prompts,
 #       and the ratios (ours / reference) in one table.
 #
+#   scripts/compare.sh draft [--type TYPE] [--requests N] [--draft N]
+#       Prompt-lookup drafts on a copy-heavy and a copy-free workload: bench-135m
+#       made with --copy (its first layers quote the prompt as real models do)
+#       under `bench -w quote` (answers continue a passage of the document),
+#       greedy, and plain bench-135m sampled at temperature 1 (random weights:
+#       the answers copy nothing; greedy, they fall into loops, which drafts
+#       would predict) under `-w chat`, one request at a time (-c 1, token ids
+#       1000..30000), against
+#       promptcache serve without and with --draft lookup:N (8), and the
+#       reference's llama-server without and with --spec-type ngram-simple; the
+#       decode tokens/s (1 / mean time per output token) of each in one table,
+#       and a check that our greedy outputs are the same with and without drafts.
+#
 # Needs build/promptcache (scripts/setup.sh or scripts/test.sh builds it).
 # Models are made once into ~/.cache/promptcache. 2 threads each.
 set -euo pipefail
@@ -203,9 +216,101 @@ for case in a["cases"]:
 PYEOF
 }
 
+draft() {
+  local type=q8_0 requests=8 n=8 out=compare-draft
+  while [ $# -gt 0 ]; do
+    case "$1" in
+      --type) type="$2"; shift 2 ;;
+      --requests) requests="$2"; shift 2 ;;
+      --draft) n="$2"; shift 2 ;;
+      --out) out="$2"; shift 2 ;;
+      *) echo "compare.sh draft: unknown option $1" >&2; exit 2 ;;
+    esac
+  done
+  mkdir -p "$out"
+  local copy="$cache/bench-135m-copy-$type.gguf" plain; plain=$(model_for "$type")
+  [ -f "$copy" ] || "$bin" make-model --shape bench-135m --type "$type" --copy -o "$copy" >&2
+  local port pid arm w f
+  for w in quote chat; do
+   if [ "$w" = quote ]; then f=$copy; else f=$plain; fi
+   for arm in promptcache promptcache-draft reference reference-ngram; do
+    port=$(free_port)
+    case "$arm" in
+      promptcache) "$bin" serve -m "$f" --host 127.0.0.1 --port "$port" -t 2 >"$out/$arm.log" 2>&1 & ;;
+      promptcache-draft) "$bin" serve -m "$f" --host 127.0.0.1 --port "$port" -t 2 --draft "lookup:$n" >"$out/$arm.log" 2>&1 & ;;
+      reference) "$anchor/llama-server" -m "$f" --host 127.0.0.1 --port "$port" -t 2 -c 8192 >"$out/$arm.log" 2>&1 & ;;
+      reference-ngram) "$anchor/llama-server" -m "$f" --host 127.0.0.1 --port "$port" -t 2 -c 8192 \
+        --spec-type ngram-simple >"$out/$arm.log" 2>&1 & ;;
+    esac
+    pid=$!
+    if wait_health "$arm" "$port"; then
+      local extra='{}'
+      [ "$w" = chat ] && extra='{"temperature": 1.0}'
+      "$bin" bench --url "http://127.0.0.1:$port" -w "$w" --requests "$requests" -c 1 --token-range 1000:30000 \
+        --extra-body "$extra" --no-progress --json "$out/$w-$arm.json" >"$out/$w-$arm.txt" 2>&1 || true
+      curl -fsS "http://127.0.0.1:$port/metrics" >"$out/$w-$arm.metrics" 2>/dev/null || true
+      if [ "$arm" = promptcache-draft ] && [ "$w" = quote ]; then
+        python3 - "$port" >"$out/identity.txt" <<'PYEOF' || true
+import json, random, sys, urllib.request
+url = f"http://127.0.0.1:{sys.argv[1]}/v1/completions"
+random.seed(7)
+same = 0
+for i in range(4):
+    doc = [random.randrange(1000, 30000) for _ in range(1500)]
+    prompt = doc + [random.randrange(1000, 30000) for _ in range(32)] + doc[100 * i:100 * i + 16]
+    texts = []
+    for extra in ({}, {"speculative.n_max": 0}):
+        body = {"prompt": prompt, "max_tokens": 96, "temperature": 0, "ignore_eos": True, "logprobs": 1, **extra}
+        req = urllib.request.Request(url, json.dumps(body).encode(), {"Content-Type": "application/json"})
+        r = json.load(urllib.request.urlopen(req))
+        texts.append((r["choices"][0]["text"], r["choices"][0]["logprobs"]["tokens"], r.get("timings", {}).get("draft_n_accepted")))
+    same += texts[0][:2] == texts[1][:2]
+    print(f"prompt {i}: drafts accepted {texts[0][2]}, outputs {'identical' if texts[0][:2] == texts[1][:2] else 'DIFFER'}")
+print(f"{same}/4 greedy outputs identical with and without drafts")
+PYEOF
+      fi
+    fi
+    kill -TERM "$pid" 2>/dev/null || true
+    wait "$pid" || true
+   done
+  done
+  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; bench-135m $type (--copy for quote), $requests requests per workload, -c 1"
+  python3 - "$out" <<'PYEOF'
+import json, os, re, sys
+out = sys.argv[1]
+def decode(w, arm):
+    try:
+        g = next(g for g in json.load(open(f"{out}/{w}-{arm}.json"))["groups"] if g["name"] == "all")
+        return 1000 / g["tpot_ms"]["mean"], g["ttft_ms"]["p50"], g["itl_ms"]["p50"]
+    except Exception:
+        return None
+def acceptance(w):
+    try:
+        m = open(f"{out}/{w}-promptcache-draft.metrics").read()
+        d = float(re.search(r'draft_tokens_total\{result="drafted"\} (\S+)', m).group(1))
+        a = float(re.search(r'draft_tokens_total\{result="accepted"\} (\S+)', m).group(1))
+        return f"{a:.0f}/{d:.0f} accepted" if d else "none drafted"
+    except Exception:
+        return ""
+print("| workload | promptcache | + lookup drafts | ratio | reference | + ngram-simple | ratio | drafts/plain: ours vs reference's |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|")
+for w in ("quote", "chat"):
+    r = {arm: decode(w, arm) for arm in ("promptcache", "promptcache-draft", "reference", "reference-ngram")}
+    cell = lambda x: f"{x[0]:.1f} tok/s" if x else "failed"
+    ratio = lambda x, y: f"{x[0] / y[0]:.2f}x" if x and y else "-"
+    vs = f"{r['promptcache-draft'][0] / r['reference-ngram'][0]:.2f}x" if r["promptcache-draft"] and r["reference-ngram"] else "-"
+    print(f"| {w} | {cell(r['promptcache'])} | {cell(r['promptcache-draft'])} | {ratio(r['promptcache-draft'], r['promptcache'])} | "
+          f"{cell(r['reference'])} | {cell(r['reference-ngram'])} | {ratio(r['reference-ngram'], r['reference'])} | {vs} |")
+print(f"\nOur drafts: quote {acceptance('quote')}, chat {acceptance('chat')} (decode tok/s = 1000 / mean time per output token)")
+if os.path.exists(f"{out}/identity.txt"):
+    print(open(f"{out}/identity.txt").read().strip())
+PYEOF
+}
+
 case "${1:-}" in
   models) shift; models "$@" ;;
   trace) shift; trace "$@" ;;
   server) shift; server "$@" ;;
-  *) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+  draft) shift; draft "$@" ;;
+  *) sed -n '2,41p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

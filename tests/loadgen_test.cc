@@ -1,8 +1,10 @@
 // The load generator: statistics on synthetic timings, the verdict rules,
 // prompt synthesis (equal keys -> equal tokens), trace loading, the ideal
 // cache simulation, the report, and a short run against our own server.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #include "client.h"
@@ -161,6 +163,29 @@ TEST(LoadgenWorkload, RagSharesDocumentsExactly) {
   ShapeParams other = p;
   other.seed = 2;
   EXPECT_NE(MakeShape(other)->front().prompt, rs.front().prompt);  // a new seed: new documents
+}
+
+// quote: each prompt ends with the opening of a passage of its document,
+// with room after it in the document for the whole answer.
+TEST(LoadgenWorkload, QuoteEndsWithTheOpeningOfAPassage) {
+  ShapeParams p = *DefaultShape("quote");
+  EXPECT_EQ(p.output_tokens, 128u);
+  p.doc_tokens = 400, p.num_docs = 2, p.num_requests = 6, p.prompt_tokens = 10, p.output_tokens = 50;
+  const std::vector<BenchRequest> rs = *MakeShape(p);
+  ASSERT_EQ(rs.size(), 6u);
+  std::set<size_t> starts;
+  for (const BenchRequest& r : rs) {
+    ASSERT_EQ(r.prompt.size(), 400 + 10 + kQuoteOpeningTokens);
+    EXPECT_EQ(r.max_tokens, 50);
+    const auto doc_end = r.prompt.begin() + 400;
+    const auto opening = r.prompt.end() - static_cast<std::ptrdiff_t>(kQuoteOpeningTokens);
+    const auto at = std::search(r.prompt.begin(), doc_end, opening, r.prompt.end());
+    ASSERT_NE(at, doc_end) << "the opening is not a passage of the document";
+    EXPECT_LE(static_cast<size_t>(at - r.prompt.begin()) + kQuoteOpeningTokens + 50, 400u) << "no room for the answer";
+    starts.insert(static_cast<size_t>(at - r.prompt.begin()));
+  }
+  EXPECT_GT(starts.size(), 3u) << "passages start at different places";
+  EXPECT_TRUE(std::equal(rs[0].prompt.begin(), rs[0].prompt.begin() + 400, rs[2].prompt.begin()));  // documents shared
 }
 
 TEST(LoadgenWorkload, MultiturnGrowsEachConversation) {

@@ -72,6 +72,46 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, MakeModelTypes,
                                            TensorType::kQ8_0, TensorType::kQ4_0),
                          [](const auto& info) { return std::string(TensorTypeName(info.param)); });
 
+// --copy writes an induction head into the first layers: after the first
+// tokens of a passage of its prompt, the model continues the passage (in
+// every shape that has room for it: tiny, and a 3-layer one whose other layer
+// is random), and the file says which rope base it was built for. Shapes
+// without room are refused by name.
+TEST(MakeModel, CopyModelContinuesAPassageOfItsPrompt) {
+  for (int layers : {2, 3}) {
+    MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
+    opt.shape.n_layer = layers;
+    opt.copy = true;
+    const std::string path = test::TempPath("tiny-copy.gguf");
+    ASSERT_TRUE(MakeModel(opt, path).ok());
+    auto model = Model::Load(path, 2);
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    EXPECT_FLOAT_EQ((*model)->config().rope_base, 1e12f);
+    auto tok = Tokenizer::FromGguf((*model)->gguf());
+    ASSERT_TRUE(tok.ok());
+    std::vector<int32_t> doc(300);
+    for (size_t i = 0; i < doc.size(); ++i) doc[i] = static_cast<int32_t>(10 + (i * 389) % 1000);  // distinct
+    std::vector<int32_t> prompt(doc.begin(), doc.end());
+    prompt.insert(prompt.end(), doc.begin() + 120, doc.begin() + 128);
+    GenerateOptions g;
+    g.max_tokens = 24;
+    g.sampling.temperature = 0;
+    g.ignore_eos = true;
+    std::vector<int32_t> out;
+    ASSERT_TRUE(Generate(**model, *tok, prompt, g, [&](const TokenEvent& e) {
+                  out.push_back(e.id);
+                  return true;
+                }).ok());
+    EXPECT_EQ(out, std::vector<int32_t>(doc.begin() + 128, doc.begin() + 152)) << layers << " layers";
+  }
+  MakeModelOptions narrow = TinyOptions(TensorType::kQ8_0);
+  narrow.copy = true;
+  narrow.shape.n_kv_head = narrow.shape.n_head;  // one query head per KV head: no room for the second head
+  const Status st = MakeModel(narrow, test::TempPath("tiny-copy-narrow.gguf"));
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("--copy"), std::string::npos) << st.message();
+}
+
 // A long prompt runs in chunks of kPrefillChunkTokens; since every kernel is
 // batch-invariant, the cache and logits equal those of one forward pass over
 // the whole prompt, and of the prompt fed in uneven pieces (as the server's

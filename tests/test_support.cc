@@ -160,11 +160,12 @@ float CheckGreedyAgainstReference(const RefCase& c, float tol, const GenerateFn&
   return worst;
 }
 
-MadeModel MakeTestModel(const ModelShape& shape, TensorType type, int vocab_size) {
+MadeModel MakeTestModel(const ModelShape& shape, TensorType type, int vocab_size, bool copy) {
   MakeModelOptions mo;
   mo.shape = shape;
   mo.type = type;
   mo.vocab_size = vocab_size;
+  mo.copy = copy;
   const std::string path = TempPath(shape.name + ".gguf");
   PC_CHECK(MakeModel(mo, path).ok());
   MadeModel m;

@@ -76,6 +76,7 @@ struct MadeModel {
   std::unique_ptr<Model> model;
   std::unique_ptr<Tokenizer> tok;
 };
-MadeModel MakeTestModel(const ModelShape& shape, TensorType type, int vocab_size);
+// copy: make-model --copy (layers 0-1 quote the prompt: induction_weights.h).
+MadeModel MakeTestModel(const ModelShape& shape, TensorType type, int vocab_size, bool copy = false);
 
 }  // namespace pc::test

@@ -48,7 +48,8 @@ void RequestStream::Push(StreamEvent ev) {
 // thread once inserted (Submit inserts under mu_).
 struct Engine::Active {
   Active(uint64_t id_, EngineRequest r, const Tokenizer& tok)
-      : id(id_), req(std::move(r)), tokens(req.prompt), sampler(req.sampling), decoder(tok), stop(req.stop) {
+      : id(id_), req(std::move(r)), tokens(req.prompt), sampler(req.sampling), decoder(tok), stop(req.stop),
+        draft(static_cast<size_t>(std::max(req.draft_tokens, 0))) {
     if (req.grammar && req.grammar_trigger.empty()) grammar = std::make_unique<structured::SeqMatcher>(req.grammar.get());
   }
   uint64_t id;
@@ -78,6 +79,8 @@ struct Engine::Active {
   std::string trigger_tail;  // a waiting grammar: the output's last bytes, searched for the trigger
   std::map<std::string, size_t> cached_by_tier;
   std::map<std::string, double> tier_load_ms;
+  DraftController draft;
+  size_t num_drafted = 0, num_accepted = 0;
 };
 
 namespace {
@@ -157,6 +160,8 @@ SubmitOutcome Engine::Submit(EngineRequest req) {
     if (id < 0 || id >= c.n_vocab) return invalid(fmt::format("token id {} is outside the vocabulary (0..{})", id, c.n_vocab - 1));
   }
   if (req.max_tokens < 1) return invalid("max_tokens must be at least 1");
+  if (req.draft_tokens < 0) req.draft_tokens = static_cast<int>(opt_.draft_tokens);
+  if (model_.numerics() == Numerics::kGgmlCompat) req.draft_tokens = 0;
   const size_t total = req.prompt.size() + static_cast<size_t>(req.max_tokens);
   if (total > context_length()) {
     return invalid(fmt::format("this model's maximum context length is {} tokens; the prompt has {} and max_tokens asks "
@@ -231,6 +236,8 @@ void Engine::Finish(Active& a, FinishReason reason, int64_t now_ns, const std::s
   ev.num_prompt_tokens = a.req.prompt.size();
   ev.num_cached_tokens = a.num_cached;
   ev.num_generated_tokens = a.num_generated;
+  ev.num_draft_tokens = a.num_drafted;
+  ev.num_accepted_draft_tokens = a.num_accepted;
   a.timings.e2e_ms = NsToMs(now_ns - a.arrival_ns);
   ev.timings = a.timings;
   ev.cached_by_tier = a.cached_by_tier;
@@ -441,7 +448,7 @@ bool Engine::AdvanceGrammar(Active& a, int32_t token) {
   return a.grammar->Complete();
 }
 
-void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns) {
+int32_t Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns) {
   StreamEvent ev;
   const bool early = a.num_generated < static_cast<size_t>(std::max(a.req.min_tokens, 0));
   if (a.req.adjust.active() || early) {
@@ -460,7 +467,7 @@ void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now
     if (!masker_->Mask(*a.grammar, logits, &masked_logits_)) {
       std::lock_guard<std::mutex> lock(mu_);
       Finish(a, FinishReason::kError, now_ns, "no token of the vocabulary can continue the constrained output");
-      return;
+      return -1;
     }
     logits = masked_logits_;
   }
@@ -496,7 +503,9 @@ void Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now
   if (stopped || eos || length || complete) {
     std::lock_guard<std::mutex> lock(mu_);
     Finish(a, stopped || eos || complete ? FinishReason::kStop : FinishReason::kLength, now_ns);
+    return -1;
   }
+  return a.last_token;
 }
 
 // Requires mu_. Puts a running sequence back at the head of the queue. Its
@@ -569,12 +578,13 @@ bool Engine::Step() {
   const StepShape shape = ShapeOf(work, acts);
   NotePlannedStep(shape, lone);
   const int64_t t0 = NowNs();
-  RunStep(work, acts);
+  const StepShape ran = RunStep(work, acts, shape);  // with the drafts it verified
   const double ms = NsToMs(NowNs() - t0);
-  step_budget_.Observe(shape, ms);
+  step_budget_.Observe(ran, ms);
   metrics_.Observe("promptcache_step_seconds", "", ms / 1e3);
-  metrics_.Add("promptcache_step_tokens_total", "kind=\"decode\"", static_cast<double>(shape.n_decode));
+  metrics_.Add("promptcache_step_tokens_total", "kind=\"decode\"", static_cast<double>(ran.n_decode));
   metrics_.Add("promptcache_step_tokens_total", "kind=\"prefill\"", static_cast<double>(shape.n_prefill));
+  metrics_.Add("promptcache_step_tokens_total", "kind=\"draft\"", static_cast<double>(ran.n_prefill - shape.n_prefill));
   {
     std::lock_guard<std::mutex> lock(mu_);
     RefreshPoolSnapshot();
@@ -616,7 +626,7 @@ void Engine::NotePlannedStep(const StepShape& shape, bool lone) {
   metrics_.Add("promptcache_steps_over_target_total", decodes ? "cause=\"decodes\"" : "cause=\"prefill_floor\"", 1);
 }
 
-void Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts) {
+StepShape Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts, StepShape shape) {
   // Blocks first: a Reserve may grow a block table, which the batch points into.
   std::vector<std::vector<int32_t>> chunks(work.size());
   for (size_t i = 0; i < work.size(); ++i) {
@@ -628,11 +638,12 @@ void Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active
     const Status st = a.seq->Reserve(start + chunks[i].size());
     PC_CHECK(st.ok());  // PlanWithBlocks reserved them
   }
+  const std::vector<size_t> drafted = AddDrafts(work, acts, chunks, shape);
   std::vector<BatchToken> batch;
   for (size_t i = 0; i < work.size(); ++i) {
     const size_t start = acts[i]->seq->num_computed();
     for (size_t j = 0; j < chunks[i].size(); ++j) {
-      const bool logits = j + 1 == chunks[i].size() && (work[i].decode || work[i].last_prompt_chunk);
+      const bool logits = work[i].decode || (j + 1 == chunks[i].size() && work[i].last_prompt_chunk);
       batch.push_back({chunks[i][j], static_cast<int32_t>(start + j), acts[i]->seq->block_table(), logits});
     }
   }
@@ -643,6 +654,11 @@ void Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active
   size_t row = 0;
   for (size_t i = 0; i < work.size(); ++i) {
     Active& a = *acts[i];
+    if (drafted[i] > 0) {
+      VerifyDecode(a, chunks[i], std::span<const float>(logits).subspan(row * n_vocab, chunks[i].size() * n_vocab), now);
+      row += chunks[i].size();
+      continue;
+    }
     a.seq->Computed(chunks[i]);
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -657,6 +673,71 @@ void Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active
       ++row;
     }
   }
+  return shape;
+}
+
+std::vector<size_t> Engine::AddDrafts(const std::vector<WorkItem>& work, const std::vector<Active*>& acts,
+                                      std::vector<std::vector<int32_t>>& chunks, StepShape& shape) {
+  std::vector<size_t> drafted(work.size(), 0);
+  size_t step_tokens = shape.n_decode + shape.n_prefill;
+  if (shape.n_decode == 0 || step_tokens >= opt_.max_batch_tokens) return drafted;
+  // One more verified token against this step's time per sequence (see
+  // DraftController); an unpriced CPU starts from a typical ratio.
+  const bool priced = step_budget_.knows_prefill_cost();
+  const double decode_ms = step_budget_.DecodeMs(shape.n_decode, shape.decode_context);
+  const double cost_ratio = priced && decode_ms > 0
+                                ? step_budget_.prefill_ms_per_token() * static_cast<double>(shape.n_decode) / decode_ms
+                                : 0.3;
+  // Drafts never take a step past the target that the step's own work keeps.
+  const double limit_ms = std::max(opt_.max_step_ms, priced ? step_budget_.StepMs(shape) : 0.0);
+  for (size_t i = 0; i < work.size(); ++i) {
+    Active& a = *acts[i];
+    if (!work[i].decode || a.req.draft_tokens <= 0) continue;
+    const size_t left = static_cast<size_t>(a.req.max_tokens) - a.num_generated;  // >= 1: it decodes now
+    size_t k = std::min({a.draft.Want(cost_ratio), left - 1, opt_.max_batch_tokens - step_tokens});
+    if (k == 0) continue;
+    const DraftOptions lookup{static_cast<size_t>(a.req.draft_tokens)};
+    std::vector<int32_t> d = FindLookupDraft(a.tokens, lookup, k);
+    const size_t pos = a.seq->num_computed();
+    while (!d.empty() && opt_.max_step_ms > 0 && priced) {
+      StepShape with = shape;
+      with.AddChunk(pos + 1, d.size());
+      if (step_budget_.StepMs(with) <= limit_ms) break;
+      d.pop_back();
+    }
+    if (d.empty() || !a.seq->Reserve(pos + 1 + d.size()).ok()) continue;
+    shape.AddChunk(pos + 1, d.size());
+    step_tokens += d.size();
+    drafted[i] = d.size();
+    chunks[i].insert(chunks[i].end(), d.begin(), d.end());
+  }
+  return drafted;
+}
+
+// A drafted token counts as accepted when the model's own choice before it
+// was that token, so its row's logits give the next one.
+void Engine::VerifyDecode(Active& a, std::span<const int32_t> chunk, std::span<const float> logits, int64_t now_ns) {
+  const size_t n_vocab = static_cast<size_t>(model_.config().n_vocab), drafted = chunk.size() - 1;
+  size_t accepted = 0;
+  bool alive = true;
+  a.num_drafted += drafted;
+  for (size_t j = 0; j < chunk.size(); ++j) {
+    if (j > 0) ++accepted, ++a.num_accepted;
+    a.seq->Computed(chunk.subspan(j, 1));
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      scheduler_.Advanced(a.id, 1);
+    }
+    const int32_t t = SampleAndEmit(a, logits.subspan(j * n_vocab, n_vocab), now_ns);
+    if (t < 0) {
+      alive = false;  // the request ended (and `a` with it)
+      break;
+    }
+    if (j + 1 == chunk.size() || t != chunk[j + 1]) break;
+  }
+  metrics_.Add("promptcache_draft_tokens_total", "result=\"drafted\"", static_cast<double>(drafted));
+  metrics_.Add("promptcache_draft_tokens_total", "result=\"accepted\"", static_cast<double>(accepted));
+  if (alive) a.draft.Observe(drafted, accepted);
 }
 
 EngineSnapshot Engine::Snapshot() const {
@@ -702,7 +783,7 @@ void Engine::DescribeMetrics() {
              "(calibrated at start, refined from measured steps).",
              {"part=\"token_at_0\"", "part=\"per_1k_positions\""});
   m.Describe("promptcache_step_tokens_total", "counter", "Tokens computed in steps, by kind.",
-             {"kind=\"decode\"", "kind=\"prefill\""});
+             {"kind=\"decode\"", "kind=\"prefill\"", "kind=\"draft\""});
   m.Describe("promptcache_tier_load_seconds", "histogram", "Time to bring cached KV back from a tier.",
              std::vector<std::string>(tier_labels.begin() + 1, tier_labels.end()));
   m.Describe("promptcache_requests_total", "counter", "Finished requests by finish reason.",
@@ -715,6 +796,10 @@ void Engine::DescribeMetrics() {
              tier_labels);
   m.Describe("promptcache_prefix_cache_logits_hits_total", "counter",
              "Prompts cached whole whose first token came from their kept last logits (no forward pass).");
+  m.Describe("promptcache_draft_tokens_total", "counter",
+             "Prompt-lookup draft tokens verified, and those accepted (their rows gave the next token).",
+             {"result=\"drafted\"", "result=\"accepted\""});
+  m.Describe("promptcache_draft_acceptance_ratio", "gauge", "Accepted over drafted tokens since start.");
   m.Describe("promptcache_requests_running", "gauge", "Requests in the running batch.");
   m.Describe("promptcache_requests_waiting", "gauge", "Requests in the queue.");
   m.Describe("promptcache_kv_pool_blocks", "gauge", "KV pool blocks by state.",
@@ -746,6 +831,9 @@ std::string Engine::RenderMetrics() {
   metrics_.Set("promptcache_kv_pool_usage_ratio", "",
                s.num_blocks ? static_cast<double>(s.num_used_blocks) / static_cast<double>(s.num_blocks) : 0);
   metrics_.Set("promptcache_kv_block_size_tokens", "", static_cast<double>(s.block_size));
+  const double drafted = metrics_.Get("promptcache_draft_tokens_total", "result=\"drafted\"");
+  metrics_.Set("promptcache_draft_acceptance_ratio", "",
+               drafted > 0 ? metrics_.Get("promptcache_draft_tokens_total", "result=\"accepted\"") / drafted : 0);
   metrics_.Set("promptcache_min_useful_match_tokens", "tier=\"pool\"", static_cast<double>(s.block_size));
   if (opt_.tiers) {
     for (const auto& t : opt_.tiers->tiers()) {

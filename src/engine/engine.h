@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "engine/grammar_masker.h"
+#include "engine/lookup_draft.h"
 #include "engine/metrics.h"
 #include "sched/scheduler.h"
 #include "sched/step_budget.h"
@@ -69,6 +70,11 @@ struct EngineOptions {
   // Opt-in request log, JSON Lines in the ../shared/traces format (arrival
   // t_ms, token counts, prefix block ids, block_size): never prompt text.
   std::string request_log_path;
+  // Prompt-lookup drafts per step for requests that do not say (0: off;
+  // --draft lookup[:N]). Off under Numerics::kGgmlCompat, whose roundings
+  // differ between a one-token and a several-token pass, so drafts would
+  // change its outputs.
+  size_t draft_tokens = 0;
 };
 
 struct EngineRequest {
@@ -95,6 +101,9 @@ struct EngineRequest {
   LogitAdjust adjust;       // bias and penalties (sampler.h: the order of stages)
   int min_tokens = 0;       // end of generation (and stop_token_ids) barred before this many tokens
   std::vector<int32_t> stop_token_ids;  // these end the request like end of generation
+  // Prompt-lookup drafts (lookup_draft.h): at most this many drafted tokens
+  // verified per step; 0: plain decoding; -1: EngineOptions::draft_tokens.
+  int draft_tokens = -1;
 };
 
 enum class FinishReason { kStop, kLength, kCancelled, kError };
@@ -120,6 +129,7 @@ struct StreamEvent {
   FinishReason finish = FinishReason::kStop;
   std::string error;
   size_t num_prompt_tokens = 0, num_cached_tokens = 0, num_generated_tokens = 0;
+  size_t num_draft_tokens = 0, num_accepted_draft_tokens = 0;  // lookup drafts verified / accepted
   RequestTimings timings;
   std::map<std::string, size_t> cached_by_tier;  // every tier incl. "pool"; sums to num_cached_tokens
   std::map<std::string, double> tier_load_ms;
@@ -179,7 +189,9 @@ class Engine {
   bool Step();  // false when there was nothing to do
   static StepShape ShapeOf(const std::vector<WorkItem>& work, const std::vector<Active*>& acts);
   void NotePlannedStep(const StepShape& shape, bool lone);
-  void RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts);
+  // Runs the planned step (shape: what it holds) and returns what it ran,
+  // drafts included.
+  StepShape RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts, StepShape shape);
   void RefreshPoolSnapshot();
   void StartAdmitted(int64_t now_ns);
   void StartSequence(Active& a, int64_t now_ns, const std::map<std::string, size_t>& loaded_tokens);
@@ -187,7 +199,16 @@ class Engine {
   void DropCancelled();
   void Requeue(Active& a, bool preempted);
   std::vector<WorkItem> PlanWithBlocks();
-  void SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns);
+  // Samples a's next token from logits and sends it; returns it, or -1 when
+  // the request ended (then `a` is gone).
+  int32_t SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns);
+  // Appends lookup drafts to decode chunks ({last token} -> {last, d1..dk})
+  // as far as the step's token and time budgets allow; returns the counts.
+  std::vector<size_t> AddDrafts(const std::vector<WorkItem>& work, const std::vector<Active*>& acts,
+                                std::vector<std::vector<int32_t>>& chunks, StepShape& shape);
+  // A decode chunk's rows in order: each token reported computed, the next
+  // one sampled from its row, until a sampled token differs from the draft.
+  void VerifyDecode(Active& a, std::span<const int32_t> chunk, std::span<const float> logits, int64_t now_ns);
   bool AdvanceGrammar(Active& a, int32_t token);
   std::unique_ptr<GrammarMasker> masker_;  // loop thread; built at the first constrained request
   std::vector<float> masked_logits_, adjusted_logits_;

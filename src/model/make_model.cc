@@ -2,10 +2,12 @@
 
 #include <cmath>
 #include <fstream>
+#include <optional>
 #include <set>
 
 #include "gguf/gguf.h"
 #include "kernels/quant.h"
+#include "model/induction_weights.h"
 #include "model/sampler.h"
 
 namespace pc {
@@ -170,6 +172,11 @@ Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
       s.n_embd % s.n_head != 0 || s.n_head % s.n_kv_head != 0) {
     return Errorf("invalid shape: n_embd and ffn must be multiples of 32, heads must divide evenly");
   }
+  std::optional<InductionWeights> copy;
+  if (opt.copy) {
+    PC_ASSIGN_OR_RETURN(InductionWeights iw, InductionWeights::Make(s, opt.seed));
+    copy = std::move(iw);
+  }
   GgufWriter w;
   w.Set("general.architecture", GgufValue::Of(std::string("llama")));
   w.Set("general.name", GgufValue::Of(s.name.empty() ? std::string("custom") : s.name));
@@ -183,7 +190,7 @@ Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
   w.Set("llama.attention.head_count", GgufValue::Of(static_cast<uint32_t>(s.n_head)));
   w.Set("llama.attention.head_count_kv", GgufValue::Of(static_cast<uint32_t>(s.n_kv_head)));
   w.Set("llama.rope.dimension_count", GgufValue::Of(static_cast<uint32_t>(s.n_embd / s.n_head)));
-  w.Set("llama.rope.freq_base", GgufValue::Of(s.rope_base));
+  w.Set("llama.rope.freq_base", GgufValue::Of(copy ? InductionWeights::kRopeBase : s.rope_base));
   w.Set("llama.attention.layer_norm_rms_epsilon", GgufValue::Of(1e-5f));
   int n_vocab = opt.vocab_size;
   if (opt.vocab_path.empty()) {
@@ -200,7 +207,17 @@ Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
   int layer = -1;  // of the matrices being written
   auto matrix = [&](const std::string& name, size_t rows, size_t cols) {
     const TensorType t = MatrixTypeFor(ft, name, layer, s.n_layer, cols);
-    auto data = RandomMatrix(rng, t, rows, cols, opt.weight_std);
+    std::vector<uint8_t> data;
+    if (copy && copy->Writes(name)) {
+      data.resize(rows * RowBytes(t, cols));
+      std::vector<float> row(cols);
+      for (size_t r = 0; r < rows; ++r) {
+        copy->Row(name, r, row.data(), cols);
+        QuantizeRow(t, row.data(), data.data() + r * RowBytes(t, cols), cols);
+      }
+    } else {
+      data = RandomMatrix(rng, t, rows, cols, opt.weight_std);
+    }
     return w.AddTensor(name, t, {cols, rows}, data);
   };
   std::vector<float> ones(e, 1.0f);

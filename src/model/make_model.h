@@ -52,6 +52,9 @@ struct MakeModelOptions {
   std::string words_path = "/usr/share/dict/words";
   uint64_t seed = 1;
   float weight_std = 0.02f;
+  // The first two layers copy what followed the current token's earlier
+  // occurrence (induction_weights.h); rope base 1e12. Everything else random.
+  bool copy = false;
 };
 
 Status MakeModel(const MakeModelOptions& opt, const std::string& out_path);

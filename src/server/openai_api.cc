@@ -468,6 +468,10 @@ void ParseSampling(Fields& f, ApiRequest* r, const ParseContext& ctx) {
   ParseLogitBias(f, ctx, &adj);
   f.Int("min_tokens", 0, 1 << 30, &min_tokens);
   r->engine.min_tokens = static_cast<int>(min_tokens);
+  // llama.cpp's per-request draft length ("speculative.n_max"); 0: no drafts.
+  int64_t n_draft = -1;
+  f.Int("speculative.n_max", 0, 64, &n_draft);
+  r->engine.draft_tokens = static_cast<int>(n_draft);
   if (f.Has("stop_token_ids")) {
     const json& ids = f["stop_token_ids"];
     const int64_t nv = ctx.tok ? ctx.tok->n_vocab() : 0;
@@ -729,7 +733,10 @@ json ResponseBuilder::Timings(const StreamEvent& d) const {
           {"cached_tokens", d.num_cached_tokens},
           {"cached_tokens_by_tier", d.cached_by_tier.empty() ? json{{"pool", d.num_cached_tokens}} : json(d.cached_by_tier)},
           {"tier_load_ms", d.tier_load_ms},
-          {"generated_tokens", d.num_generated_tokens}};
+          {"generated_tokens", d.num_generated_tokens},
+          // llama.cpp's names for the drafted and accepted tokens
+          {"draft_n", d.num_draft_tokens},
+          {"draft_n_accepted", d.num_accepted_draft_tokens}};
 }
 
 std::vector<std::string> ResponseBuilder::OnDoneChunks(const StreamEvent& done) {

@@ -42,6 +42,8 @@ Result<ShapeParams> DefaultShape(const std::string& name) {
   p.name = name;
   if (name == "rag") {
     p.doc_tokens = 4000, p.prompt_tokens = 32, p.output_tokens = 32, p.num_docs = 4, p.num_requests = 16;
+  } else if (name == "quote") {
+    p.doc_tokens = 2000, p.prompt_tokens = 32, p.output_tokens = 128, p.num_docs = 2, p.num_requests = 8;
   } else if (name == "chat") {
     p.prompt_tokens = 200, p.output_tokens = 400, p.num_requests = 8;
   } else if (name == "sysprompt") {
@@ -49,7 +51,7 @@ Result<ShapeParams> DefaultShape(const std::string& name) {
   } else if (name == "multiturn") {
     p.prompt_tokens = 100, p.output_tokens = 64, p.turns = 4, p.num_requests = 16;
   } else {
-    return Errorf("unknown workload '{}' (rag, chat, multiturn, sysprompt)", name);
+    return Errorf("unknown workload '{}' (rag, quote, chat, multiturn, sysprompt)", name);
   }
   return p;
 }
@@ -68,6 +70,18 @@ Result<std::vector<BenchRequest>> MakeShape(const ShapeParams& p) {
       const size_t doc = i % std::max<size_t>(p.num_docs, 1);
       out.push_back(req(Cat(KeyTokens(kDoc + salt * 4096 + doc, p.doc_tokens, p.range),
                             KeyTokens(kQuestion + salt * 65536 + i, p.prompt_tokens, p.range))));
+    }
+  } else if (p.name == "quote") {
+    // The passage starts where the rest of the document can hold the answer.
+    const size_t span = p.doc_tokens > kQuoteOpeningTokens + p.output_tokens ? p.doc_tokens - kQuoteOpeningTokens - p.output_tokens : 1;
+    for (size_t i = 0; i < p.num_requests; ++i) {
+      const size_t doc = i % std::max<size_t>(p.num_docs, 1);
+      const std::vector<int32_t> d = KeyTokens(kDoc + salt * 4096 + doc, p.doc_tokens, p.range);
+      const size_t at = std::min<size_t>(Mix(salt * 65536 + i) % span, d.size());
+      const size_t end = std::min(d.size(), at + kQuoteOpeningTokens);
+      std::vector<int32_t> prompt = Cat(d, KeyTokens(kQuestion + salt * 65536 + i, p.prompt_tokens, p.range));
+      prompt.insert(prompt.end(), d.begin() + static_cast<std::ptrdiff_t>(at), d.begin() + static_cast<std::ptrdiff_t>(end));
+      out.push_back(req(std::move(prompt)));
     }
   } else if (p.name == "chat") {
     for (size_t i = 0; i < p.num_requests; ++i) out.push_back(req(KeyTokens(kQuestion + salt * 65536 + i, p.prompt_tokens, p.range)));

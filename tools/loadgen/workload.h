@@ -32,7 +32,7 @@ struct BenchRequest {
 std::vector<int32_t> KeyTokens(uint64_t key, size_t n, TokenRange r);
 
 struct ShapeParams {
-  std::string name;          // rag, chat, multiturn, sysprompt
+  std::string name;          // rag, quote, chat, multiturn, sysprompt
   size_t num_requests = 16;
   size_t num_docs = 4;       // rag: shared documents
   size_t doc_tokens = 4000;  // rag: document length
@@ -44,11 +44,15 @@ struct ShapeParams {
   TokenRange range;
 };
 
-// Defaults per shape (rag: 4000-token documents, 32-token answers; chat:
+// Defaults per shape (rag: 4000-token documents, 32-token answers; quote:
+// rag whose question ends with the first kQuoteOpeningTokens tokens of a
+// passage of its document, so an answer that quotes continues the passage
+// (2000-token documents, 128-token answers: a copy-heavy decode); chat:
 // 200-token prompts, 400-token answers; sysprompt: a 1000-token system
 // prompt, 50-token questions, 64-token answers; multiturn: 4 turns of
 // 100-token messages, 64-token answers).
 Result<ShapeParams> DefaultShape(const std::string& name);
+constexpr size_t kQuoteOpeningTokens = 16;
 Result<std::vector<BenchRequest>> MakeShape(const ShapeParams& p);
 
 struct TraceParams {

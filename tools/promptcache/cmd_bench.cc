@@ -75,8 +75,8 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   c->add_option("--prefix-key-tokens", f->prefix_key_tokens,
                 "X-Prefix-Key header: a hash of the prompt's first N tokens (0: the trace's block size, else 64; "
                 "-1: no header), for prefix-affinity routers");
-  c->add_option("-w,--workload", f->cfg.workload, "rag, chat, multiturn, sysprompt or trace")
-      ->check(CLI::IsMember({"rag", "chat", "multiturn", "sysprompt", "trace"}));
+  c->add_option("-w,--workload", f->cfg.workload, "rag, quote, chat, multiturn, sysprompt or trace")
+      ->check(CLI::IsMember({"rag", "quote", "chat", "multiturn", "sysprompt", "trace"}));
   c->add_option("--requests", f->requests, "Requests (shapes) or at most this many trace lines");
   c->add_option("--docs", f->docs, "rag: shared documents");
   c->add_option("--doc-tokens", f->doc_tokens, "rag: tokens per document");

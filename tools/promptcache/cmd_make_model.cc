@@ -14,7 +14,7 @@ struct MakeFlags {
   std::string shape, type = "q8_0", vocab, out, chat_template_file;
   std::vector<std::string> control_tokens;
   int n_embd = 0, n_layer = 0, n_head = 0, n_kv_head = 0, n_ff = 0, vocab_size = 32000, n_ctx = 8192;
-  bool untied = false;
+  bool untied = false, copy = false;
   uint64_t seed = 1;
 };
 
@@ -38,6 +38,7 @@ int Make(const MakeFlags& f) {
   opt.vocab_path = f.vocab;
   opt.vocab_size = f.vocab_size;
   opt.seed = f.seed;
+  opt.copy = f.copy;
   opt.control_tokens = f.control_tokens;
   if (!f.chat_template_file.empty()) {
     std::ifstream in(f.chat_template_file, std::ios::binary);
@@ -65,6 +66,9 @@ void RegisterMakeModel(CLI::App& app, int* exit_code) {
   c->add_option("--n-ff", f->n_ff, "Feed-forward width");
   c->add_option("--n-ctx", f->n_ctx, "Context length");
   c->add_flag("--untied", f->untied, "Separate output matrix");
+  c->add_flag("--copy", f->copy,
+              "Layers 0-1 written to copy: each next token is what followed the current token's earlier occurrence "
+              "(an induction head, as real models quote their prompt); for copy-heavy benchmarks");
   c->add_option("--type", f->type,
                 "Weight type: " + fmt::format("{}", fmt::join(ModelFileTypeNames(), ", ")) +
                     " (_m: K-quant mixes; matrices whose rows do not fit 256-element blocks take the reference "

@@ -15,7 +15,8 @@ namespace pc::cli {
 namespace {
 
 struct RunFlags {
-  std::string model, prompt, prompt_file, prompt_tokens, kv_type = "f16", numerics = "ggml", salt;
+  // numerics "": ggml, or precise with --draft (ggml's roundings differ by batch shape)
+  std::string model, prompt, prompt_file, prompt_tokens, kv_type = "f16", numerics, salt, draft = "none";
   int n = 64, top_k = 40, logprobs = 0, threads = 0, repeat = 1;
   size_t kv_mem = 0, block_size = 16;
   bool no_cache = false;
@@ -88,6 +89,7 @@ Result<StreamEvent> RunOnce(Engine& engine, const RunFlags& f, const Tokenizer& 
   req.top_logprobs = f.logprobs;
   req.salt = f.salt;
   req.use_cache = !f.no_cache;
+  req.draft_tokens = -1;  // the engine's (--draft)
   SubmitOutcome sub = engine.Submit(std::move(req));
   if (sub.error != SubmitError::kNone) return Status::Error(sub.message);
   for (;;) {
@@ -105,7 +107,13 @@ Result<StreamEvent> RunOnce(Engine& engine, const RunFlags& f, const Tokenizer& 
 }
 
 int Run(const RunFlags& f) {
-  const Numerics numerics = f.numerics == "ggml" ? Numerics::kGgmlCompat : Numerics::kPrecise;
+  Result<DraftOptions> draft = ParseDraftSpec(f.draft);
+  if (!draft.ok()) return Fail(draft.status().message());
+  if (draft->max_tokens > 0 && f.numerics == "ggml") {
+    return Fail("--draft needs --numerics precise: ggml's roundings differ between a one-token and a several-token pass");
+  }
+  const bool ggml = f.numerics == "ggml" || (f.numerics.empty() && draft->max_tokens == 0);
+  const Numerics numerics = ggml ? Numerics::kGgmlCompat : Numerics::kPrecise;
   Result<std::unique_ptr<Model>> model = Model::Load(f.model, f.threads, numerics);
   if (!model.ok()) return Fail(model.status().message());
   Result<Tokenizer> tok = Tokenizer::FromGguf((*model)->gguf());
@@ -118,6 +126,7 @@ int Run(const RunFlags& f) {
   eo.cache.mem_bytes = f.kv_mem;  // 0: the default for the model's context
   eo.max_batch_tokens = kPrefillChunkTokens;
   eo.max_running = 1;
+  eo.draft_tokens = draft->max_tokens;
   Engine engine(**model, *tok, eo);
   {  // the pool size, always stated at start
     const EngineSnapshot s = engine.Snapshot();
@@ -137,6 +146,11 @@ int Run(const RunFlags& f) {
                    r + 1, done->num_prompt_tokens, done->num_cached_tokens,
                    done->num_prompt_tokens - done->num_cached_tokens, t.queue_ms, t.prefill_ms, t.ttft_ms,
                    t.itl_ms.empty() ? 0.0 : t.itl_ms[0], itl, t.itl_ms.size(), itl > 0 ? 1e3 / itl : 0.0);
+      if (draft->max_tokens > 0) {
+        std::fprintf(stderr, "run %d: drafts: %zu drafted, %zu accepted (%.0f%%)\n", r + 1, done->num_draft_tokens,
+                     done->num_accepted_draft_tokens,
+                     done->num_draft_tokens ? 100.0 * done->num_accepted_draft_tokens / done->num_draft_tokens : 0.0);
+      }
     }
   }
   return 0;
@@ -169,9 +183,12 @@ void RegisterRun(CLI::App& app, int* exit_code) {
   c->add_option("-t,--threads", f->threads, "Threads (default: physical cores)")->check(CLI::Range(0, 1024));
   c->add_option("--kv-type", f->kv_type, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}));
   c->add_option("--numerics", f->numerics,
-                 "ggml (default: llama.cpp's CPU arithmetic, bit for bit) or precise (our F32-accumulating "
-                 "kernels, as serve uses: faster, not the reference's roundings)")
+                 "ggml (default without --draft: llama.cpp's CPU arithmetic, bit for bit) or precise (our "
+                 "F32-accumulating kernels, as serve uses: faster, not the reference's roundings; the default with --draft)")
       ->check(CLI::IsMember({"precise", "ggml"}));
+  c->add_option("--draft", f->draft,
+                 "Prompt-lookup drafts: 'lookup[:N]' verifies up to N (default 8) tokens copied from the prompt or "
+                 "output per step (output unchanged), 'none' (default)");
   c->add_flag("--ignore-eos", f->ignore_eos, "Keep generating past end-of-sequence");
   c->add_flag("--json", f->json, "One JSON object per generated token");
   c->add_flag("--stats", f->stats, "Print prefill and decode speed to stderr");

@@ -32,6 +32,7 @@ struct ServeFlags {
   std::string tier_secret_file;
   bool tier_trust_unauthenticated = false;
   std::string request_log;
+  std::string draft = "none";
 };
 
 // The spill tiers the flags ask for, fastest first; null when none.
@@ -168,6 +169,13 @@ int Serve(const ServeFlags& f) {
   eo.max_running = f.max_running;
   eo.max_waiting = f.max_queue;
   eo.request_log_path = f.request_log;
+  Result<DraftOptions> draft = ParseDraftSpec(f.draft);
+  if (!draft.ok()) return Fail(draft.status().message());
+  eo.draft_tokens = draft->max_tokens;
+  if (eo.draft_tokens > 0 && f.numerics == "ggml") {
+    fmt::print(stderr, "promptcache: --draft is off under --numerics ggml (its roundings differ between a one-token and "
+                       "a several-token pass, so drafts would change outputs)\n");
+  }
   so.num_http_threads = f.max_running + f.max_queue + 16;
   Result<std::unique_ptr<TierStack>> tiers = MakeTiers(f, **model, eo.cache);
   if (!tiers.ok()) return Fail(tiers.status().message());
@@ -261,6 +269,9 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   c->add_option("--redis-ttl", f->redis_ttl_s, "Redis entry TTL in seconds")->check(CLI::Range(1, 1 << 30));
   c->add_option("--request-log", f->request_log,
                 "Append one JSON line per request (arrival, token counts, prefix block ids; never text) for `advise`");
+  c->add_option("--draft", f->draft,
+                "Prompt-lookup drafts: 'lookup[:N]' verifies up to N (default 8) tokens copied from the request's own "
+                "tokens per step (greedy output unchanged; per request: speculative.n_max), 'none' (default)");
   c->add_option("--drain-timeout", f->drain_timeout_s, "Seconds in-flight requests get after SIGTERM")->check(CLI::Range(0.0, 3600.0));
   c->callback([f, exit_code] { *exit_code = Serve(*f); });
 }
