@@ -382,6 +382,64 @@ TEST(AttentionSpans, RowResultIsIndependentOfBatchAndOfSplitting) {
   }
 }
 
+// 8-bit K/V (--kv-type q8_0): every table widens Q8_0 blocks to the same
+// bits as the scalar twin, and attention over them equals attention over an
+// F32 store holding the widened values, bit for bit, in the tiled path
+// (every table, several rows, positions across spans and blocks) and the
+// per-head path (windows, soft-caps).
+TEST(TileKernels, EightBitKvWidensAndAttendsAsItsValues) {
+  for (const DotKernels* k : SimdTables()) {
+    for (size_t n : {32u, 64u, 96u, 128u, 256u, 1024u}) {
+      const auto x = RandomFloats(n, 31, 3.0f);
+      std::vector<BlockQ8_0> q(n / 32);
+      QuantizeRow(TensorType::kQ8_0, x.data(), q.data(), n);
+      std::vector<float> a(n), b(n);
+      k->q8_0_to_f32(q.data(), a.data(), n);
+      ScalarDotKernels().q8_0_to_f32(q.data(), b.data(), n);
+      EXPECT_EQ(0, std::memcmp(a.data(), b.data(), n * sizeof(float))) << k->name << " n=" << n;
+      for (size_t i = 0; i < n; ++i) {  // within one step of the block's scale
+        float amax = 0;
+        for (size_t j = i / 32 * 32; j < i / 32 * 32 + 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+        EXPECT_NEAR(a[i], x[i], amax / 127) << i;
+      }
+    }
+  }
+  const size_t n_head = 4, n_kv = 2, hd = 64, dim = n_kv * hd, n_pos = kAttnSpan + 45, block = 16;
+  const size_t blocks = (n_pos + block - 1) / block;
+  std::vector<int32_t> table(blocks);
+  for (size_t b = 0; b < blocks; ++b) table[b] = static_cast<int32_t>(blocks - 1 - b);
+  const auto kf = RandomFloats(blocks * block * dim, 32, 2.0f), vf = RandomFloats(kf.size(), 33);
+  std::vector<uint8_t> k8(blocks * block * KvBytes(KvDtype::kQ8_0, dim)), v8(k8.size());
+  std::vector<float> k32(kf.size()), v32(kf.size());
+  for (size_t row = 0; row < blocks * block; ++row) {
+    const size_t at = row * KvBytes(KvDtype::kQ8_0, dim);
+    QuantizeRow(TensorType::kQ8_0, &kf[row * dim], &k8[at], dim);
+    QuantizeRow(TensorType::kQ8_0, &vf[row * dim], &v8[at], dim);
+    ScalarDotKernels().q8_0_to_f32(&k8[at], &k32[row * dim], dim);
+    ScalarDotKernels().q8_0_to_f32(&v8[at], &v32[row * dim], dim);
+  }
+  const KvLayerView q8{k8.data(), v8.data(), KvDtype::kQ8_0, block, dim, table};
+  const KvLayerView f32{k32.data(), v32.data(), KvDtype::kF32, block, dim, table};
+  const AttnHeads h{n_head, n_kv, hd};
+  const size_t rows = 5, width = n_head * hd;
+  const auto q = RandomFloats(rows * width, 34);
+  std::vector<int32_t> pos(rows);
+  for (size_t r = 0; r < rows; ++r) pos[r] = static_cast<int32_t>(n_pos - 1 - 7 * r);
+  for (const DotKernels* k : {&ScalarDotKernels(), &ActiveDotKernels()}) {
+    std::vector<float> a(rows * width), b(rows * width), scratch(AttendScratchFloats(rows, h));
+    AttendRows(*k, q8, {q.data(), width, pos.data(), a.data(), width}, 0, rows, h, scratch.data());
+    AttendRows(*k, f32, {q.data(), width, pos.data(), b.data(), width}, 0, rows, h, scratch.data());
+    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << k->name << ": tiled";
+    const AttnExtras x{100, 0, 30.0f};
+    for (size_t head = 0; head < n_head; ++head) {
+      std::vector<float> c(hd), d(hd);
+      AttendHeadExtras(*k, q.data() + head * hd, q8, n_pos - 1, head / 2, hd, x, c.data());
+      AttendHeadExtras(*k, q.data() + head * hd, f32, n_pos - 1, head / 2, hd, x, d.data());
+      EXPECT_EQ(0, std::memcmp(c.data(), d.data(), hd * sizeof(float))) << k->name << ": per head " << head;
+    }
+  }
+}
+
 TEST(ThreadPool, ParallelForEachRunsEveryIndexOnce) {
   ThreadPool pool(3);
   for (size_t n : {0u, 1u, 2u, 5u, 1000u}) {

@@ -22,7 +22,11 @@ struct OnlineHead {
       : k(k), kv(kv), head_dim(head_dim), out(out) {
     std::memset(out, 0, head_dim * sizeof(float));
   }
-  float Score(const float* q, size_t elem) const {
+  float Score(const float* q, size_t elem) {
+    if (q8) {
+      k.q8_0_to_f32(static_cast<const uint8_t*>(kv.k) + KvBytes(kv.dtype, elem), row, head_dim);
+      return k.f32(q, row, head_dim);
+    }
     return f16 ? k.dot_f32_f16(q, static_cast<const uint16_t*>(kv.k) + elem, head_dim)
                : k.f32(q, static_cast<const float*>(kv.k) + elem, head_dim);
   }
@@ -35,7 +39,10 @@ struct OnlineHead {
     }
     const float weight = std::exp(score - max_score);
     denom += weight;
-    if (f16) {
+    if (q8) {
+      k.q8_0_to_f32(static_cast<const uint8_t*>(kv.v) + KvBytes(kv.dtype, elem), row, head_dim);
+      k.axpy_f32(weight, row, out, head_dim);
+    } else if (f16) {
       k.axpy_f16(weight, static_cast<const uint16_t*>(kv.v) + elem, out, head_dim);
     } else {
       k.axpy_f32(weight, static_cast<const float*>(kv.v) + elem, out, head_dim);
@@ -50,7 +57,8 @@ struct OnlineHead {
   const KvLayerView& kv;
   size_t head_dim;
   float* out;
-  bool f16 = kv.dtype == KvDtype::kF16;
+  bool f16 = kv.dtype == KvDtype::kF16, q8 = kv.dtype == KvDtype::kQ8_0;
+  float row[1024];  // a Q8_0 row widened (head_dim <= 1024)
   float max_score = -std::numeric_limits<float>::infinity(), denom = 0.0f;
 };
 
@@ -263,7 +271,11 @@ void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_
     for (size_t g = 0; g < n_kv; ++g) {
       float* kd = kt + (g * kAttnTile + j) * head_dim;
       float* vd = vt + (g * kAttnTile + j) * head_dim;
-      if (kv.dtype == KvDtype::kF16) {
+      if (kv.dtype == KvDtype::kQ8_0) {  // widened while loading: the read is half F16's
+        const size_t at = KvBytes(kv.dtype, elem + g * head_dim);
+        k.q8_0_to_f32(static_cast<const uint8_t*>(kv.k) + at, kd, head_dim);
+        k.q8_0_to_f32(static_cast<const uint8_t*>(kv.v) + at, vd, head_dim);
+      } else if (kv.dtype == KvDtype::kF16) {
         k.f16_to_f32(static_cast<const uint16_t*>(kv.k) + elem + g * head_dim, kd, head_dim);
         k.f16_to_f32(static_cast<const uint16_t*>(kv.v) + elem + g * head_dim, vd, head_dim);
       } else {
@@ -282,11 +294,11 @@ void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_
 // overlaps the next tile's transfer (without it decode attention stalls on
 // each tile's first loads and runs at a fraction of the bandwidth).
 void PrefetchTile(const KvLayerView& kv, size_t p0, size_t n) {
-  const size_t elem_bytes = kv.dtype == KvDtype::kF16 ? 2 : 4, row_bytes = kv.kv_dim * elem_bytes;
+  const size_t row_bytes = KvBytes(kv.dtype, kv.kv_dim);
   for (size_t p = p0; p < p0 + n; ++p) {
-    const size_t elem = (static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size) * kv.kv_dim;
-    const char* kr = static_cast<const char*>(kv.k) + elem * elem_bytes;
-    const char* vr = static_cast<const char*>(kv.v) + elem * elem_bytes;
+    const size_t row = static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
+    const char* kr = static_cast<const char*>(kv.k) + row * row_bytes;
+    const char* vr = static_cast<const char*>(kv.v) + row * row_bytes;
     for (size_t off = 0; off < row_bytes; off += 64) {
       __builtin_prefetch(kr + off);
       __builtin_prefetch(vr + off);

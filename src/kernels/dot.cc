@@ -124,6 +124,14 @@ void AttendTile(const float* q, const float* k, const float* v, size_t head_dim,
   TileAccum(s, v, head_dim, n, acc);
 }
 
+void Q8_0ToF32(const void* x, float* y, size_t n) {
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  for (size_t i = 0; i < n / 32; ++i) {
+    const float d = Fp16ToFp32(b[i].d);
+    for (size_t j = 0; j < 32; ++j) y[i * 32 + j] = d * static_cast<float>(b[i].qs[j]);
+  }
+}
+
 void F16ToF32(const uint16_t* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = Fp16ToFp32(x[i]);
 }
@@ -184,7 +192,7 @@ void AttendCols(const float* q, size_t nq, size_t group, const float* k, const f
 const DotKernels kScalar = {"scalar",  DotF32,     DotF16,    DotBf16, ConvertRowF16, GgmlQuantizeRowQ8_0,
                             F16ToF32,  AxpyF32,    AxpyF16,   DotF32F16, TileScores, TileAccum,
                             ExpSum,    SiluMul,    AttendTile, nullptr, nullptr,   nullptr,
-                            AttendLanes, AttendCols};
+                            AttendLanes, AttendCols, Q8_0ToF32};
 
 }  // namespace
 

@@ -89,6 +89,9 @@ struct DotKernels {
   void (*attend_lanes)(const struct LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
   void (*attend_cols)(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
                       size_t nv, float* kt_scratch, float* m, float* l, float* acc);
+  // 8-bit K/V rows widened: y[i] = d * qs[i] of n / 32 Q8_0 blocks (one
+  // float multiply each, so every table gives the same bits). n % 32 == 0.
+  void (*q8_0_to_f32)(const void* x, float* y, size_t n);
 };
 
 constexpr size_t kLaneTile = 16;

@@ -342,6 +342,18 @@ void AttendTile(const float* q, const float* k, const float* v, size_t head_dim,
   TileAccum(s, v, head_dim, n, acc);
 }
 
+void Q8_0ToF32(const void* x, float* y, size_t n) {
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  for (size_t i = 0; i < n / 32; ++i) {
+    const __m256 d = _mm256_set1_ps(H2F(b[i].d));
+    for (int k = 0; k < 4; ++k) {
+      const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(b[i].qs + 8 * k));  // 8 int8
+      const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q));
+      _mm256_storeu_ps(y + i * 32 + 8 * k, _mm256_mul_ps(d, f));
+    }
+  }
+}
+
 void F16ToF32(const uint16_t* x, float* y, size_t n) {
   size_t i = 0;
   for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, LoadF16(x + i));
@@ -351,7 +363,7 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
 const DotKernels kAvx2 = {"avx2",    DotF32,     DotF16,    DotBf16,   ToF16,      QuantizeQ8_0,
                           F16ToF32,  AxpyF32,    AxpyF16,   DotF32F16, TileScores, TileAccum,
                           ExpSum,    SiluMul,    AttendTile, FloatTile<float>, FloatTile<uint16_t>,
-                          FloatTile<Bf16>, Avx2AttendLanes, Avx2AttendCols};
+                          FloatTile<Bf16>, Avx2AttendLanes, Avx2AttendCols, Q8_0ToF32};
 
 }  // namespace
 

@@ -32,7 +32,7 @@ struct DiskTierOptions {
   std::string dir;
   uint64_t budget_bytes = uint64_t{1} << 30;
   Hash128 fingerprint;  // model + layout: entries of another are never read
-  uint32_t n_layer = 0, kv_dim = 0, block_size = 0, elem_bytes = 0;
+  uint32_t n_layer = 0, kv_dim = 0, block_size = 0, elem_bytes = 0;  // elem_bytes 1: Q8_0 blocks
   PayloadSeal seal;
 };
 

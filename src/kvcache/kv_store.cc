@@ -4,12 +4,24 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/quant.h"
 
 namespace pc {
 
+Result<KvDtype> ParseKvDtype(const std::string& name, size_t head_dim) {
+  if (name == "f16") return KvDtype::kF16;
+  if (name == "f32") return KvDtype::kF32;
+  if (name != "q8_0") return Errorf("unknown KV type '{}' (f16, f32, q8_0)", name);
+  if (head_dim % kKvQ8Block != 0) {
+    return Errorf("--kv-type q8_0 needs heads of a multiple of {} dims; this model's have {}", kKvQ8Block, head_dim);
+  }
+  return KvDtype::kQ8_0;
+}
+
 KvStore::KvStore(size_t n_layer, size_t kv_dim, size_t block_size, size_t num_blocks, KvDtype dtype)
     : kv_dim_(kv_dim), block_size_(block_size), num_blocks_(num_blocks), dtype_(dtype) {
-  layer_bytes_ = num_blocks * block_size * kv_dim * elem_bytes();
+  PC_CHECK(dtype != KvDtype::kQ8_0 || kv_dim % kKvQ8Block == 0);
+  layer_bytes_ = num_blocks * block_size * row_bytes();
   k_.assign(n_layer, std::vector<uint8_t>(layer_bytes_));
   v_.assign(n_layer, std::vector<uint8_t>(layer_bytes_));
 }
@@ -20,8 +32,13 @@ void KvStore::Write(size_t layer, std::span<const int32_t> table, size_t pos, co
   const int32_t block = table[pos / block_size_];
   PC_CHECK(block >= 0 && static_cast<size_t>(block) < num_blocks_);
   const size_t row = static_cast<size_t>(block) * block_size_ + pos % block_size_;
-  uint8_t* kd = k_[layer].data() + row * kv_dim_ * elem_bytes();
-  uint8_t* vd = v_[layer].data() + row * kv_dim_ * elem_bytes();
+  uint8_t* kd = k_[layer].data() + row * row_bytes();
+  uint8_t* vd = v_[layer].data() + row * row_bytes();
+  if (dtype_ == KvDtype::kQ8_0) {  // the reference's rounding of a Q8_0 row
+    QuantizeRow(TensorType::kQ8_0, k, kd, kv_dim_);
+    QuantizeRow(TensorType::kQ8_0, v, vd, kv_dim_);
+    return;
+  }
   if (dtype_ == KvDtype::kF32) {
     std::memcpy(kd, k, kv_dim_ * 4);
     std::memcpy(vd, v, kv_dim_ * 4);

@@ -11,8 +11,7 @@ namespace pc {
 
 namespace {
 size_t BlockBytes(const ModelConfig& c, const CacheOptions& opt) {
-  const size_t elem = opt.dtype == KvDtype::kF16 ? 2 : 4;
-  return 2 * static_cast<size_t>(c.n_layer) * opt.block_size * static_cast<size_t>(c.kv_dim()) * elem;
+  return 2 * static_cast<size_t>(c.n_layer) * opt.block_size * KvBytes(opt.dtype, static_cast<size_t>(c.kv_dim()));
 }
 }  // namespace
 
@@ -32,7 +31,8 @@ PrefixCache::PrefixCache(const ModelConfig& c, const Hash128& fingerprint, const
              BlocksForMemory(c, opt), opt.dtype),
       pool_(static_cast<int32_t>(BlocksForMemory(c, opt))) {
   // Blocks are only interchangeable between caches of the same layout.
-  uint64_t layout[2] = {opt.block_size, opt.dtype == KvDtype::kF16 ? 16u : 32u};
+  // Bits per element (8 for Q8_0 blocks), so no tier hands one type's blocks to another.
+  uint64_t layout[2] = {opt.block_size, opt.dtype == KvDtype::kF16 ? 16u : opt.dtype == KvDtype::kF32 ? 32u : 8u};
   std::vector<uint8_t> buf(32);
   std::memcpy(buf.data(), &fingerprint, 16);
   std::memcpy(buf.data() + 16, layout, 16);

@@ -106,7 +106,7 @@ DiskTierOptions DiskOptionsFor(const PrefixCache& layout, std::string dir, uint6
   d.n_layer = static_cast<uint32_t>(kv.num_layers());
   d.kv_dim = static_cast<uint32_t>(kv.kv_dim());
   d.block_size = static_cast<uint32_t>(kv.block_size());
-  d.elem_bytes = kv.dtype() == KvDtype::kF16 ? 2 : 4;
+  d.elem_bytes = kv.dtype() == KvDtype::kF16 ? 2 : kv.dtype() == KvDtype::kF32 ? 4 : 1;  // 1: Q8_0 blocks
   return d;
 }
 

@@ -20,7 +20,7 @@ namespace pc::cli {
 namespace {
 
 struct Flags {
-  std::string model;
+  std::string model, kv_type = "f16";
   int p = 512, n = 128, reps = 5, depth = 0, threads = 0;
   bool json = false;
 };
@@ -116,19 +116,21 @@ int BenchModel(const Flags& f) {
     if (!embd || !m.gguf().FindTensor("output.weight")) weight_bytes += static_cast<double>(t.size_bytes);
     if (t.dims.size() == 2 && (!embd || !m.gguf().FindTensor("output.weight"))) matmul_params += static_cast<double>(t.NumElements());
   }
-  const double kv_bytes_per_pos = 2.0 * c.n_layer * c.kv_dim() * 2;  // F16 K and V
+  Result<KvDtype> kv_type = ParseKvDtype(f.kv_type, static_cast<size_t>(c.head_dim));
+  if (!kv_type.ok()) return Fail(kv_type.status().message());
+  const double kv_bytes_per_pos = 2.0 * c.n_layer * static_cast<double>(KvBytes(*kv_type, static_cast<size_t>(c.kv_dim())));  // K and V
   const double attn_flops_per_pos = 4.0 * c.n_layer * c.n_head * c.head_dim;
   std::mt19937 rng(42);
   std::vector<double> pp, tg;
   for (int r = 0; r < f.reps; ++r) {
-    Session s(m, static_cast<size_t>(f.p) + 1, KvDtype::kF16);
+    Session s(m, static_cast<size_t>(f.p) + 1, *kv_type);
     const std::vector<int32_t> prompt = RandomTokens(static_cast<size_t>(f.p), c.n_vocab, rng);
     const int64_t t0 = NowNs();
     s.Prefill(prompt);
     pp.push_back(f.p / (static_cast<double>(NowNs() - t0) * 1e-9));
   }
   for (int r = 0; r < f.reps; ++r) {
-    Session s(m, static_cast<size_t>(f.depth + f.n) + 1, KvDtype::kF16);
+    Session s(m, static_cast<size_t>(f.depth + f.n) + 1, *kv_type);
     if (f.depth > 0) s.Prefill(RandomTokens(static_cast<size_t>(f.depth), c.n_vocab, rng));
     s.Prefill(RandomTokens(1, c.n_vocab, rng));  // the 1-token prompt
     const std::vector<int32_t> next = RandomTokens(static_cast<size_t>(f.n), c.n_vocab, rng);
@@ -185,6 +187,7 @@ void RegisterBenchModel(CLI::App& app, int* exit_code) {
   c->add_option("-r,--reps", f->reps, "Repetitions")->check(CLI::Range(1, 1000));
   c->add_option("-d,--depth", f->depth, "Context already in the cache before tgN")->check(CLI::Range(0, 1 << 20));
   c->add_option("-t,--threads", f->threads, "Threads (default: physical cores)");
+  c->add_option("--kv-type", f->kv_type, "KV cache element type: f16, f32, q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
   c->add_flag("--json", f->json, "JSON output");
   c->callback([f, exit_code] { *exit_code = BenchModel(*f); });
 }

@@ -19,7 +19,7 @@ namespace pc::cli {
 namespace {
 
 struct Flags {
-  std::string model;
+  std::string model, kv_type = "f16";
   int prompt_len = 4096, partial_cached = 4000, partial_new = 100, short_len = 16, n = 64, reps = 3, threads = 0;
   size_t block_size = 16;
   bool json = false;
@@ -82,8 +82,11 @@ int Bench(const Flags& f) {
   Model& m = **model;
   const int32_t nv = m.config().n_vocab;
   if (f.prompt_len + f.n > m.config().n_ctx || f.partial_cached >= f.prompt_len) return Fail("prompt lengths do not fit the context");
+  Result<KvDtype> kv_type = ParseKvDtype(f.kv_type, static_cast<size_t>(m.config().head_dim));
+  if (!kv_type.ok()) return Fail(kv_type.status().message());
   EngineOptions eo;
   eo.cache.block_size = f.block_size;
+  eo.cache.dtype = *kv_type;
   eo.max_batch_tokens = kPrefillChunkTokens;
   eo.max_running = 1;
   std::map<std::string, Stat> stats;
@@ -164,6 +167,7 @@ void RegisterBenchPrefix(CLI::App& app, int* exit_code) {
   c->add_option("-n", f->n, "Tokens generated per run");
   c->add_option("-r,--reps", f->reps, "Repetitions");
   c->add_option("-t,--threads", f->threads, "Threads");
+  c->add_option("--kv-type", f->kv_type, "KV cache element type: f16, f32, q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
   c->add_option("--block-size", f->block_size, "Tokens per KV block");
   c->add_flag("--json", f->json, "JSON output");
   c->callback([f, exit_code] { *exit_code = Bench(*f); });

@@ -15,7 +15,7 @@ namespace pc::cli {
 namespace {
 
 struct Flags {
-  std::string model, disk_dir = "/tmp/promptcache-bench-tiers", redis;
+  std::string model, disk_dir = "/tmp/promptcache-bench-tiers", redis, kv_type = "f16";
   size_t prompt_len = 4096;
   int reps = 3, threads = 0;
 };
@@ -72,7 +72,9 @@ int BenchTiers(const Flags& f) {
   Result<Tokenizer> tok = Tokenizer::FromGguf((*model)->gguf());
   if (!tok.ok()) return Fail(tok.status().message());
   const ModelConfig& c = (*model)->config();
-  const CacheOptions co{16, KvDtype::kF16, 1};
+  Result<KvDtype> kv_type = ParseKvDtype(f.kv_type, static_cast<size_t>(c.head_dim));
+  if (!kv_type.ok()) return Fail(kv_type.status().message());
+  const CacheOptions co{16, *kv_type, 1};
   PrefixCache probe(c, (*model)->fingerprint(), co);
   const size_t block_bytes = probe.payload_bytes();
   const size_t pool_bytes = (f.prompt_len / 16 + 3) * block_bytes;  // one prompt fits; a second evicts it
@@ -83,7 +85,8 @@ int BenchTiers(const Flags& f) {
     names.push_back("redis");
   }
   std::filesystem::remove_all(f.disk_dir);
-  std::printf("model %s, prompt %zu tokens, block %zu bytes, %d reps\n\n", f.model.c_str(), f.prompt_len, block_bytes, f.reps);
+  std::printf("model %s, prompt %zu tokens, KV %s, block %zu bytes, %d reps\n\n", f.model.c_str(), f.prompt_len,
+              KvDtypeName(*kv_type), block_bytes, f.reps);
   std::printf("%-10s %12s %12s %10s  %s\n", "source", "TTFT ms", "load ms", "cached", "tiers");
   for (int rep = 0; rep < f.reps; ++rep) {
     const std::vector<int32_t> prompt = Prompt(f.prompt_len, c.n_vocab, 1000 + static_cast<uint64_t>(rep));
@@ -95,6 +98,7 @@ int BenchTiers(const Flags& f) {
       stack.set_costs(CostModel());  // always load: we measure, not decide
       EngineOptions eo;
       eo.cache.mem_bytes = pool_bytes;
+      eo.cache.dtype = *kv_type;
       eo.tiers = &stack;
       Engine e(**model, *tok, eo);
       if (name == "host" && rep == 0) {
@@ -117,7 +121,7 @@ int BenchTiers(const Flags& f) {
   for (const std::string& n : names) tiers.push_back(MakeTier(n, f, probe));
   std::vector<size_t> crossover(names.size(), 0);
   for (size_t m = 16; m <= std::min<size_t>(f.prompt_len, 1024); m *= 2) {
-    Session session(**model, m, KvDtype::kF16);
+    Session session(**model, m, *kv_type);
     const std::vector<int32_t> p = Prompt(m, c.n_vocab, 77);
     const int64_t t0 = NowNs();
     session.Prefill(p);
@@ -162,6 +166,7 @@ void RegisterBenchTiers(CLI::App& app, int* exit_code) {
   c->add_option("--disk-dir", f->disk_dir, "Scratch directory for the disk tier (deleted before and after)");
   c->add_option("--redis", f->redis, "HOST:PORT of a Redis to include");
   c->add_option("-t,--threads", f->threads, "Threads");
+  c->add_option("--kv-type", f->kv_type, "KV cache element type: f16, f32, q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
   c->callback([f, exit_code] { *exit_code = BenchTiers(*f); });
 }
 

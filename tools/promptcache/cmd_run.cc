@@ -122,7 +122,9 @@ int Run(const RunFlags& f) {
   if (!prompt.ok()) return Fail(prompt.status().message());
   EngineOptions eo;
   eo.cache.block_size = f.block_size;
-  eo.cache.dtype = f.kv_type == "f32" ? KvDtype::kF32 : KvDtype::kF16;
+  Result<KvDtype> kv_type = ParseKvDtype(f.kv_type, static_cast<size_t>((*model)->config().head_dim));
+  if (!kv_type.ok()) return Fail(kv_type.status().message());
+  eo.cache.dtype = *kv_type;
   eo.cache.mem_bytes = f.kv_mem;  // 0: the default for the model's context
   eo.max_batch_tokens = kPrefillChunkTokens;
   eo.max_running = 1;
@@ -181,7 +183,8 @@ void RegisterRun(CLI::App& app, int* exit_code) {
   c->add_option("--seed", f->seed, "Sampling seed");
   c->add_option("--logprobs", f->logprobs, "Report the K most likely tokens per step")->check(CLI::Range(0, 1000));
   c->add_option("-t,--threads", f->threads, "Threads (default: physical cores)")->check(CLI::Range(0, 1024));
-  c->add_option("--kv-type", f->kv_type, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}));
+  c->add_option("--kv-type", f->kv_type, "KV cache element type (q8_0: half the bytes of f16)")
+      ->check(CLI::IsMember({"f16", "f32", "q8_0"}));
   c->add_option("--numerics", f->numerics,
                  "ggml (default without --draft: llama.cpp's CPU arithmetic, bit for bit) or precise (our "
                  "F32-accumulating kernels, as serve uses: faster, not the reference's roundings; the default with --draft)")

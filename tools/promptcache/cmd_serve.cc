@@ -157,7 +157,9 @@ int Serve(const ServeFlags& f) {
 
   EngineOptions eo;
   eo.cache.block_size = f.block_size;
-  eo.cache.dtype = f.kv_type == "f32" ? KvDtype::kF32 : KvDtype::kF16;
+  Result<KvDtype> kv_type = ParseKvDtype(f.kv_type, static_cast<size_t>((*model)->config().head_dim));
+  if (!kv_type.ok()) return Fail(kv_type.status().message());
+  eo.cache.dtype = *kv_type;
   eo.cache.mem_bytes = f.kv_mem;
   eo.ctx_tokens = f.ctx_size;
   if (f.ctx_size > static_cast<size_t>((*model)->config().n_ctx)) {
@@ -245,7 +247,8 @@ void RegisterServe(CLI::App& app, int* exit_code) {
       ->check(CLI::Range(size_t{1}, size_t{1} << 24));
   c->add_option("--kv-cache-mem", f->kv_mem, "KV pool bytes (default: a quarter of free RAM, at most 8 contexts)");
   c->add_option("--block-size", f->block_size, "Tokens per KV block")->check(CLI::Range(1, 4096));
-  c->add_option("--kv-type", f->kv_type, "KV cache element type")->check(CLI::IsMember({"f16", "f32"}));
+  c->add_option("--kv-type", f->kv_type, "KV cache element type (q8_0: half the bytes of f16, twice the cached tokens)")
+      ->check(CLI::IsMember({"f16", "f32", "q8_0"}));
   c->add_option("--batch-tokens", f->batch_tokens, "Tokens per engine step (decode + prefill chunks)")->check(CLI::Range(1, 1 << 16));
   c->add_option("--max-step-ms", f->max_step_ms,
                 "Step-time target while streams decode: prefill chunks are sized to keep each step (the "
