@@ -244,6 +244,7 @@ DotKernels MakeAvx512Table() {
   t.attend_cols = AttendCols;
   t.f16 = Avx512DotF16;
   t.f16_to_f32 = Avx512F16ToF32;
+  t.q8_0_to_f32 = Avx512Q8_0ToF32;
   t.bf16 = Avx512DotBf16;
   t.tile_f16 = Avx512TileF16;
   t.tile_bf16 = Avx512TileBf16;

@@ -115,6 +115,7 @@ void Avx2AttendCols(const float* q, size_t nq, size_t group, const float* k, con
 const DotKernels* Avx512DotKernels();
 float Avx512DotF16(const uint16_t* a, const uint16_t* b, size_t n);
 void Avx512F16ToF32(const uint16_t* x, float* y, size_t n);
+void Avx512Q8_0ToF32(const void* x, float* y, size_t n);
 float Avx512DotBf16(const uint16_t* a, const uint16_t* b, size_t n);
 void Avx512TileF16(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt, size_t n,
                    float* y, size_t y_stride);

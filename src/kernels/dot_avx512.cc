@@ -113,6 +113,18 @@ void Avx512F16ToF32(const uint16_t* x, float* y, size_t n) {
     _mm512_mask_storeu_ps(y + i, m, _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, x + i)));
   }
 }
+// Q8_0 blocks: sixteen int8 a step, each times its block's scale (one
+// rounding, as every table's).
+void Avx512Q8_0ToF32(const void* x, float* y, size_t n) {
+  const auto* b = static_cast<const BlockQ8_0*>(x);
+  for (size_t i = 0; i < n / 32; ++i) {
+    const __m512 d = _mm512_set1_ps(_cvtsh_ss(b[i].d));
+    for (int k = 0; k < 2; ++k) {
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b[i].qs + 16 * k));
+      _mm512_storeu_ps(y + i * 32 + 16 * k, _mm512_mul_ps(d, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q))));
+    }
+  }
+}
 float Avx512DotBf16(const uint16_t* a, const uint16_t* b, size_t n) { return Dot<Bf16>(a, b, n); }
 
 void Avx512TileF16(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x, size_t x_stride, int nt, size_t n,
