@@ -222,6 +222,40 @@ TEST_P(PrefixCacheTest, AdoptionChecksTheTokensABlockHolds) {
   ExpectSame(Cold(a), got);
 }
 
+// A request whose first blocks are still in the pool and the rest come
+// from a tier: the pool's leading blocks are held while the rest is
+// installed, so the installs (which take blocks, evicting the least recently
+// used) never evict the prefix they continue. Without the hold, a full pool
+// gives up the first block and the whole prefix misses.
+TEST_P(PrefixCacheTest, HeldLeadingBlocksSurviveTheInstallsThatFollowThem) {
+  PrefixCache cache = MakeCache(6);
+  const auto a = Prompt(49, 1);  // 3 whole blocks
+  ASSERT_FALSE(Cached(cache, a).ids.empty());
+  const std::vector<Hash128> keys = cache.BlockHashes(a, "");
+  std::vector<std::vector<uint8_t>> payload;
+  for (size_t i = 0; i < 3; ++i) payload.push_back(cache.BlockBytes(*cache.pool().Lookup(keys[i])));
+  // a's first block used again (a 17-token prompt), then another prompt
+  // takes the pool: the least recently used go, a's blocks 1 and 2 first.
+  ASSERT_FALSE(Cached(cache, std::vector<int32_t>(a.begin(), a.begin() + 17)).ids.empty());
+  ASSERT_FALSE(Cached(cache, Prompt(49, 2)).ids.empty());
+  ASSERT_EQ(cache.NumPoolLeading(keys), 1u) << "the scenario needs block 0 alone in the pool";
+  const std::vector<int32_t> held = cache.HoldPoolLeading(keys);
+  ASSERT_EQ(held.size(), 1u);
+  std::vector<int32_t> installed;
+  for (size_t i = 1; i < 3; ++i) {
+    std::optional<int32_t> b = cache.InstallBlock(keys[i], payload[i], std::span<const int32_t>(a).subspan(16 * i, 16));
+    ASSERT_TRUE(b) << "block " << i;
+    installed.push_back(*b);
+  }
+  EXPECT_EQ(cache.NumPoolLeading(keys), 3u) << "an install evicted the prefix it continues";
+  for (int32_t b : held) cache.ReleaseBlock(b);
+  for (int32_t b : installed) cache.ReleaseBlock(b);
+  const Outcome got = Cached(cache, a);
+  EXPECT_EQ(got.cached, 48u);
+  ExpectSame(Cold(a), got);
+  EXPECT_TRUE(cache.pool().CheckInvariants());
+}
+
 TEST_P(PrefixCacheTest, DifferentSaltMissesAndOptOutNeitherReadsNorWrites) {
   PrefixCache cache = MakeCache(64);
   const auto p = Prompt(40, 2);

@@ -322,7 +322,9 @@ void Engine::InstallLoads(int64_t now_ns) {
     if (it == active_.end()) continue;  // cancelled while loading
     Active& a = *it->second;
     a.loading = false;
-    std::vector<int32_t> held;
+    // The leading blocks still in the pool first: the installs below take
+    // blocks, and must not evict the prefix they continue.
+    std::vector<int32_t> held = cache_.HoldPoolLeading(a.keys);
     std::map<std::string, size_t> loaded_tokens;
     const size_t bs = cache_.block_size();
     for (size_t i = 0; i < r.keys.size(); ++i) {

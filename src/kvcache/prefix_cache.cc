@@ -148,6 +148,17 @@ size_t PrefixCache::NumPoolLeading(std::span<const Hash128> keys) const {
   return n;
 }
 
+std::vector<int32_t> PrefixCache::HoldPoolLeading(std::span<const Hash128> keys) {
+  std::vector<int32_t> held;
+  for (const Hash128& k : keys) {
+    const std::optional<int32_t> b = pool_.Lookup(k);
+    if (!b) break;
+    pool_.Ref(*b);
+    held.push_back(*b);
+  }
+  return held;
+}
+
 std::optional<int32_t> PrefixCache::InstallBlock(const Hash128& key, std::span<const uint8_t> payload,
                                                  std::span<const int32_t> tokens) {
   const size_t tb = block_size() * sizeof(int32_t);

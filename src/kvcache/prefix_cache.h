@@ -110,6 +110,10 @@ class PrefixCache {
   std::optional<int32_t> InstallBlock(const Hash128& key, std::span<const uint8_t> payload,
                                       std::span<const int32_t> tokens);
   void ReleaseBlock(int32_t b) { pool_.Unref(b); }
+  // Holds a reference on each of keys' leading blocks indexed in the pool
+  // (ReleaseBlock drops each), so that installing what follows them cannot
+  // evict them; returns them.
+  std::vector<int32_t> HoldPoolLeading(std::span<const Hash128> keys);
   // A copy of one block as a tier stores it: its block_size token ids
   // (int32), then K and V layer by layer. payload_bytes() long.
   std::vector<uint8_t> BlockBytes(int32_t b);
