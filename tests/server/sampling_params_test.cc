@@ -129,6 +129,25 @@ double PrefilledTokens(test::Harness& h) {
 // n choices: one prompt computation (the others wait for its blocks and
 // take its last logits), consecutive seeds, usage summed; streams carry
 // each choice's index and add up to the whole responses.
+// llama.cpp's per-request draft length: prompt-lookup drafts change how
+// many tokens a step verifies, never which tokens come out; timings count
+// them; out of range is a 400 naming the field.
+TEST_F(SamplingParamsTest, LookupDraftsPerRequestKeepTheTokens) {
+  const json greedy = With(kGreedy, {{"max_tokens", 96}});
+  const std::vector<int32_t> plain = Tokens(With(greedy, {{"speculative.n_max", 0}}));
+  ASSERT_EQ(plain.size(), 96u);
+  int status = 0;
+  const json r = Post(With(greedy, {{"speculative.n_max", 8}}), &status);
+  ASSERT_EQ(status, 200) << r.dump();
+  EXPECT_EQ(r["choices"][0]["tokens"].get<std::vector<int32_t>>(), plain);
+  const size_t drafted = r["timings"]["draft_n"].get<size_t>(), accepted = r["timings"]["draft_n_accepted"].get<size_t>();
+  EXPECT_GT(drafted, 0u) << "the story repeats its words: lookups should find drafts";
+  EXPECT_LE(accepted, drafted);
+  const json bad = Post(With(greedy, {{"speculative.n_max", 65}}), &status);
+  EXPECT_EQ(status, 400);
+  EXPECT_EQ(bad["error"]["param"], "speculative.n_max") << bad.dump();
+}
+
 TEST_F(SamplingParamsTest, NChoicesShareOnePrefill) {
   std::string prompt;
   for (int i = 0; i < 6; ++i) prompt += "Lily and Ben went to the park to play with a red ball and a kite. ";
