@@ -2,7 +2,7 @@
 // (ggml_compat.cc) and with AVX2+FMA (ggml_compat_avx2.cc), where fused
 // multiply-adds are instructions and the 16-lane loops vectorise. Every lane
 // is independent and no sum is reassociated, so both builds give the same
-// bits (tests/ggml_compat_test.cc checks it). That needs -ffp-contract=off
+// bits (tests/kernels/ggml_compat_test.cc checks it). That needs -ffp-contract=off
 // (src/CMakeLists.txt): GCC otherwise fuses "p = w*x; s += p" into one FMA
 // where FMA exists. Internal linkage: each build
 // keeps its own copy.
