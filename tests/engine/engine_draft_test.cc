@@ -10,6 +10,7 @@
 
 #include "base/check.h"
 #include "engine/engine.h"
+#include "engine/stream_output.h"
 #include "model/make_model.h"
 #include "test_support.h"
 
@@ -35,28 +36,8 @@ std::vector<int32_t> QuotePrompt(uint32_t seed, size_t at) {
   return p;
 }
 
-struct Output {
-  std::vector<int32_t> ids;
-  std::vector<std::vector<std::pair<int32_t, float>>> tops;
-  FinishReason finish = FinishReason::kError;
-  size_t drafted = 0, accepted = 0;
-};
-
-Output Drain(RequestStream& s) {
-  Output o;
-  for (;;) {
-    std::optional<StreamEvent> ev = s.Next(60000);
-    PC_CHECK(ev.has_value());
-    if (ev->done) {
-      o.finish = ev->finish;
-      o.drafted = ev->num_draft_tokens;
-      o.accepted = ev->num_accepted_draft_tokens;
-      return o;
-    }
-    o.ids.push_back(ev->token);
-    o.tops.push_back(ev->top);
-  }
-}
+using test::Drain;
+using test::Output;
 
 EngineRequest Request(std::vector<int32_t> prompt, int n, int draft, float temperature = 0) {
   EngineRequest r;

@@ -8,6 +8,7 @@
 
 #include "base/check.h"
 #include "engine/engine.h"
+#include "engine/stream_output.h"
 #include "model/make_model.h"
 #include "test_support.h"
 
@@ -24,11 +25,8 @@ std::vector<int32_t> Prompt(int i, size_t n) {
   return p;
 }
 
-struct Output {
-  std::vector<int32_t> ids;
-  std::vector<std::vector<std::pair<int32_t, float>>> tops;
-  size_t cached = 0;
-};
+using test::Drain;
+using test::Output;
 
 Output RunOne(Engine& e, std::vector<int32_t> prompt, bool use_cache, int draft = 0) {
   EngineRequest r;
@@ -41,17 +39,7 @@ Output RunOne(Engine& e, std::vector<int32_t> prompt, bool use_cache, int draft 
   r.draft_tokens = draft;
   SubmitOutcome sub = e.Submit(std::move(r));
   PC_CHECK(sub.stream != nullptr);
-  Output o;
-  for (;;) {
-    std::optional<StreamEvent> ev = sub.stream->Next(60000);
-    PC_CHECK(ev.has_value());
-    if (ev->done) {
-      o.cached = ev->num_cached_tokens;
-      return o;
-    }
-    o.ids.push_back(ev->token);
-    o.tops.push_back(ev->top);
-  }
+  return Drain(*sub.stream);
 }
 
 void ExpectBitEqual(const Output& a, const Output& b, const std::string& what) {
@@ -77,14 +65,14 @@ TEST(EngineKv8, AHitGivesTheColdRunsLogprobsBitForBit) {
   const std::vector<int32_t> p = Prompt(1, 150);
   const Output cold = RunOne(e, p, /*use_cache=*/false);
   const Output first = RunOne(e, p, true), hit = RunOne(e, p, true);
-  EXPECT_GE(hit.cached, 144u);
+  EXPECT_GE(hit.num_cached, 144u);
   ExpectBitEqual(first, cold, "first");
   ExpectBitEqual(hit, cold, "full hit");
   // A partial hit: the prompt's blocks and 40 new tokens, against cold.
   std::vector<int32_t> longer = p;
   for (int i = 0; i < 40; ++i) longer.push_back(7 + i);
   const Output partial = RunOne(e, longer, true), partial_cold = RunOne(e, longer, false);
-  EXPECT_GE(partial.cached, 144u);
+  EXPECT_GE(partial.num_cached, 144u);
   ExpectBitEqual(partial, partial_cold, "partial hit");
   ExpectBitEqual(RunOne(e, longer, true, /*draft=*/6), partial_cold, "drafts");
 }

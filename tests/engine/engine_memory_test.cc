@@ -12,6 +12,7 @@
 
 #include "base/check.h"
 #include "engine/engine.h"
+#include "engine/stream_output.h"
 #include "model/make_model.h"
 #include "test_support.h"
 
@@ -43,27 +44,8 @@ EngineRequest Greedy(std::vector<int32_t> prompt, int n) {
   return r;
 }
 
-struct Output {
-  std::vector<int32_t> ids;
-  std::vector<std::vector<std::pair<int32_t, float>>> tops;
-  FinishReason finish = FinishReason::kError;
-  size_t num_cached = 0;
-};
-
-Output Drain(RequestStream& s) {
-  Output o;
-  for (;;) {
-    std::optional<StreamEvent> ev = s.Next(60000);
-    PC_CHECK(ev.has_value());
-    if (ev->done) {
-      o.finish = ev->finish;
-      o.num_cached = ev->num_cached_tokens;
-      return o;
-    }
-    o.ids.push_back(ev->token);
-    o.tops.push_back(ev->top);
-  }
-}
+using test::Drain;
+using test::Output;
 
 double Counter(Engine& e, const std::string& name) {
   const std::string text = e.RenderMetrics();

@@ -1,0 +1,38 @@
+// What an engine request streamed, read to its done event: the tests of
+// src/engine compare these across runs (cached, drafted, batched, ...).
+#pragma once
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "base/check.h"
+#include "engine/engine.h"
+
+namespace pc::test {
+
+struct Output {
+  std::vector<int32_t> ids;
+  std::vector<std::vector<std::pair<int32_t, float>>> tops;  // top logprobs per token
+  FinishReason finish = FinishReason::kError;
+  size_t num_cached = 0, drafted = 0, accepted = 0;
+};
+
+// Reads s to its done event (each wait at most a minute).
+inline Output Drain(RequestStream& s) {
+  Output o;
+  for (;;) {
+    std::optional<StreamEvent> ev = s.Next(60000);
+    PC_CHECK(ev.has_value());
+    if (ev->done) {
+      o.finish = ev->finish;
+      o.num_cached = ev->num_cached_tokens;
+      o.drafted = ev->num_draft_tokens;
+      o.accepted = ev->num_accepted_draft_tokens;
+      return o;
+    }
+    o.ids.push_back(ev->token);
+    o.tops.push_back(ev->top);
+  }
+}
+
+}  // namespace pc::test
