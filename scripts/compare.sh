@@ -2,11 +2,12 @@
 # Side-by-side speed against the reference engine (../shared/anchor), on the
 # same files, in one run on this machine.
 #
-#   scripts/compare.sh models [-r REPS] [-p PROMPT] [-d DEPTH] [TYPE...]
+#   scripts/compare.sh models [-r REPS] [-p PROMPT] [-d DEPTH] [--kv-type f16|q8_0] [TYPE...]
 #       bench-135m made in each weight type (default: every type make-model
 #       writes); per type promptcache bench-model and the reference's
 #       llama-bench, run alternately: ppPROMPT (512) from an empty cache and
-#       tg128 after DEPTH (0) cached tokens, tokens/s and the ratios.
+#       tg128 after DEPTH (0) cached tokens, tokens/s and the ratios;
+#       --kv-type q8_0 gives both engines 8-bit K/V (-ctk/-ctv q8_0 for the reference).
 #       Prints a Markdown table.
 #
 #   scripts/compare.sh trace [--trace F] [--requests N] [--step-ms "50 0"]
@@ -62,18 +63,20 @@ model_for() {  # TYPE -> path, made once
 
 ours() {  # FILE REPS PROMPT DEPTH -> "pp tg pp_roof tg_roof": tok/s (ppPROMPT from an empty cache, tg128 after
           # DEPTH tokens) and their fractions of this run's roofline
-  "$bin" bench-model -m "$1" -p "$3" -n 128 -d "$4" -r "$2" -t 2 --json |
+  "$bin" bench-model -m "$1" -p "$3" -n 128 -d "$4" -r "$2" -t 2 --kv-type "$kv" --json |
     python3 -c 'import json,sys; j=json.load(sys.stdin); p,t=j["pp"],j["tg"]; print(round(p["tok_s_mean"],1), round(t["tok_s_mean"],1), round(p["roofline_fraction"],3), round(t["roofline_fraction"],3))'
 }
 
 theirs() {  # FILE REPS PROMPT DEPTH -> "pp tg" tok/s (two runs: its -d applies to pp as well)
   local pp tg
-  pp=$("$anchor/llama-bench" -m "$1" -t 2 -p "$3" -n 0 -r "$2" -o json 2>/dev/null |
+  pp=$("$anchor/llama-bench" -m "$1" -t 2 -p "$3" -n 0 -r "$2" -ctk "$kv" -ctv "$kv" -o json 2>/dev/null |
     python3 -c 'import json,sys; print(round(json.load(sys.stdin)[0]["avg_ts"],1))')
-  tg=$("$anchor/llama-bench" -m "$1" -t 2 -p 0 -n 128 -d "$4" -r "$2" -o json 2>/dev/null |
+  tg=$("$anchor/llama-bench" -m "$1" -t 2 -p 0 -n 128 -d "$4" -r "$2" -ctk "$kv" -ctv "$kv" -o json 2>/dev/null |
     python3 -c 'import json,sys; print(round(json.load(sys.stdin)[0]["avg_ts"],1))')
   echo "$pp $tg"
 }
+
+kv=f16  # K/V element type of both engines (models --kv-type)
 
 models() {
   local reps=3 prompt=512 depth=0
@@ -82,12 +85,13 @@ models() {
       -r) reps="$2"; shift 2 ;;
       -p) prompt="$2"; shift 2 ;;
       -d) depth="$2"; shift 2 ;;
+      --kv-type) kv="$2"; shift 2 ;;
       *) break ;;
     esac
   done
   local types=("$@")
   [ ${#types[@]} -gt 0 ] || types=(f16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q4_k_m q5_k q5_k_m q6_k iq4_xs)
-  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; flags: $(grep -o -w 'avx512_vnni\|avx512_bf16\|amx_int8\|avx_vnni\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; K/V $kv; flags: $(grep -o -w 'avx512_vnni\|avx512_bf16\|amx_int8\|avx_vnni\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   echo
   local tg="tg128"
   [ "$depth" = 0 ] || tg="tg128 @ d$depth"
