@@ -149,17 +149,7 @@ Renderer::Flow Renderer::ExecNode(const Node& n, const std::shared_ptr<Scope>& s
       std::string text;
       Exec(n.body, scope, &text);
       Value v(std::move(text));
-      if (n.expr) {
-        // Apply the filter chain to the captured text: innermost first.
-        std::vector<const Expr*> chain;
-        for (const Expr* f = n.expr.get(); f != nullptr; f = f->a.get()) chain.push_back(f);
-        for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-          CallArgs args = EvalArgs(**it, scope);
-          Value r;
-          if (!ApplyFilter(*this, (*it)->name, v, args, &r)) Fail("unknown filter '" + (*it)->name + "'");
-          v = r;
-        }
-      }
+      if (n.expr) v = ApplyFilterChain(*n.expr, std::move(v), scope);
       ExecSet(n, scope, v);
       return Flow::kNormal;
     }
@@ -167,16 +157,7 @@ Renderer::Flow Renderer::ExecNode(const Node& n, const std::shared_ptr<Scope>& s
     case Node::Kind::kFilterBlock: {
       std::string text;
       Exec(n.body, scope, &text);
-      Value v(std::move(text));
-      std::vector<const Expr*> chain;
-      for (const Expr* f = n.expr.get(); f != nullptr; f = f->a.get()) chain.push_back(f);
-      for (auto it = chain.rbegin(); it != chain.rend(); ++it) {
-        CallArgs args = EvalArgs(**it, scope);
-        Value r;
-        if (!ApplyFilter(*this, (*it)->name, v, args, &r)) Fail("unknown filter '" + (*it)->name + "'");
-        v = r;
-      }
-      Emit(out, v.ToString());
+      Emit(out, ApplyFilterChain(*n.expr, Value(std::move(text)), scope).ToString());
       return Flow::kNormal;
     }
     case Node::Kind::kBreak: return Flow::kBreak;
@@ -295,6 +276,25 @@ Value Renderer::Lookup(const std::string& name, const std::shared_ptr<Scope>& sc
   return Value::Undefined(name);
 }
 
+namespace {
+// One filter by name; an unknown name is an error naming it.
+Value CallFilter(Renderer& r, const std::string& name, const Value& v, CallArgs& a) {
+  Value out;
+  if (!ApplyFilter(r, name, v, a, &out)) Fail("unknown filter '" + name + "'");
+  return out;
+}
+}  // namespace
+
+Value Renderer::ApplyFilterChain(const Expr& chain, Value v, const std::shared_ptr<Scope>& scope) {
+  std::vector<const Expr*> filters;
+  for (const Expr* f = &chain; f != nullptr; f = f->a.get()) filters.push_back(f);
+  for (auto it = filters.rbegin(); it != filters.rend(); ++it) {
+    CallArgs args = EvalArgs(**it, scope);
+    v = CallFilter(*this, (*it)->name, v, args);
+  }
+  return v;
+}
+
 CallArgs Renderer::EvalArgs(const Expr& e, const std::shared_ptr<Scope>& scope) {
   CallArgs args;
   for (const ExprPtr& a : e.items) args.args.push_back(Eval(*a, scope));
@@ -363,9 +363,7 @@ Value Renderer::Eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
     case Expr::Kind::kFilter: {
       const Value v = Eval(*e.a, scope);
       CallArgs args = EvalArgs(e, scope);
-      Value out;
-      if (!ApplyFilter(*this, e.name, v, args, &out)) Fail("unknown filter '" + e.name + "'");
-      return out;
+      return CallFilter(*this, e.name, v, args);
     }
     case Expr::Kind::kTest: {
       const Value v = Eval(*e.a, scope);

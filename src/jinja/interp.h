@@ -65,6 +65,9 @@ class Renderer {
   Value EvalBinary(const Expr& e, const std::shared_ptr<Scope>& scope);
   Value Lookup(const std::string& name, const std::shared_ptr<Scope>& scope);
   CallArgs EvalArgs(const Expr& e, const std::shared_ptr<Scope>& scope);
+  // The filters of a {% filter %} or {% set x | f %} block applied to v,
+  // innermost first (chain: the outermost filter, each one's `a` the next).
+  Value ApplyFilterChain(const Expr& chain, Value v, const std::shared_ptr<Scope>& scope);
 
   const RenderOptions& opt_;
   const Value& context_;
