@@ -53,6 +53,10 @@ TEST(Jinja, StatementsAndScopes) {
   EXPECT_EQ(R("{% set t %}hi {{ 1 + 1 }}{% endset %}[{{ t }}]"), "[hi 2]");
   EXPECT_EQ(R("{% macro m(a, b='d') %}<{{ a }}{{ b }}>{% endmacro %}{{ m(1) }}{{ m(1, b=2) }}{{ m('x', 'y') }}"), "<1d><12><xy>");
   EXPECT_EQ(R("{% filter upper %}abc{% endfilter %}"), "ABC");
+  // Filter chains on blocks run innermost (leftmost) first, as on expressions.
+  EXPECT_EQ(R("{% filter replace('A', 'b') | upper %}aA{% endfilter %}"), "AB");
+  EXPECT_EQ(R("{% set t | trim | upper %}  hi  {% endset %}[{{ t }}]"), "[HI]");
+  EXPECT_EQ(R("{{ 'aA' | replace('A', 'b') | upper }}"), "AB");
   EXPECT_EQ(R("{% if a %}A{% elif b %}B{% else %}C{% endif %}", {{"b", 1}}), "B");
   // Hugging Face's training-mask tag renders its body.
   EXPECT_EQ(R("<{% generation %}{{ 1 + 1 }} x{% endgeneration %}>"), "<2 x>");
