@@ -44,7 +44,9 @@ inline void CpuRelax() {
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads)
-    : num_threads_(num_threads > 0 ? num_threads : PhysicalCoreCount()) {
+    : num_threads_(num_threads > 0 ? num_threads : PhysicalCoreCount()),
+      claimed_(new std::atomic<uint64_t>[static_cast<size_t>(num_threads_)]) {
+  for (int i = 0; i < num_threads_; ++i) claimed_[static_cast<size_t>(i)].store(0);
   for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
@@ -69,23 +71,44 @@ void ThreadPool::ParallelFor(size_t n, size_t grain,
     return;
   }
   const size_t chunk = ((num_grains + parts - 1) / parts) * grain;
-  PC_CHECK(pending_.load() == 0);
+  const uint64_t gen = generation_.load() + 1;
   job_ = &fn;
   job_n_ = n;
   job_chunk_ = chunk;
-  pending_.store(num_threads_ - 1);
-  generation_.fetch_add(1);  // publishes the job (seq_cst)
+  done_.store(0);
+  const size_t threads = static_cast<size_t>(num_threads_);
+  for (size_t c = parts; c < threads; ++c) claimed_[c].store(gen);  // no such chunk
+  generation_.store(gen);  // publishes the job (seq_cst)
   if (sleeping_.load() > 0) {
     std::lock_guard lock(mu_);
     work_cv_.notify_all();
   }
-  fn(0, std::min(chunk, n), 0);
-  // The caller waits for real work in flight: spin, yielding if it is long.
-  for (int spins = 0; pending_.load() != 0; ++spins) {
+  RunClaimable(gen, 0);
+  // Every chunk is claimed now; wait for those running on other threads.
+  for (int spins = 0; done_.load() != parts; ++spins) {
     if (spins < kSpinLimit) CpuRelax();
     else std::this_thread::yield();
   }
   job_ = nullptr;
+}
+
+bool ThreadPool::TryClaim(size_t c, uint64_t gen) {
+  uint64_t seen = claimed_[c].load();
+  while (seen < gen) {
+    if (claimed_[c].compare_exchange_weak(seen, gen)) return true;
+  }
+  return false;
+}
+
+void ThreadPool::RunClaimable(uint64_t gen, int thread) {
+  const size_t threads = static_cast<size_t>(num_threads_);
+  for (size_t k = 0; k < threads; ++k) {
+    const size_t c = (static_cast<size_t>(thread) + k) % threads;
+    if (!TryClaim(c, gen)) continue;
+    const size_t begin = job_chunk_ * c;  // read only while a claimed chunk keeps the job alive
+    if (begin < job_n_) (*job_)(begin, std::min(begin + job_chunk_, job_n_), thread);
+    done_.fetch_add(1);
+  }
 }
 
 void ThreadPool::ParallelForEach(size_t n, const std::function<void(size_t, int)>& fn) {
@@ -115,9 +138,7 @@ void ThreadPool::WorkerLoop(int index) {
     }
     if (stop_.load()) return;
     seen = generation_.load();
-    const size_t begin = job_chunk_ * static_cast<size_t>(index);
-    if (begin < job_n_) (*job_)(begin, std::min(begin + job_chunk_, job_n_), index);
-    pending_.fetch_sub(1);
+    RunClaimable(seen, index);
   }
 }
 

@@ -2,6 +2,12 @@
 // apart) workers spin briefly on an atomic generation counter; after
 // kSpinLimit they sleep on a condition variable, so an idle pool never keeps a
 // core busy (the HTTP threads need it).
+// A job is split into one chunk per thread; each thread claims its own chunk
+// first, then any chunk nobody has started. So a worker that the OS has not
+// scheduled (another process on the cores, a sleeping worker waking late)
+// costs the job nothing: the caller runs that chunk itself instead of waiting
+// a scheduler quantum for it. Which thread runs a chunk never changes what
+// the chunk computes (the partition is fixed by n, grain and num_threads()).
 // Thread-safety: ParallelFor may be called from one thread at a time per pool
 // (the engine's step loop); it blocks until every chunk has run.
 #pragma once
@@ -9,6 +15,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -27,6 +34,8 @@ class ThreadPool {
 
   // Splits [0, n) into at most num_threads() contiguous ranges of multiples of
   // `grain` (except the last) and runs fn(begin, end, thread_index) on each.
+  // thread_index names the thread running the call (0 = the caller; for
+  // per-thread scratch); one thread may run several ranges, one at a time.
   void ParallelFor(size_t n, size_t grain,
                    const std::function<void(size_t, size_t, int)>& fn);
 
@@ -37,6 +46,11 @@ class ThreadPool {
 
  private:
   void WorkerLoop(int index);
+  // Claims chunk c for job generation gen; false if it is taken (or gen is
+  // over: every chunk of a finished job is claimed).
+  bool TryClaim(size_t c, uint64_t gen);
+  // Runs every chunk of job gen this thread can claim, its own first.
+  void RunClaimable(uint64_t gen, int thread);
 
   int num_threads_;
   std::vector<std::thread> workers_;
@@ -46,7 +60,10 @@ class ThreadPool {
   const std::function<void(size_t, size_t, int)>* job_ = nullptr;
   size_t job_n_ = 0, job_chunk_ = 0;
   std::atomic<uint64_t> generation_{0};
-  std::atomic<int> pending_{0};
+  // Per chunk: the generation of the job that claimed it (chunks past a job's
+  // count are marked claimed when it is published).
+  std::unique_ptr<std::atomic<uint64_t>[]> claimed_;
+  std::atomic<size_t> done_{0};  // chunks of the current job finished
   std::atomic<int> sleeping_{0};
   std::atomic<bool> stop_{false};
 };

@@ -440,19 +440,5 @@ TEST(TileKernels, EightBitKvWidensAndAttendsAsItsValues) {
   }
 }
 
-TEST(ThreadPool, ParallelForEachRunsEveryIndexOnce) {
-  ThreadPool pool(3);
-  for (size_t n : {0u, 1u, 2u, 5u, 1000u}) {
-    std::vector<std::atomic<int>> seen(n);
-    std::atomic<int> bad_thread{0};
-    pool.ParallelForEach(n, [&](size_t i, int thread) {
-      seen[i].fetch_add(1);
-      if (thread < 0 || thread >= pool.num_threads()) bad_thread.fetch_add(1);
-    });
-    for (size_t i = 0; i < n; ++i) EXPECT_EQ(seen[i].load(), 1) << "n=" << n << " i=" << i;
-    EXPECT_EQ(bad_thread.load(), 0);
-  }
-}
-
 }  // namespace
 }  // namespace pc

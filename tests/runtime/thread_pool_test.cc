@@ -1,0 +1,73 @@
+// ThreadPool: every range runs once whoever runs it, the partition depends
+// only on (n, grain, threads), and a thread index is never in use twice at
+// once, also with more threads than cores (where the caller runs the chunks
+// of workers the OS has not scheduled).
+#include "runtime/thread_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <utility>
+#include <vector>
+
+namespace pc {
+namespace {
+
+TEST(ThreadPool, ParallelForEachRunsEveryIndexOnce) {
+  ThreadPool pool(3);
+  for (size_t n : {0u, 1u, 2u, 5u, 1000u}) {
+    std::vector<std::atomic<int>> seen(n);
+    std::atomic<int> bad_thread{0};
+    pool.ParallelForEach(n, [&](size_t i, int thread) {
+      seen[i].fetch_add(1);
+      if (thread < 0 || thread >= pool.num_threads()) bad_thread.fetch_add(1);
+    });
+    for (size_t i = 0; i < n; ++i) EXPECT_EQ(seen[i].load(), 1) << "n=" << n << " i=" << i;
+    EXPECT_EQ(bad_thread.load(), 0);
+  }
+}
+
+// The ranges one call runs: fixed by n, grain and the thread count.
+std::set<std::pair<size_t, size_t>> Ranges(ThreadPool& pool, size_t n, size_t grain, int* overlaps) {
+  std::mutex mu;
+  std::set<std::pair<size_t, size_t>> out;
+  std::vector<std::atomic<int>> busy(static_cast<size_t>(pool.num_threads()));
+  pool.ParallelFor(n, grain, [&](size_t b, size_t e, int t) {
+    if (busy[static_cast<size_t>(t)].fetch_add(1) != 0) ++*overlaps;  // two ranges on one index at once
+    {
+      std::lock_guard lock(mu);
+      EXPECT_TRUE(out.emplace(b, e).second) << "range " << b << ".." << e << " ran twice";
+    }
+    volatile double x = 0;  // enough work for other threads to claim ranges meanwhile
+    for (size_t i = 0; i < 2000 * (e - b); ++i) x = x + 1.0;
+    busy[static_cast<size_t>(t)].fetch_sub(1);
+  });
+  return out;
+}
+
+// 2, 3 and 16 threads on this machine's cores (2 in CI: 16 oversubscribes, so
+// callers run unclaimed chunks); 300 calls each.
+TEST(ThreadPool, EveryRangeRunsOnceAndThePartitionIsFixed) {
+  for (int threads : {2, 3, 16}) {
+    ThreadPool pool(threads);
+    for (int rep = 0; rep < 100; ++rep) {
+      for (auto [n, grain] : {std::pair<size_t, size_t>{1000, 16}, {37, 4}, {5, 1}}) {
+        int overlaps = 0;
+        const auto got = Ranges(pool, n, grain, &overlaps);
+        EXPECT_EQ(overlaps, 0) << threads << " threads";
+        // The expected partition: ceil(grains / parts) grains per range.
+        const size_t grains = (n + grain - 1) / grain;
+        const size_t parts = std::min<size_t>(grains, static_cast<size_t>(threads));
+        const size_t chunk = (grains + parts - 1) / parts * grain;
+        std::set<std::pair<size_t, size_t>> want;
+        for (size_t b = 0; b < n; b += chunk) want.emplace(b, std::min(b + chunk, n));
+        ASSERT_EQ(got, want) << threads << " threads, n " << n << ", grain " << grain;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace pc
