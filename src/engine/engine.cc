@@ -50,8 +50,8 @@ uint64_t TenantId(const std::string& tenant) {
 
 // The default pool holds a few contexts of the length served, not of the
 // model's trained length (which may be 128k tokens).
-CacheOptions WithDefaultMemory(ModelConfig c, size_t ctx_tokens, CacheOptions o) {
-  if (ctx_tokens > 0) c.n_ctx = static_cast<int>(ctx_tokens);
+CacheOptions WithDefaultMemory(KvShape c, size_t ctx_tokens, CacheOptions o) {
+  if (ctx_tokens > 0) c.n_ctx = ctx_tokens;
   if (o.mem_bytes == 0) o.mem_bytes = DefaultKvCacheBytes(c, o);
   return o;
 }
@@ -61,7 +61,7 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
     : model_(model),
       tok_(tok),
       opt_(opt),
-      cache_(model.config(), model.fingerprint(), WithDefaultMemory(model.config(), opt.ctx_tokens, opt.cache)),
+      cache_(model.config().kv_shape(), model.fingerprint(), WithDefaultMemory(model.config().kv_shape(), opt.ctx_tokens, opt.cache)),
       logits_memo_(opt.logits_memo_bytes),
       scheduler_(SchedulerOptions{opt.max_batch_tokens, opt.max_running, opt.max_waiting,
                                   static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size(),

@@ -35,7 +35,9 @@
 #include "kvcache/logits_memo.h"
 #include "kvcache/prefix_cache.h"
 #include "kvcache/tier_stack.h"
+#include "model/sampler.h"
 #include "model/sequence.h"
+#include "tokenizer/tokenizer.h"
 
 namespace pc {
 

@@ -7,7 +7,7 @@
 #include <span>
 
 #include "kernels/dot.h"
-#include "kvcache/kv_layout.h"
+#include "kernels/kv_layout.h"
 
 namespace pc {
 

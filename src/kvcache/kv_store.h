@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "kvcache/kv_layout.h"
+#include "kernels/kv_layout.h"
 
 namespace pc {
 

@@ -10,24 +10,24 @@
 namespace pc {
 
 namespace {
-size_t BlockBytes(const ModelConfig& c, const CacheOptions& opt) {
-  return 2 * static_cast<size_t>(c.n_layer) * opt.block_size * KvBytes(opt.dtype, static_cast<size_t>(c.kv_dim()));
+size_t BlockBytes(const KvShape& c, const CacheOptions& opt) {
+  return 2 * c.n_layer * opt.block_size * KvBytes(opt.dtype, c.kv_dim);
 }
 }  // namespace
 
-size_t BlocksForMemory(const ModelConfig& c, const CacheOptions& opt) {
+size_t BlocksForMemory(const KvShape& c, const CacheOptions& opt) {
   return std::max<size_t>(1, opt.mem_bytes / BlockBytes(c, opt));
 }
 
-size_t DefaultKvCacheBytes(const ModelConfig& c, const CacheOptions& opt) {
+size_t DefaultKvCacheBytes(const KvShape& c, const CacheOptions& opt) {
   const long pages = sysconf(_SC_AVPHYS_PAGES), page = sysconf(_SC_PAGESIZE);
   const size_t avail = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : (size_t{4} << 30);
-  const size_t eight_contexts = 8 * (static_cast<size_t>(c.n_ctx) / opt.block_size + 1) * BlockBytes(c, opt);
+  const size_t eight_contexts = 8 * (c.n_ctx / opt.block_size + 1) * BlockBytes(c, opt);
   return std::min(avail / 4, eight_contexts);
 }
 
-PrefixCache::PrefixCache(const ModelConfig& c, const Hash128& fingerprint, const CacheOptions& opt)
-    : store_(static_cast<size_t>(c.n_layer), static_cast<size_t>(c.kv_dim()), opt.block_size,
+PrefixCache::PrefixCache(const KvShape& c, const Hash128& fingerprint, const CacheOptions& opt)
+    : store_(c.n_layer, c.kv_dim, opt.block_size,
              BlocksForMemory(c, opt), opt.dtype),
       pool_(static_cast<int32_t>(BlocksForMemory(c, opt))) {
   // Blocks are only interchangeable between caches of the same layout.

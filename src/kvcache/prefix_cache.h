@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "kvcache/block_pool.h"
-#include "model/sequence.h"
+#include "kvcache/kv_sequence.h"
 
 namespace pc {
 
@@ -77,7 +77,7 @@ class CachedSequence : public KvSequence {
 
 class PrefixCache {
  public:
-  PrefixCache(const ModelConfig& config, const Hash128& model_fingerprint, const CacheOptions& opt);
+  PrefixCache(const KvShape& shape, const Hash128& model_fingerprint, const CacheOptions& opt);
 
   // Starts a sequence for `prompt`, adopting the longest chain of cached full
   // blocks (none when use_cache is false). At least one prompt token is left
@@ -159,9 +159,9 @@ class PrefixCache {
 };
 
 // Blocks that fit in mem_bytes for this model (at least 1).
-size_t BlocksForMemory(const ModelConfig& c, const CacheOptions& opt);
+size_t BlocksForMemory(const KvShape& c, const CacheOptions& opt);
 // Default pool size: a quarter of available memory, capped at what 8 full
 // contexts need.
-size_t DefaultKvCacheBytes(const ModelConfig& c, const CacheOptions& opt);
+size_t DefaultKvCacheBytes(const KvShape& c, const CacheOptions& opt);
 
 }  // namespace pc

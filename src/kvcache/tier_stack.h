@@ -61,12 +61,6 @@ class CostModel {
   std::map<std::string, TierCost> tiers_;
 };
 
-// Times prefill of a chunk of tokens at several positions (the K/V behind
-// each position need not be meaningful for timing): position 0 and the
-// deepest always, the others until max_ms have passed; then one-token steps
-// at position 0 and the deepest (the K/V pass per position). About a second
-// on a small model.
-CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens = 32, double max_ms = 3000);
 // Times loads of 1 and of 8 blocks of payload_bytes (random keys, erased
 // after); nullopt when the tier could not store or return them (full, down).
 // The stack then treats the tier as unavailable (an infinite load latency)
@@ -98,9 +92,9 @@ class TierStack : public PoolListener {
   // background every refresh_s seconds after Calibrate).
   CostModel costs() const;
   void set_costs(CostModel c);
-  // Measures prefill (uses the model: call before the engine starts) and
-  // every tier's load cost.
-  void Calibrate(Model& model, const CacheOptions& opt, size_t payload_bytes, double refresh_s = 600);
+  // Takes the measured prefill costs (engine/calibrate.h: run the model
+  // before the engine starts) and measures every tier's load cost.
+  void Calibrate(CostModel prefill, size_t payload_bytes, double refresh_s = 600);
 
   // PoolListener (loop thread).
   void OnRegistered(const Hash128& key, std::vector<uint8_t> bytes) override;

@@ -20,6 +20,7 @@
 
 #include "base/status.h"
 #include "gguf/gguf.h"
+#include "kvcache/kv_sequence.h"
 
 namespace pc {
 
@@ -70,6 +71,9 @@ struct ModelConfig {
   int q_dim() const { return n_head * head_dim; }
   bool is_swa(int layer) const { return sliding_window > 0 && swa_layers[static_cast<size_t>(layer)] != 0; }
   int kv_dim() const { return n_kv_head * head_dim; }
+  KvShape kv_shape() const {
+    return {static_cast<size_t>(n_layer), static_cast<size_t>(kv_dim()), static_cast<size_t>(n_ctx)};
+  }
 };
 
 // The architectures this recipe runs.

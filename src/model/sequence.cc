@@ -1,8 +1,6 @@
 #include "model/sequence.h"
 
 #include "base/check.h"
-#include "base/clock.h"
-#include "tokenizer/detokenizer.h"
 
 namespace pc {
 

@@ -1,5 +1,4 @@
-// One sequence's K/V and its forward passes: the KvSequence interface the
-// prefix cache implements, a Session that owns its blocks (bench-model and
+// One sequence's K/V and its forward passes: a Session that owns its blocks (bench-model and
 // the tests' reference decode loop), and RunBatch, which runs a sequence's
 // next tokens in prefill-sized chunks. The decode loop itself is the
 // engine's (engine/engine.h), for `run`, `bench-prefix` and `serve` alike.
@@ -8,27 +7,10 @@
 #include <utility>
 #include <vector>
 
+#include "kvcache/kv_sequence.h"
 #include "model/forward.h"
-#include "model/sampler.h"
-#include "tokenizer/tokenizer.h"
 
 namespace pc {
-
-// Where one sequence's K/V live. Generate asks for capacity before each
-// batch and reports which tokens it computed, so an implementation can
-// share and register blocks (the prefix cache) or just own them (Session).
-class KvSequence {
- public:
-  virtual ~KvSequence() = default;
-  virtual KvStore& store() = 0;
-  virtual std::span<const int32_t> block_table() const = 0;
-  // Tokens at positions [0, num_computed()) already have K/V.
-  virtual size_t num_computed() const = 0;
-  // Blocks for positions [0, num_tokens); error if the pool is exhausted.
-  virtual Status Reserve(size_t num_tokens) = 0;
-  // The K/V of `tokens` were written at positions num_computed()...
-  virtual void Computed(std::span<const int32_t> tokens) = 0;
-};
 
 // A sequence with its own KV store: a contiguous run of private blocks.
 class Session : public KvSequence {

@@ -90,7 +90,7 @@ class PrefixCacheTest : public ::testing::TestWithParam<std::string> {
     CacheOptions o;
     o.block_size = 16;
     o.mem_bytes = blocks * 2 * model_->config().n_layer * 16 * model_->config().kv_dim() * 2;
-    return PrefixCache(model_->config(), model_->fingerprint(), o);
+    return PrefixCache(model_->config().kv_shape(), model_->fingerprint(), o);
   }
 
   std::string path_;
@@ -376,7 +376,7 @@ TEST(PrefixCacheStress, TenThousandRandomOperations) {
   CacheOptions o;
   o.block_size = 4;
   o.mem_bytes = 24 * 2 * m.config().n_layer * 4 * m.config().kv_dim() * 2;  // 24 blocks
-  PrefixCache cache(m.config(), m.fingerprint(), o);
+  PrefixCache cache(m.config().kv_shape(), m.fingerprint(), o);
   std::mt19937 rng(2024);
   std::vector<std::unique_ptr<CachedSequence>> live;
   std::vector<std::vector<int32_t>> live_tokens;

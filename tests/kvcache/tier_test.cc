@@ -395,7 +395,7 @@ EngineOptions SmallPool(const ModelConfig& c, TierStack* tiers, size_t blocks = 
 
 std::unique_ptr<TierStack> Tiers(const Model& m, const std::string& disk_dir, int redis_port, size_t host_bytes,
                                  const PayloadSeal& seal = {}) {
-  PrefixCache probe(m.config(), m.fingerprint(), CacheOptions{16, KvDtype::kF16, 1});
+  PrefixCache probe(m.config().kv_shape(), m.fingerprint(), CacheOptions{16, KvDtype::kF16, 1});
   std::vector<std::unique_ptr<KvTier>> t;
   if (host_bytes) t.push_back(std::make_unique<HostTier>(host_bytes));
   if (!disk_dir.empty()) {
@@ -568,7 +568,7 @@ TEST(CostModel, ATierThatDropsEverythingIsUnavailable) {
 // well as it can without the secret (the unkeyed checksum).
 enum class Forgery { kOverwriteKv, kOtherTokens };
 void Forge(int port, const Model& m, const std::vector<int32_t>& victim, const std::vector<int32_t>& donor, Forgery how) {
-  PrefixCache probe(m.config(), m.fingerprint(), CacheOptions{16, KvDtype::kF16, 1});
+  PrefixCache probe(m.config().kv_shape(), m.fingerprint(), CacheOptions{16, KvDtype::kF16, 1});
   const std::string prefix = "promptcache:" + probe.layout_fingerprint().Hex() + ":";
   const Hash128 target = probe.BlockHashes(victim, "")[0];
   const Hash128 source = how == Forgery::kOtherTokens ? probe.BlockHashes(donor, "")[0] : target;

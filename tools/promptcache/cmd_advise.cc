@@ -8,6 +8,7 @@
 #include "advise.h"
 #include "base/clock.h"
 #include "commands.h"
+#include "engine/calibrate.h"
 #include "kvcache/disk_tier.h"
 #include "kvcache/redis_tier.h"
 #include "kvcache/tier_stack.h"
@@ -49,7 +50,7 @@ int Calibrate(const CalibrateFlags& f) {
   Result<std::unique_ptr<Model>> model = Model::Load(f.model, f.threads);
   if (!model.ok()) return Fail(model.status().message());
   const CacheOptions co{16, KvDtype::kF16, 1};
-  PrefixCache probe((*model)->config(), (*model)->fingerprint(), co);
+  PrefixCache probe((*model)->config().kv_shape(), (*model)->fingerprint(), co);
   loadgen::CostProfile p;
   p.model = f.model;
   p.block_size = co.block_size;

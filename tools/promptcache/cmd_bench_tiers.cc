@@ -75,7 +75,7 @@ int BenchTiers(const Flags& f) {
   Result<KvDtype> kv_type = ParseKvDtype(f.kv_type, static_cast<size_t>(c.head_dim));
   if (!kv_type.ok()) return Fail(kv_type.status().message());
   const CacheOptions co{16, *kv_type, 1};
-  PrefixCache probe(c, (*model)->fingerprint(), co);
+  PrefixCache probe(c.kv_shape(), (*model)->fingerprint(), co);
   const size_t block_bytes = probe.payload_bytes();
   const size_t pool_bytes = (f.prompt_len / 16 + 3) * block_bytes;  // one prompt fits; a second evicts it
   std::vector<std::string> names = {"host", "disk"};

@@ -11,6 +11,7 @@
 
 #include "base/clock.h"
 #include "commands.h"
+#include "engine/calibrate.h"
 #include "kvcache/disk_tier.h"
 #include "kvcache/redis_tier.h"
 #include "server/server.h"
@@ -38,7 +39,7 @@ struct ServeFlags {
 // The spill tiers the flags ask for, fastest first; null when none.
 Result<std::unique_ptr<TierStack>> MakeTiers(const ServeFlags& f, Model& model, const CacheOptions& co) {
   std::vector<std::unique_ptr<KvTier>> tiers;
-  PrefixCache probe(model.config(), model.fingerprint(), CacheOptions{co.block_size, co.dtype, 1});
+  PrefixCache probe(model.config().kv_shape(), model.fingerprint(), CacheOptions{co.block_size, co.dtype, 1});
   const Hash128 fp = probe.layout_fingerprint();
   const size_t payload = probe.payload_bytes();
   PayloadSeal seal;
@@ -69,7 +70,7 @@ Result<std::unique_ptr<TierStack>> MakeTiers(const ServeFlags& f, Model& model, 
   }
   if (tiers.empty()) return std::unique_ptr<TierStack>();
   auto stack = std::make_unique<TierStack>(std::move(tiers));
-  stack->Calibrate(model, co, payload);
+  stack->Calibrate(CalibratePrefill(model, co), payload);
   for (const auto& t : stack->tiers()) {
     const CostModel costs = stack->costs();
     const std::optional<TierCost> c = costs.tier_cost(t->name());

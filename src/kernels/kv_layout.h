@@ -1,9 +1,9 @@
 // The paged K/V layout as the attention kernels read it: K and V rows of one
 // layer live in fixed-size blocks; a sequence's block table maps position p
 // to block table[p / block_size], row p % block_size. Header-only, no
-// dependencies, so the kernels (below every other layer) can take it; the
-// store that owns this memory is kv_store.h, the pool and prefix index that
-// share it are block_pool.h and prefix_cache.h, all in this directory.
+// dependencies. It lives with the kernels because they read it; the store
+// that owns this memory (kvcache/kv_store.h) and the pool and prefix index
+// that share it (kvcache/block_pool.h, prefix_cache.h) sit above them.
 // Thread-safety: plain values.
 #pragma once
 #include <cstddef>

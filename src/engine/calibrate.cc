@@ -1,0 +1,58 @@
+#include "engine/calibrate.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "base/clock.h"
+
+namespace pc {
+
+CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens, double max_ms) {
+  const ModelConfig& c = model.config();
+  const size_t chunk = chunk_tokens;
+  std::vector<size_t> positions = {0};
+  for (size_t p = 1024; p + chunk <= static_cast<size_t>(c.n_ctx) && p <= 8192; p *= 2) positions.push_back(p);
+  const size_t max_pos = positions.back() + chunk;
+  KvStore kv(static_cast<size_t>(c.n_layer), static_cast<size_t>(c.kv_dim()), opt.block_size,
+             (max_pos + opt.block_size - 1) / opt.block_size, opt.dtype);
+  std::vector<int32_t> table(kv.num_blocks());
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
+  std::vector<float> logits;
+  std::vector<std::pair<double, double>> samples;
+  // Shallowest and deepest first: two points fix the line the step budget
+  // uses; the rest refine the curve while the time allows.
+  if (positions.size() > 2) std::rotate(positions.begin() + 1, positions.end() - 1, positions.end());
+  const int64_t start_ns = NowNs();
+  for (size_t p : positions) {
+    if (samples.size() >= 2 && NsToMs(NowNs() - start_ns) > max_ms) break;
+    std::vector<BatchToken> batch;
+    for (size_t i = 0; i < chunk; ++i) batch.push_back({static_cast<int32_t>(1 + i % 100), static_cast<int32_t>(p + i), table, i + 1 == chunk});
+    double best = 1e300;
+    for (int rep = 0; rep < 2; ++rep) {  // the first run also warms caches and threads
+      const int64_t t0 = NowNs();
+      model.Forward(batch, kv, &logits);
+      best = std::min(best, NsToMs(NowNs() - t0));
+    }
+    samples.emplace_back(static_cast<double>(p + chunk / 2), best / static_cast<double>(chunk));
+  }
+  // One-token steps at depth 0 and at the deepest position: what the
+  // deeper one costs more is the pass over the positions before it.
+  auto one_token_ms = [&](size_t p) {
+    const std::vector<BatchToken> one = {{1, static_cast<int32_t>(p), table, true}};
+    double best = 1e300;
+    for (int rep = 0; rep < 3; ++rep) {
+      const int64_t t0 = NowNs();
+      model.Forward(one, kv, &logits);
+      best = std::min(best, NsToMs(NowNs() - t0));
+    }
+    return best;
+  };
+  const size_t deep = positions[1 % positions.size()];
+  const double pass = deep > 0 ? std::max(one_token_ms(deep) - one_token_ms(0), 0.0) / static_cast<double>(deep) : 0.0;
+  CostModel m;
+  m.SetPrefillSamples(std::move(samples));
+  m.SetKvPass(pass, chunk);
+  return m;
+}
+
+}  // namespace pc
