@@ -3,7 +3,6 @@
 #include <nlohmann/json.hpp>
 
 #include "base/check.h"
-#include "model/forward.h"
 #include <unistd.h>
 
 #include <algorithm>
@@ -158,20 +157,6 @@ float CheckGreedyAgainstReference(const RefCase& c, float tol, const GenerateFn&
     }
   }
   return worst;
-}
-
-MadeModel MakeTestModel(const ModelShape& shape, TensorType type, int vocab_size, bool copy) {
-  MakeModelOptions mo;
-  mo.shape = shape;
-  mo.type = type;
-  mo.vocab_size = vocab_size;
-  mo.copy = copy;
-  const std::string path = TempPath(shape.name + ".gguf");
-  PC_CHECK(MakeModel(mo, path).ok());
-  MadeModel m;
-  m.model = std::move(*Model::Load(path, 1));
-  m.tok = std::make_unique<Tokenizer>(std::move(*Tokenizer::FromGguf(m.model->gguf())));
-  return m;
 }
 
 }  // namespace pc::test

@@ -9,10 +9,6 @@
 #include <memory>
 #include <vector>
 
-#include "model/forward.h"
-#include "model/make_model.h"
-#include "tokenizer/tokenizer.h"
-
 namespace pc::test {
 
 // Path under the shared data folder, or "" when it is absent.
@@ -69,14 +65,5 @@ float CheckGreedyAgainstReference(const RefCase& c, float tol, const GenerateFn&
 
 // n normally distributed floats (mean 0, sd scale) from a fixed seed.
 std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f);
-
-// A random-weight model made by make-model into the temp dir and loaded on
-// one thread, with its tokenizer: tests that need no shared data.
-struct MadeModel {
-  std::unique_ptr<Model> model;
-  std::unique_ptr<Tokenizer> tok;
-};
-// copy: make-model --copy (layers 0-1 quote the prompt: induction_weights.h).
-MadeModel MakeTestModel(const ModelShape& shape, TensorType type, int vocab_size, bool copy = false);
 
 }  // namespace pc::test

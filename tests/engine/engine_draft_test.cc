@@ -12,7 +12,7 @@
 #include "engine/engine.h"
 #include "engine/stream_output.h"
 #include "model/make_model.h"
-#include "test_support.h"
+#include "test_model.h"
 
 namespace pc {
 namespace {

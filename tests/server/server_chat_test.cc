@@ -8,7 +8,7 @@
 
 #include "model/make_model.h"
 #include "server_harness.h"
-#include "test_support.h"
+#include "test_model.h"
 
 namespace pc {
 namespace {
