@@ -28,8 +28,11 @@ double RequestTimings::mean_itl_ms() const {
 }
 
 std::optional<StreamEvent> RequestStream::Next(int timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms), [&] { return !events_.empty(); })) return std::nullopt;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  MutexLock lock(mu_);
+  while (events_.empty()) {
+    if (!lock.WaitUntil(cv_, deadline) && events_.empty()) return std::nullopt;
+  }
   StreamEvent ev = std::move(events_.front());
   events_.pop_front();
   return ev;
@@ -37,7 +40,7 @@ std::optional<StreamEvent> RequestStream::Next(int timeout_ms) {
 
 void RequestStream::Push(StreamEvent ev) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     events_.push_back(std::move(ev));
   }
   cv_.notify_one();
@@ -86,13 +89,13 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
 Engine::~Engine() {
   CancelAll();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   wake_.notify_all();
   loop_.join();
   FlushRequestLog();  // the loop has stopped: this thread owns the log now
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [id, a] : active_) {
     StreamEvent ev;
     ev.done = true;
@@ -129,7 +132,7 @@ SubmitOutcome Engine::Submit(EngineRequest req) {
   }
   std::vector<Hash128> hashes;
   if (req.use_cache || request_log_) hashes = cache_.BlockHashes(req.prompt, req.salt);
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (draining_ || stop_) {
     out.error = SubmitError::kDraining;
     out.message = "the server is shutting down";
@@ -158,31 +161,31 @@ SubmitOutcome Engine::Submit(EngineRequest req) {
 }
 
 void Engine::BeginDrain() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   draining_ = true;
 }
 
 void Engine::CancelAll() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (auto& [id, a] : active_) a->stream->Cancel();
   wake_.notify_one();
 }
 
 bool Engine::Idle() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return active_.empty();
 }
 
 void Engine::Loop() {
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait(lock, [&] { return stop_ || !active_.empty(); });
+      MutexLock lock(mu_);
+      while (!stop_ && active_.empty()) lock.Wait(wake_);
       if (stop_) return;
     }
     if (!Step()) {
-      std::unique_lock<std::mutex> lock(mu_);
-      wake_.wait_for(lock, std::chrono::milliseconds(2));
+      MutexLock lock(mu_);
+      lock.WaitFor(wake_, std::chrono::milliseconds(2));
     }
   }
 }
@@ -216,7 +219,7 @@ void Engine::Finish(Active& a, FinishReason reason, int64_t now_ns, const std::s
 }
 
 void Engine::DropCancelled() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<Active*> gone;
   for (auto& [id, a] : active_) {
     if (a->stream->cancelled()) gone.push_back(a.get());
@@ -347,7 +350,7 @@ void Engine::EmitFromMemo(std::vector<uint64_t> ids) {
   for (uint64_t id : ids) {
     Active* a = nullptr;
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       auto it = active_.find(id);
       if (it != active_.end()) a = it->second.get();
     }
@@ -402,7 +405,7 @@ int32_t Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t 
   if (a.grammar) {
     if (!masker_) masker_ = std::make_unique<GrammarMasker>(tok_);
     if (!masker_->Mask(*a.grammar, logits, &masked_logits_)) {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       Finish(a, FinishReason::kError, now_ns, "no token of the vocabulary can continue the constrained output");
       return -1;
     }
@@ -438,7 +441,7 @@ int32_t Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t 
   if ((eos || length || complete) && !stopped) ev.text += a.stop.Flush();
   if (!eos || !ev.text.empty()) a.stream->Push(std::move(ev));
   if (stopped || eos || length || complete) {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     Finish(a, stopped || eos || complete ? FinishReason::kStop : FinishReason::kLength, now_ns);
     return -1;
   }
@@ -496,14 +499,16 @@ bool Engine::Step() {
   std::vector<WorkItem> work;
   std::vector<Active*> acts;
   bool lone = false;
+  std::vector<uint64_t> memo_ids;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     InstallLoads(NowNs());
     StartAdmitted(NowNs());
+    memo_ids = std::exchange(memo_ready_, {});
   }
-  EmitFromMemo(std::exchange(memo_ready_, {}));
+  EmitFromMemo(std::move(memo_ids));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     work = PlanWithBlocks();
     lone = scheduler_.LonePrefill();
     for (const WorkItem& w : work) acts.push_back(active_.at(w.id).get());
@@ -523,7 +528,7 @@ bool Engine::Step() {
   metrics_.Add("promptcache_step_tokens_total", "kind=\"prefill\"", static_cast<double>(shape.n_prefill));
   metrics_.Add("promptcache_step_tokens_total", "kind=\"draft\"", static_cast<double>(ran.n_prefill - shape.n_prefill));
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     RefreshPoolSnapshot();
   }
   FlushRequestLog();
@@ -577,7 +582,7 @@ StepShape Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<A
     }
     a.seq->Computed(chunks[i]);
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       scheduler_.Advanced(a.id, chunks[i].size());
     }
     if (work[i].decode || work[i].last_prompt_chunk) {

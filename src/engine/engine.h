@@ -21,6 +21,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+
+#include "base/mutex.h"
 #include <optional>
 #include <string>
 #include <thread>
@@ -147,9 +149,9 @@ class RequestStream {
  private:
   friend class Engine;
   void Push(StreamEvent ev);
-  std::mutex mu_;
+  Mutex mu_;
   std::condition_variable cv_;
-  std::deque<StreamEvent> events_;
+  std::deque<StreamEvent> events_ PC_GUARDED_BY(mu_);
   std::atomic<bool> cancelled_{false};
 };
 
@@ -194,13 +196,13 @@ class Engine {
   // Runs the planned step (shape: what it holds) and returns what it ran,
   // drafts included.
   StepShape RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts, StepShape shape);
-  void RefreshPoolSnapshot();
-  void StartAdmitted(int64_t now_ns);
-  void StartSequence(Active& a, int64_t now_ns, const std::map<std::string, size_t>& loaded_tokens);
-  void InstallLoads(int64_t now_ns);
+  void RefreshPoolSnapshot() PC_REQUIRES(mu_);
+  void StartAdmitted(int64_t now_ns) PC_REQUIRES(mu_);
+  void StartSequence(Active& a, int64_t now_ns, const std::map<std::string, size_t>& loaded_tokens) PC_REQUIRES(mu_);
+  void InstallLoads(int64_t now_ns) PC_REQUIRES(mu_);
   void DropCancelled();
-  void Requeue(Active& a, bool preempted);
-  std::vector<WorkItem> PlanWithBlocks();
+  void Requeue(Active& a, bool preempted) PC_REQUIRES(mu_);
+  std::vector<WorkItem> PlanWithBlocks() PC_REQUIRES(mu_);
   // Samples a's next token from logits and sends it; returns it, or -1 when
   // the request ended (then `a` is gone).
   int32_t SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns);
@@ -216,9 +218,9 @@ class Engine {
   std::vector<float> masked_logits_, adjusted_logits_;
   // Emits the first token of sequences that started with their whole prompt
   // cached and its last logits kept (no forward pass); without mu_.
-  void EmitFromMemo(std::vector<uint64_t> ids);
+  void EmitFromMemo(std::vector<uint64_t> ids) PC_EXCLUDES(mu_);
   bool UsesLogitsMemo(const Active& a) const;
-  void Finish(Active& a, FinishReason reason, int64_t now_ns, const std::string& error = "");
+  void Finish(Active& a, FinishReason reason, int64_t now_ns, const std::string& error = "") PC_REQUIRES(mu_);
   void DescribeMetrics();
   void LogRequest(const Active& a);
   void FlushRequestLog();
@@ -230,16 +232,16 @@ class Engine {
   LogitsMemo logits_memo_;  // loop thread only
   MetricsRegistry metrics_;
 
-  mutable std::mutex mu_;  // guards scheduler_, active_, next_id_, draining_, stop_
+  mutable Mutex mu_;
   std::condition_variable wake_;
-  Scheduler scheduler_;
+  Scheduler scheduler_ PC_GUARDED_BY(mu_);
   StepBudget step_budget_;  // loop thread only
-  std::unordered_map<uint64_t, std::unique_ptr<Active>> active_;
-  std::vector<uint64_t> memo_ready_;  // started from LogitsMemo, first token not yet emitted
-  uint64_t next_id_ = 1;
-  bool draining_ = false;
-  bool stop_ = false;
-  EngineSnapshot pool_snapshot_;
+  std::unordered_map<uint64_t, std::unique_ptr<Active>> active_ PC_GUARDED_BY(mu_);
+  std::vector<uint64_t> memo_ready_ PC_GUARDED_BY(mu_);  // started from LogitsMemo, first token not yet emitted
+  uint64_t next_id_ PC_GUARDED_BY(mu_) = 1;
+  bool draining_ PC_GUARDED_BY(mu_) = false;
+  bool stop_ PC_GUARDED_BY(mu_) = false;
+  EngineSnapshot pool_snapshot_ PC_GUARDED_BY(mu_);
   std::unique_ptr<std::ofstream> request_log_;
   std::vector<std::string> pending_log_;  // loop thread only
   int64_t start_ns_ = 0;

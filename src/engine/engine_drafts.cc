@@ -56,7 +56,7 @@ void Engine::VerifyDecode(Active& a, std::span<const int32_t> chunk, std::span<c
     if (j > 0) ++accepted, ++a.num_accepted;
     a.seq->Computed(chunk.subspan(j, 1));
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       scheduler_.Advanced(a.id, 1);
     }
     const int32_t t = SampleAndEmit(a, logits.subspan(j * n_vocab, n_vocab), now_ns);

@@ -54,7 +54,7 @@ void Engine::NotePlannedStep(const StepShape& shape, bool lone) {
 }
 
 EngineSnapshot Engine::Snapshot() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   EngineSnapshot s = pool_snapshot_;
   s.num_running = scheduler_.num_running();
   s.num_waiting = scheduler_.num_waiting();

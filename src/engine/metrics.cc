@@ -52,7 +52,7 @@ MetricsRegistry::Family& MetricsRegistry::FamilyFor(const std::string& name, con
 
 void MetricsRegistry::Describe(const std::string& name, const std::string& type, const std::string& help,
                                const std::vector<std::string>& default_labels) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Family& f = families_[name];
   f.type = type;
   f.help = help;
@@ -63,23 +63,23 @@ void MetricsRegistry::Describe(const std::string& name, const std::string& type,
 }
 
 void MetricsRegistry::Add(const std::string& name, const std::string& labels, double delta) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   FamilyFor(name, "counter").values[labels] += delta;
 }
 
 void MetricsRegistry::Set(const std::string& name, const std::string& labels, double value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   FamilyFor(name, "gauge").values[labels] = value;
 }
 
 void MetricsRegistry::Observe(const std::string& name, const std::string& labels, double value) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   Family& f = FamilyFor(name, "histogram");
   f.histograms.try_emplace(labels, LatencyBucketsSeconds()).first->second.Observe(value);
 }
 
 double MetricsRegistry::Get(const std::string& name, const std::string& labels) const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   auto f = families_.find(name);
   if (f == families_.end()) return 0;
   if (auto v = f->second.values.find(labels); v != f->second.values.end()) return v->second;
@@ -88,7 +88,7 @@ double MetricsRegistry::Get(const std::string& name, const std::string& labels) 
 }
 
 std::string MetricsRegistry::Render() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::string out;
   for (const auto& [name, f] : families_) {
     if (!f.help.empty()) out += fmt::format("# HELP {} {}\n", name, f.help);

@@ -6,6 +6,8 @@
 #pragma once
 #include <map>
 #include <mutex>
+
+#include "base/mutex.h"
 #include <string>
 #include <vector>
 
@@ -49,9 +51,9 @@ class MetricsRegistry {
     std::map<std::string, double> values;        // counters and gauges, by labels
     std::map<std::string, Histogram> histograms;  // by labels
   };
-  Family& FamilyFor(const std::string& name, const std::string& type);
-  mutable std::mutex mu_;
-  std::map<std::string, Family> families_;
+  Family& FamilyFor(const std::string& name, const std::string& type) PC_REQUIRES(mu_);
+  mutable Mutex mu_;
+  std::map<std::string, Family> families_ PC_GUARDED_BY(mu_);
 };
 
 }  // namespace pc

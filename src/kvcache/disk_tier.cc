@@ -134,7 +134,7 @@ void DiskTier::DropEntryLocked(const Hash128& key) {
 }
 
 void DiskTier::Insert(std::span<const BlockPayload> blocks) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!stats_.healthy || NowNs() < writes_paused_until_ns_) {
     stats_.num_dropped += blocks.size();
     return;
@@ -182,14 +182,14 @@ void DiskTier::Insert(std::span<const BlockPayload> blocks) {
 }
 
 size_t DiskTier::CountLeading(std::span<const Hash128> keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   while (n < keys.size() && index_.count(keys[n])) ++n;
   return n;
 }
 
 std::vector<std::vector<uint8_t>> DiskTier::Load(std::span<const Hash128> keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::vector<uint8_t>> out;
   for (const Hash128& k : keys) {
     auto it = index_.find(k);
@@ -215,12 +215,12 @@ std::vector<std::vector<uint8_t>> DiskTier::Load(std::span<const Hash128> keys) 
 }
 
 void DiskTier::Erase(std::span<const Hash128> keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const Hash128& k : keys) DropEntryLocked(k);
 }
 
 TierStats DiskTier::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   TierStats s = stats_;
   s.num_entries = index_.size();
   s.healthy = stats_.healthy && NowNs() >= writes_paused_until_ns_;
@@ -228,7 +228,7 @@ TierStats DiskTier::stats() const {
 }
 
 uint64_t DiskTier::num_ignored_files() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return ignored_files_;
 }
 

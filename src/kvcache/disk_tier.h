@@ -23,6 +23,7 @@
 #include <map>
 #include <string>
 
+#include "base/mutex.h"
 #include "kvcache/payload_seal.h"
 #include "kvcache/tier.h"
 
@@ -59,20 +60,22 @@ class DiskTier : public KvTier {
     std::string path;
     uint64_t bytes = 0, last_used = 0, live = 0;
   };
-  void Scan();
-  void ScanSegment(const std::string& path, uint64_t id);
-  void DropSegmentLocked(uint64_t id);
-  void DropEntryLocked(const Hash128& key);
+  void Scan() PC_REQUIRES(mu_);
+  void ScanSegment(const std::string& path, uint64_t id) PC_REQUIRES(mu_);
+  void DropSegmentLocked(uint64_t id) PC_REQUIRES(mu_);
+  void DropEntryLocked(const Hash128& key) PC_REQUIRES(mu_);
   std::string HeaderBytes() const;
 
   std::string name_ = "disk";
   DiskTierOptions opt_;
-  mutable std::mutex mu_;
-  std::unordered_map<Hash128, Loc, Hash128Hasher> index_;
-  std::map<uint64_t, Segment> segments_;
-  uint64_t next_segment_ = 1, clock_ = 0, ignored_files_ = 0;
-  int64_t writes_paused_until_ns_ = 0;
-  TierStats stats_;
+  mutable Mutex mu_;
+  std::unordered_map<Hash128, Loc, Hash128Hasher> index_ PC_GUARDED_BY(mu_);
+  std::map<uint64_t, Segment> segments_ PC_GUARDED_BY(mu_);
+  uint64_t next_segment_ PC_GUARDED_BY(mu_) = 1;
+  uint64_t clock_ PC_GUARDED_BY(mu_) = 0;
+  uint64_t ignored_files_ PC_GUARDED_BY(mu_) = 0;
+  int64_t writes_paused_until_ns_ PC_GUARDED_BY(mu_) = 0;
+  TierStats stats_ PC_GUARDED_BY(mu_);
 };
 
 

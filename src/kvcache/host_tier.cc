@@ -13,7 +13,7 @@ void HostTier::EraseLocked(const Hash128& k) {
 }
 
 void HostTier::Insert(std::span<const BlockPayload> blocks) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const BlockPayload& b : blocks) {
     if (b.bytes.size() > stats_.bytes_budget) {
       ++stats_.num_dropped;
@@ -32,14 +32,14 @@ void HostTier::Insert(std::span<const BlockPayload> blocks) {
 }
 
 size_t HostTier::CountLeading(std::span<const Hash128> keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   size_t n = 0;
   while (n < keys.size() && map_.count(keys[n])) ++n;
   return n;
 }
 
 std::vector<std::vector<uint8_t>> HostTier::Load(std::span<const Hash128> keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::vector<uint8_t>> out;
   for (const Hash128& k : keys) {
     auto it = map_.find(k);
@@ -52,12 +52,12 @@ std::vector<std::vector<uint8_t>> HostTier::Load(std::span<const Hash128> keys) 
 }
 
 void HostTier::Erase(std::span<const Hash128> keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   for (const Hash128& k : keys) EraseLocked(k);
 }
 
 TierStats HostTier::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   TierStats s = stats_;
   s.num_entries = map_.size();
   return s;

@@ -42,7 +42,7 @@ Status ParseRedisAddress(const std::string& host_port, RedisTierOptions* o) {
 
 RedisTier::RedisTier(RedisTierOptions opt) : opt_(std::move(opt)) {
   prefix_ = opt_.ns + ":" + opt_.fingerprint.Hex() + ":";
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   EnsureConnectedLocked();
 }
 
@@ -76,7 +76,7 @@ bool RedisTier::EnsureConnectedLocked() {
 }
 
 void RedisTier::Insert(std::span<const BlockPayload> blocks) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (blocks.empty()) return;
   if (!EnsureConnectedLocked()) {
     stats_.num_dropped += blocks.size();
@@ -103,7 +103,7 @@ void RedisTier::Insert(std::span<const BlockPayload> blocks) {
 }
 
 size_t RedisTier::CountLeading(std::span<const Hash128> keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (keys.empty() || !EnsureConnectedLocked()) return 0;
   for (const Hash128& k : keys) {
     const std::string key = Key(k);
@@ -126,7 +126,7 @@ size_t RedisTier::CountLeading(std::span<const Hash128> keys) {
 }
 
 std::vector<std::vector<uint8_t>> RedisTier::Load(std::span<const Hash128> keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<std::vector<uint8_t>> out;
   if (keys.empty() || !EnsureConnectedLocked()) return out;
   for (const Hash128& k : keys) {
@@ -161,14 +161,14 @@ std::vector<std::vector<uint8_t>> RedisTier::Load(std::span<const Hash128> keys)
 }
 
 void RedisTier::Probe() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (!EnsureConnectedLocked()) return;  // reconnects once the backoff has passed
   Reply r(static_cast<redisReply*>(redisCommand(ctx_, "PING")));
   if (!r || r->type == REDIS_REPLY_ERROR) FailLocked();
 }
 
 void RedisTier::Erase(std::span<const Hash128> keys) {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (keys.empty() || !EnsureConnectedLocked()) return;
   for (const Hash128& k : keys) {
     const std::string key = Key(k);
@@ -185,7 +185,7 @@ void RedisTier::Erase(std::span<const Hash128> keys) {
 }
 
 TierStats RedisTier::stats() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return stats_;
 }
 

@@ -13,6 +13,7 @@
 
 #include "base/status.h"
 
+#include "base/mutex.h"
 #include "kvcache/payload_seal.h"
 #include "kvcache/tier.h"
 
@@ -46,18 +47,18 @@ class RedisTier : public KvTier {
   void Probe() override;
 
  private:
-  bool EnsureConnectedLocked();
-  void FailLocked();
+  bool EnsureConnectedLocked() PC_REQUIRES(mu_);
+  void FailLocked() PC_REQUIRES(mu_);
   std::string Key(const Hash128& h) const;
 
   std::string name_ = "redis";
   RedisTierOptions opt_;
   std::string prefix_;
-  mutable std::mutex mu_;
-  redisContext* ctx_ = nullptr;
-  int64_t retry_at_ns_ = 0;
-  double backoff_s_ = 0.25;
-  TierStats stats_;
+  mutable Mutex mu_;
+  redisContext* ctx_ PC_GUARDED_BY(mu_) = nullptr;
+  int64_t retry_at_ns_ PC_GUARDED_BY(mu_) = 0;
+  double backoff_s_ PC_GUARDED_BY(mu_) = 0.25;
+  TierStats stats_ PC_GUARDED_BY(mu_);
 };
 
 }  // namespace pc

@@ -17,6 +17,8 @@
 #include <cstdint>
 #include <list>
 #include <mutex>
+
+#include "base/mutex.h"
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -71,12 +73,12 @@ class HostTier : public KvTier {
     std::vector<uint8_t> bytes;
     std::list<Hash128>::iterator lru;
   };
-  void EraseLocked(const Hash128& k);
+  void EraseLocked(const Hash128& k) PC_REQUIRES(mu_);
   std::string name_ = "host";
-  mutable std::mutex mu_;
-  std::unordered_map<Hash128, Entry, Hash128Hasher> map_;
-  std::list<Hash128> lru_;  // front: most recently used
-  TierStats stats_;
+  mutable Mutex mu_;
+  std::unordered_map<Hash128, Entry, Hash128Hasher> map_ PC_GUARDED_BY(mu_);
+  std::list<Hash128> lru_ PC_GUARDED_BY(mu_);  // front: most recently used
+  TierStats stats_ PC_GUARDED_BY(mu_);
 };
 
 }  // namespace pc

@@ -101,7 +101,7 @@ TierStack::TierStack(std::vector<std::unique_ptr<KvTier>> tiers, size_t max_queu
 TierStack::~TierStack() {
   Flush();
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
   }
   write_cv_.notify_all();
@@ -111,39 +111,52 @@ TierStack::~TierStack() {
 }
 
 CostModel TierStack::costs() const {
-  std::lock_guard<std::mutex> lock(costs_mu_);
+  MutexLock lock(costs_mu_);
   return costs_;
 }
 
 void TierStack::set_costs(CostModel c) {
-  std::lock_guard<std::mutex> lock(costs_mu_);
+  MutexLock lock(costs_mu_);
   costs_ = std::move(c);
 }
 
 void TierStack::Calibrate(CostModel prefill, size_t payload_bytes, double refresh_s) {
-  set_costs(std::move(prefill));
-  payload_bytes_ = payload_bytes;
-  refresh_s_ = refresh_s;
+  {
+    MutexLock lock(costs_mu_);  // the loader thread reads these when idle
+    costs_ = std::move(prefill);
+    payload_bytes_ = payload_bytes;
+    refresh_s_ = refresh_s;
+  }
   RefreshTierCosts();
+}
+
+bool TierStack::RefreshDue() const {
+  MutexLock lock(costs_mu_);
+  return refresh_s_ > 0 && payload_bytes_ > 0 && NowNs() - last_refresh_ns_ > static_cast<int64_t>(refresh_s_ * 1e9);
 }
 
 // Tier costs drift (a Redis moved, a disk filled); prefill costs do not.
 void TierStack::RefreshTierCosts() {
+  size_t payload_bytes = 0;
+  {
+    MutexLock lock(costs_mu_);
+    payload_bytes = payload_bytes_;
+  }
   std::vector<std::pair<std::string, TierCost>> measured;
   for (const auto& t : tiers_) {
     // A tier that cannot store test blocks now (disk full, Redis down) is
     // never worth a load until the next measurement says otherwise.
-    const std::optional<TierCost> c = CalibrateTier(*t, payload_bytes_);
+    const std::optional<TierCost> c = CalibrateTier(*t, payload_bytes);
     measured.emplace_back(t->name(), c ? *c : TierCost{std::numeric_limits<double>::infinity(), 0});
   }
-  std::lock_guard<std::mutex> lock(costs_mu_);
+  MutexLock lock(costs_mu_);
   for (const auto& [name, c] : measured) costs_.SetTierCost(name, c);
   last_refresh_ns_ = NowNs();
 }
 
 void TierStack::Enqueue(Write w) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     if (queued_bytes_ + w.block.bytes.size() > max_queue_bytes_) {
       ++dropped_writes_;
       return;
@@ -166,8 +179,8 @@ void TierStack::WriterLoop() {
   for (;;) {
     std::vector<Write> batch;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      write_cv_.wait(lock, [&] { return stop_ || !writes_.empty(); });
+      MutexLock lock(mu_);
+      while (!stop_ && writes_.empty()) lock.Wait(write_cv_);
       if (writes_.empty()) return;  // stop_ and nothing left
       while (!writes_.empty() && batch.size() < 64) {
         queued_bytes_ -= writes_.front().block.bytes.size();
@@ -184,7 +197,7 @@ void TierStack::WriterLoop() {
       if (!blocks.empty()) t->Insert(blocks);
     }
     {
-      std::lock_guard<std::mutex> lock(mu_);
+      MutexLock lock(mu_);
       writing_ = false;
     }
     flushed_cv_.notify_all();
@@ -192,20 +205,20 @@ void TierStack::WriterLoop() {
 }
 
 void TierStack::Flush() {
-  std::unique_lock<std::mutex> lock(mu_);
-  flushed_cv_.wait(lock, [&] { return writes_.empty() && !writing_; });
+  MutexLock lock(mu_);
+  while (!writes_.empty() || writing_) lock.Wait(flushed_cv_);
 }
 
 void TierStack::SubmitLoad(uint64_t request_id, std::vector<Hash128> keys, size_t first_token, size_t block_size) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     jobs_.push_back(Job{request_id, std::move(keys), first_token, block_size});
   }
   load_cv_.notify_one();
 }
 
 std::vector<LoadResult> TierStack::TakeFinishedLoads() {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   std::vector<LoadResult> out;
   out.swap(done_);
   return out;
@@ -239,23 +252,25 @@ void TierStack::LoaderLoop() {
   for (;;) {
     Job job;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      load_cv_.wait_for(lock, std::chrono::seconds(1), [&] { return stop_ || !jobs_.empty(); });
+      MutexLock lock(mu_);
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+      while (!stop_ && jobs_.empty()) {
+        if (!lock.WaitUntil(load_cv_, deadline)) break;
+      }
       if (stop_) return;
       if (jobs_.empty()) {
-        lock.unlock();
+        lock.Unlock();
         // Idle: keep each tier's health current (a Redis that went away or
         // came back shows in /metrics without waiting for a request).
         for (const auto& t : tiers_) t->Probe();
-        const bool due = refresh_s_ > 0 && payload_bytes_ > 0 && NowNs() - last_refresh_ns_ > static_cast<int64_t>(refresh_s_ * 1e9);
-        if (due) RefreshTierCosts();
+        if (RefreshDue()) RefreshTierCosts();
         continue;
       }
       job = std::move(jobs_.front());
       jobs_.pop_front();
     }
     LoadResult r = RunJob(job);
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     done_.push_back(std::move(r));
   }
 }

@@ -22,6 +22,7 @@
 #include <optional>
 #include <thread>
 
+#include "base/mutex.h"
 #include "kvcache/prefix_cache.h"
 #include "kvcache/tier.h"
 
@@ -90,7 +91,7 @@ class TierStack : public PoolListener {
   const std::vector<std::unique_ptr<KvTier>>& tiers() const { return tiers_; }
   // A copy of the current cost model (tier costs are re-measured in the
   // background every refresh_s seconds after Calibrate).
-  CostModel costs() const;
+  CostModel costs() const PC_EXCLUDES(costs_mu_);
   void set_costs(CostModel c);
   // Takes the measured prefill costs (engine/calibrate.h: run the model
   // before the engine starts) and measures every tier's load cost.
@@ -123,23 +124,24 @@ class TierStack : public PoolListener {
   LoadResult RunJob(const Job& job);
   void Enqueue(Write w);
 
-  void RefreshTierCosts();
+  void RefreshTierCosts() PC_EXCLUDES(costs_mu_);
+  bool RefreshDue() const PC_EXCLUDES(costs_mu_);
 
-  std::vector<std::unique_ptr<KvTier>> tiers_;
-  mutable std::mutex costs_mu_;
-  CostModel costs_;
-  size_t payload_bytes_ = 0;
-  double refresh_s_ = 0;
-  int64_t last_refresh_ns_ = 0;
+  std::vector<std::unique_ptr<KvTier>> tiers_;  // fixed at construction
+  mutable Mutex costs_mu_;
+  CostModel costs_ PC_GUARDED_BY(costs_mu_);
+  size_t payload_bytes_ PC_GUARDED_BY(costs_mu_) = 0;
+  double refresh_s_ PC_GUARDED_BY(costs_mu_) = 0;
+  int64_t last_refresh_ns_ PC_GUARDED_BY(costs_mu_) = 0;
   size_t max_queue_bytes_;
-  std::mutex mu_;
+  Mutex mu_;  // the write queue, the load jobs and their results
   std::condition_variable write_cv_, load_cv_, flushed_cv_;
-  std::deque<Write> writes_;
-  size_t queued_bytes_ = 0;
-  bool writing_ = false;
-  std::deque<Job> jobs_;
-  std::vector<LoadResult> done_;
-  bool stop_ = false;
+  std::deque<Write> writes_ PC_GUARDED_BY(mu_);
+  size_t queued_bytes_ PC_GUARDED_BY(mu_) = 0;
+  bool writing_ PC_GUARDED_BY(mu_) = false;
+  std::deque<Job> jobs_ PC_GUARDED_BY(mu_);
+  std::vector<LoadResult> done_ PC_GUARDED_BY(mu_);
+  bool stop_ PC_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> dropped_writes_{0};
   std::thread writer_, loader_;
 };

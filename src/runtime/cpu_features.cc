@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "base/mutex.h"
+
 namespace pc {
 namespace {
 
@@ -57,8 +59,8 @@ CpuFeatures Detect() {
 }
 
 std::once_flag g_once;
-Result<Isa> g_active = Isa::kScalar;
-std::mutex g_mu;
+Mutex g_mu;
+Result<Isa> g_active PC_GUARDED_BY(g_mu) = Isa::kScalar;
 
 }  // namespace
 
@@ -98,7 +100,7 @@ Result<Isa> ParseIsa(const std::string& name) {
 
 Result<Isa> ActiveIsa() {
   std::call_once(g_once, [] {
-    std::lock_guard lock(g_mu);
+    MutexLock lock(g_mu);
     const char* env = std::getenv("PROMPTCACHE_ISA");
     if (env == nullptr || *env == 0) {
       g_active = BestSupportedIsa();
@@ -114,7 +116,7 @@ Result<Isa> ActiveIsa() {
       g_active = *isa;
     }
   });
-  std::lock_guard lock(g_mu);
+  MutexLock lock(g_mu);
   return g_active;
 }
 
@@ -124,7 +126,7 @@ Status SetActiveIsa(Isa isa) {
     return Errorf("{} is not supported on this CPU (best: {})", IsaName(isa),
                   IsaName(BestSupportedIsa()));
   }
-  std::lock_guard lock(g_mu);
+  MutexLock lock(g_mu);
   g_active = isa;
   return OkStatus();
 }

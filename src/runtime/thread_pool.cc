@@ -52,7 +52,7 @@ ThreadPool::ThreadPool(int num_threads)
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stop_ = true;
     ++generation_;
   }
@@ -80,7 +80,7 @@ void ThreadPool::ParallelFor(size_t n, size_t grain,
   for (size_t c = parts; c < threads; ++c) claimed_[c].store(gen);  // no such chunk
   generation_.store(gen);  // publishes the job (seq_cst)
   if (sleeping_.load() > 0) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     work_cv_.notify_all();
   }
   RunClaimable(gen, 0);
@@ -131,9 +131,9 @@ void ThreadPool::WorkerLoop(int index) {
       ++spins;
     }
     if (generation_.load() == seen) {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       sleeping_.fetch_add(1);
-      work_cv_.wait(lock, [&] { return generation_.load() != seen; });
+      while (generation_.load() == seen) lock.Wait(work_cv_);
       sleeping_.fetch_sub(1);
     }
     if (stop_.load()) return;

@@ -17,6 +17,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+
+#include "base/mutex.h"
 #include <thread>
 #include <vector>
 
@@ -54,7 +56,7 @@ class ThreadPool {
 
   int num_threads_;
   std::vector<std::thread> workers_;
-  std::mutex mu_;
+  Mutex mu_;  // guards nothing: it pairs work_cv_ with the sleepers' check
   std::condition_variable work_cv_;
   // The job: written before generation_ is bumped, read after it is seen.
   const std::function<void(size_t, size_t, int)>* job_ = nullptr;

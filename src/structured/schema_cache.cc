@@ -5,7 +5,7 @@ namespace pc::structured {
 Result<std::shared_ptr<const CompiledSchema>> SchemaCache::Get(const nlohmann::ordered_json& schema) {
   std::string key = schema.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     auto it = map_.find(key);
     if (it != map_.end()) {
       ++hits_;
@@ -17,7 +17,7 @@ Result<std::shared_ptr<const CompiledSchema>> SchemaCache::Get(const nlohmann::o
   // Compiled outside the lock: a slow schema does not stall other requests.
   auto compiled = CompileJsonSchema(schema);
   if (!compiled.ok() || key.size() > kMaxKeyBytes) return compiled;
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   if (map_.count(key)) return map_[key].first;
   lru_.push_front(key);
   map_.emplace(std::move(key), std::make_pair(*compiled, lru_.begin()));
@@ -29,12 +29,12 @@ Result<std::shared_ptr<const CompiledSchema>> SchemaCache::Get(const nlohmann::o
 }
 
 size_t SchemaCache::hits() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return hits_;
 }
 
 size_t SchemaCache::misses() const {
-  std::lock_guard<std::mutex> lock(mu_);
+  MutexLock lock(mu_);
   return misses_;
 }
 

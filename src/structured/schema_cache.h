@@ -6,6 +6,8 @@
 #include <list>
 #include <memory>
 #include <mutex>
+
+#include "base/mutex.h"
 #include <string>
 #include <unordered_map>
 
@@ -25,11 +27,13 @@ class SchemaCache {
 
  private:
   static constexpr size_t kMaxKeyBytes = 1 << 20;  // bigger schemas compile every time
-  mutable std::mutex mu_;
+  mutable Mutex mu_;
   size_t capacity_;
-  std::list<std::string> lru_;  // most recent first
-  std::unordered_map<std::string, std::pair<std::shared_ptr<const CompiledSchema>, std::list<std::string>::iterator>> map_;
-  size_t hits_ = 0, misses_ = 0;
+  std::list<std::string> lru_ PC_GUARDED_BY(mu_);  // most recent first
+  std::unordered_map<std::string, std::pair<std::shared_ptr<const CompiledSchema>, std::list<std::string>::iterator>> map_
+      PC_GUARDED_BY(mu_);
+  size_t hits_ PC_GUARDED_BY(mu_) = 0;
+  size_t misses_ PC_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace pc::structured

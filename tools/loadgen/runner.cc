@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <mutex>
+
+#include "base/mutex.h"
 #include <random>
 #include <thread>
 
@@ -30,7 +32,7 @@ class Progress {
  private:
   void Draw() {
     if (!on_) return;
-    std::lock_guard<std::mutex> lock(mu_);
+    MutexLock lock(mu_);
     // At most ~5 redraws a second, and always the last one.
     const double now = NowSeconds();
     if (now - last_draw_s_ < 0.2 && done_ != total_) return;
@@ -45,8 +47,8 @@ class Progress {
   size_t total_;
   bool on_;
   std::atomic<size_t> done_{0}, started_{0}, errors_{0};
-  std::mutex mu_;
-  double last_draw_s_ = 0;
+  Mutex mu_;
+  double last_draw_s_ PC_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace
