@@ -163,6 +163,53 @@ bool NumberComplete(const Frame& f, const Node& n) {
   return true;
 }
 
+// The number grammar, one byte: 1 taken, 0 refused, kNumberEnded when the
+// byte is a delimiter after a complete-looking number. Tracked numbers (with
+// bounds or multipleOf) keep up to 18 digits as an integer in bits1, the
+// fraction digits in s1, and allow no exponent.
+constexpr int kNumberEnded = 2;
+int NumberByte(Frame& top, uint8_t b, bool fractions, bool tracked) {
+  auto digit = [&](uint8_t ph) {
+    if (tracked) {
+      if (top.count >= 18) return 0;
+      top.bits1 = top.bits1 * 10 + (b - '0');
+      ++top.count;
+      if (ph == kNumFrac) ++top.s1;
+    }
+    top.phase = ph;
+    return 1;
+  };
+  const bool exp = b == 'e' || b == 'E';
+  switch (top.phase) {
+    case kNumStart:
+      if (b == '-') { top.flags |= kNeg; top.phase = kNumMinus; return 1; }
+      [[fallthrough]];
+    case kNumMinus:
+      if (b == '0') { top.phase = kNumZero; return 1; }
+      return IsDigit(b) ? digit(kNumInt) : 0;
+    case kNumZero: case kNumInt:
+      if (IsDigit(b)) return top.phase == kNumInt ? digit(kNumInt) : 0;
+      if (b == '.' && fractions) { top.phase = kNumDot; return 1; }
+      if (exp && fractions && !tracked) { top.phase = kNumE; return 1; }
+      return kNumberEnded;
+    case kNumDot:
+      return IsDigit(b) ? digit(kNumFrac) : 0;
+    case kNumFrac:
+      if (IsDigit(b)) return digit(kNumFrac);
+      if (exp && !tracked) { top.phase = kNumE; return 1; }
+      return kNumberEnded;
+    case kNumE:
+      if (b == '+' || b == '-') { top.phase = kNumESign; return 1; }
+      if (IsDigit(b)) { top.phase = kNumExp; return 1; }
+      return 0;
+    case kNumESign:
+      top.phase = kNumExp;
+      return IsDigit(b) ? 1 : 0;
+    default:  // kNumExp
+      return IsDigit(b) ? 1 : kNumberEnded;
+  }
+}
+
 }  // namespace
 
 JsonMatcher::JsonMatcher(const CompiledSchema* schema, int max_whitespace, int32_t root_node)
@@ -213,287 +260,270 @@ bool JsonMatcher::Consume(std::string_view bytes) {
   return true;
 }
 
-// Feeds byte to one thread (frames f[0..depth)), emitting the successors.
+// Feeds byte to one thread (frames f[0..depth)), emitting the successors:
+// the frame on top takes the byte, refuses it, or ends and hands it down.
 bool JsonMatcher::Feed(Frame* f, int depth, uint8_t b, JsonMatcher* out, int forks) const {
+  for (;;) {
+    Step st = Step::kReject;
+    switch (f[depth - 1].kind) {
+      case kRootF: st = IsWs(b) ? Whitespace(f, depth, out) : Step::kReject; break;
+      case kValueF: st = FeedValue(f, depth, b, out, forks); break;
+      case kLiteralF: st = FeedLiteral(f, depth, b); break;
+      case kStringF: st = FeedString(f, depth, b); break;
+      case kKeyF: st = FeedKey(f, depth, b); break;
+      case kObjectF: st = FeedObject(f, depth, b, out); break;
+      case kArrayF: st = FeedArray(f, depth, b, out); break;
+      case kNumberF: st = FeedNumber(f, depth, b); break;
+    }
+    if (st == Step::kReject) return false;
+    if (st == Step::kEmitted) return true;
+    if (st == Step::kConsumed) {
+      // Any byte but whitespace resets the gap count of the frame now on top.
+      f[depth - 1].ws = 0;
+      Emit(f, depth, out);
+      return true;
+    }
+    // Step::kPass: the byte goes to the frame now on top.
+  }
+}
+
+JsonMatcher::Step JsonMatcher::Whitespace(Frame* f, int depth, JsonMatcher* out) const {
+  Frame& top = f[depth - 1];
+  if (top.ws >= max_ws_) return Step::kReject;
+  ++top.ws;
+  Emit(f, depth, out);
+  return Step::kEmitted;
+}
+
+bool JsonMatcher::Push(Frame* f, int& depth, Frame fr) {
+  if (depth >= kMaxDepth) return false;
+  f[depth++] = fr;
+  return true;
+}
+
+// A value's first byte picks its kind (each alternative of an anyOf is a
+// thread of its own, at most 8 forks deep).
+JsonMatcher::Step JsonMatcher::FeedValue(Frame* f, int& depth, uint8_t b, JsonMatcher* out, int forks) const {
   const CompiledSchema& s = *schema_;
-  auto push = [&](Frame fr) {
-    if (depth >= kMaxDepth) return false;
-    f[depth++] = fr;
-    return true;
-  };
-  auto ws = [&](Frame& top) {
-    if (top.ws >= max_ws_) return false;
-    ++top.ws;
-    Emit(f, depth, out);
-    return true;
-  };
-  while (true) {
-    Frame& top = f[depth - 1];
-    const Node& n = s.nodes[size_t(top.node)];
-    switch (top.kind) {
-      case kRootF:
-        if (IsWs(b)) return ws(top);
-        return false;
+  Frame& top = f[depth - 1];
+  const Node& n = s.nodes[size_t(top.node)];
+  if (IsWs(b)) return Whitespace(f, depth, out);
+  if (!n.alts.empty()) {
+    if (forks > 8) return Step::kReject;
+    bool any = false;
+    for (int32_t alt : n.alts) {
+      Frame copy[kMaxDepth + 1];
+      std::memcpy(copy, f, sizeof(Frame) * size_t(depth));
+      copy[depth - 1].node = alt;
+      any |= Feed(copy, depth, b, out, forks + 1);
+    }
+    return any ? Step::kEmitted : Step::kReject;
+  }
+  if (n.literals >= 0) { top = Frame{.kind = kLiteralF, .node = top.node, .s1 = n.literals}; return Step::kPass; }
+  if (b == '{' && (n.types & kObject)) { top = Frame{.kind = kObjectF, .node = top.node}; return Step::kConsumed; }
+  if (b == '[' && (n.types & kArray)) { top = Frame{.kind = kArrayF, .node = top.node}; return Step::kConsumed; }
+  if (b == '"' && (n.types & kString)) { top = Frame{.kind = kStringF, .node = top.node}; return Step::kConsumed; }
+  if ((b == '-' || IsDigit(b)) && (n.types & (kInteger | kNumber))) {
+    top = Frame{.kind = kNumberF, .node = top.node};
+    return Step::kPass;
+  }
+  if ((b == 't' || b == 'f') && (n.types & kBool)) {
+    top = Frame{.kind = kLiteralF, .node = top.node, .s1 = s.bool_trie};
+    return Step::kPass;
+  }
+  if (b == 'n' && (n.types & kNull)) { top = Frame{.kind = kLiteralF, .node = top.node, .s1 = s.null_trie}; return Step::kPass; }
+  return Step::kReject;
+}
 
-      case kValueF: {
-        if (IsWs(b)) return ws(top);
-        if (!n.alts.empty()) {
-          if (forks > 8) return false;
-          bool any = false;
-          for (int32_t alt : n.alts) {
-            Frame copy[kMaxDepth + 1];
-            std::memcpy(copy, f, sizeof(Frame) * size_t(depth));
-            copy[depth - 1].node = alt;
-            any |= Feed(copy, depth, b, out, forks + 1);
-          }
-          return any;
-        }
-        if (n.literals >= 0) { top = Frame{.kind = kLiteralF, .node = top.node, .s1 = n.literals}; continue; }
-        if (b == '{' && (n.types & kObject)) { top = Frame{.kind = kObjectF, .node = top.node}; break; }
-        if (b == '[' && (n.types & kArray)) { top = Frame{.kind = kArrayF, .node = top.node}; break; }
-        if (b == '"' && (n.types & kString)) {
-          top = Frame{.kind = kStringF, .node = top.node};
-          break;
-        }
-        if ((b == '-' || IsDigit(b)) && (n.types & (kInteger | kNumber))) { top = Frame{.kind = kNumberF, .node = top.node}; continue; }
-        if ((b == 't' || b == 'f') && (n.types & kBool)) { top = Frame{.kind = kLiteralF, .node = top.node, .s1 = s.bool_trie}; continue; }
-        if (b == 'n' && (n.types & kNull)) { top = Frame{.kind = kLiteralF, .node = top.node, .s1 = s.null_trie}; continue; }
-        return false;
-      }
+JsonMatcher::Step JsonMatcher::FeedLiteral(Frame* f, int& depth, uint8_t b) const {
+  Frame& top = f[depth - 1];
+  const ByteTrie& trie = schema_->tries[size_t(top.s1)];
+  int32_t next = trie.Child(top.s2, b);
+  if (next < 0) {
+    if (trie.nodes[size_t(top.s2)].value < 0) return Step::kReject;
+    --depth;  // a number-like literal ended at a delimiter
+    return Step::kPass;
+  }
+  top.s2 = next;
+  if (trie.nodes[size_t(next)].value >= 0 && trie.nodes[size_t(next)].kids.empty()) --depth;
+  return Step::kConsumed;
+}
 
-      case kLiteralF: {
-        const ByteTrie& trie = s.tries[size_t(top.s1)];
-        int32_t next = trie.Child(top.s2, b);
-        if (next < 0) {
-          if (trie.nodes[size_t(top.s2)].value < 0) return false;
-          --depth;  // a number-like literal ended at a delimiter
-          continue;
-        }
-        top.s2 = next;
-        if (trie.nodes[size_t(next)].value >= 0 && trie.nodes[size_t(next)].kids.empty()) --depth;
-        break;
-      }
+JsonMatcher::Step JsonMatcher::FeedString(Frame* f, int& depth, uint8_t b) const {
+  const CompiledSchema& s = *schema_;
+  Frame& top = f[depth - 1];
+  const Node& n = s.nodes[size_t(top.node)];
+  uint8_t c;
+  int r = LexString(top, b, &c);
+  if (r < 0) return Step::kReject;
+  if (r == 2) {
+    if (top.count < n.str.min_len || !DfaAccepts(s, n.str.pattern, top.s1) || !DfaAccepts(s, n.str.format, top.s2))
+      return Step::kReject;
+    --depth;
+    return Step::kConsumed;
+  }
+  if (r == 1) {
+    if ((c & 0xC0) != 0x80 && ++top.count > n.str.max_len) return Step::kReject;
+    if (!StepDfa(s, n.str.pattern, &top.s1, c) || !StepDfa(s, n.str.format, &top.s2, c)) return Step::kReject;
+    if (n.str.max_len != UINT32_MAX && !FitsLength(s, n, top)) return Step::kReject;
+  } else if (top.count >= n.str.max_len || !EscapeViable(top, [&](uint8_t ch) {
+               int32_t a = top.s1, b2 = top.s2;
+               return StepDfa(s, n.str.pattern, &a, ch) && StepDfa(s, n.str.format, &b2, ch);
+             })) {
+    return Step::kReject;  // an escape begun must be able to finish
+  }
+  return Step::kConsumed;
+}
 
-      case kStringF: {
-        uint8_t c;
-        int r = LexString(top, b, &c);
-        if (r < 0) return false;
-        if (r == 2) {
-          if (top.count < n.str.min_len || !DfaAccepts(s, n.str.pattern, top.s1) || !DfaAccepts(s, n.str.format, top.s2))
-            return false;
-          --depth;
-          break;
-        }
-        if (r == 1) {
-          if ((c & 0xC0) != 0x80 && ++top.count > n.str.max_len) return false;
-          if (!StepDfa(s, n.str.pattern, &top.s1, c) || !StepDfa(s, n.str.format, &top.s2, c)) return false;
-          if (n.str.max_len != UINT32_MAX && !FitsLength(s, n, top)) return false;
-        } else if (top.count >= n.str.max_len || !EscapeViable(top, [&](uint8_t ch) {
-                     int32_t a = top.s1, b2 = top.s2;
-                     return StepDfa(s, n.str.pattern, &a, ch) && StepDfa(s, n.str.format, &b2, ch);
-                   })) {
-          return false;  // an escape begun must be able to finish
-        }
-        break;
-      }
-
-      case kKeyF: {
-        Frame& obj = f[depth - 2];
-        const ObjectRule& o = s.nodes[size_t(obj.node)].obj;
-        uint8_t c;
-        int r = LexString(top, b, &c);
-        if (r < 0) return false;
-        if (r == 2) {
-          int32_t member = kNoNode;
-          const ByteTrie* trie = o.key_trie >= 0 ? &s.tries[size_t(o.key_trie)] : nullptr;
-          int32_t p = trie && top.s3 >= 0 ? trie->nodes[size_t(top.s3)].value : -1;
-          if (p >= 0) {
-            const Property& prop = o.props[size_t(p)];
-            if (prop.required_bit >= 0) {
-              if (obj.bits1 >> prop.required_bit & 1) return false;
-              obj.bits1 |= uint64_t(1) << prop.required_bit;
-            } else if (prop.seen_bit >= 0) {
-              if (obj.bits2 >> prop.seen_bit & 1) return false;
-              obj.bits2 |= uint64_t(1) << prop.seen_bit;
-            }
-            member = prop.node;
-          } else {
-            int matched = 0;
-            for (size_t i = 0; i < o.pattern_props.size(); ++i) {
-              int32_t st = i == 0 ? top.s4 : top.s5;
-              if (st >= 0 && s.dfas[size_t(o.pattern_props[i].first)].Accepting(st)) {
-                if (matched++ && member != o.pattern_props[i].second) return false;
-                member = o.pattern_props[i].second;
-              }
-            }
-            if (!matched) member = o.additional;
-          }
-          if (member == kNoNode || ++obj.count > o.max_props) return false;
-          obj.s1 = member;
-          --depth;
-          break;
-        }
-        if (r == 0) {  // inside an escape: the trie sees the escaped text
-          if (top.s3 >= 0) top.s3 = s.tries[size_t(o.key_trie)].Child(top.s3, b);
-        } else {
-          // The trie holds escaped names: feed it the raw byte, or the last
-          // byte of an escape (the earlier ones went in as r == 0).
-          if (top.s3 >= 0) top.s3 = s.tries[size_t(o.key_trie)].Child(top.s3, b);
-          for (size_t i = 0; i < o.pattern_props.size() && i < 2; ++i) {
-            int32_t& st = i == 0 ? top.s4 : top.s5;
-            if (st >= 0) st = s.dfas[size_t(o.pattern_props[i].first)].Next(st, c);
-          }
-        }
-        bool alive = (top.s3 >= 0 && o.KeyAvailable(top.s3, obj.bits1, obj.bits2)) || o.additional != kNoNode ||
-                     (o.pattern_props.size() > 0 && top.s4 >= 0) || (o.pattern_props.size() > 1 && top.s5 >= 0);
-        if (!alive) return false;
-        if (r == 0 && !EscapeViable(top, [&](uint8_t ch) {
-              if (o.additional != kNoNode || top.s3 >= 0) return true;
-              for (size_t i = 0; i < o.pattern_props.size() && i < 2; ++i) {
-                int32_t st = i == 0 ? top.s4 : top.s5;
-                if (st >= 0 && s.dfas[size_t(o.pattern_props[i].first)].Next(st, ch) != ByteDfa::kDead) return true;
-              }
-              return false;
-            }))
-          return false;
-        break;
-      }
-
-      case kObjectF: {
-        const ObjectRule& o = n.obj;
-        auto can_add = [&] {
-          if (top.count >= o.max_props) return false;
-          if (o.additional != kNoNode || !o.pattern_props.empty()) return true;
-          for (const Property& p : o.props) {
-            if (p.required_bit >= 0 ? !(top.bits1 >> p.required_bit & 1) : p.seen_bit < 0 || !(top.bits2 >> p.seen_bit & 1))
-              return true;
-          }
-          return false;
-        };
-        auto can_close = [&] { return (top.bits1 & o.required_mask) == o.required_mask && top.count >= o.min_props; };
-        auto start_key = [&] {
-          if (!can_add()) return false;
-          top.phase = kObjColon;
-          top.ws = 0;
-          return push(Frame{.kind = kKeyF, .node = top.node, .s3 = o.key_trie >= 0 ? 0 : -1, .s4 = 0, .s5 = 0});
-        };
-        if (IsWs(b)) return ws(top);
-        switch (top.phase) {
-          case kObjOpen:
-            if (b == '"') { if (!start_key()) return false; break; }
-            if (b == '}' && can_close()) { --depth; break; }
-            return false;
-          case kObjColon:
-            if (b != ':') return false;
-            top.phase = kObjAfterValue;
-            top.ws = 0;
-            if (!push(Frame{.kind = kValueF, .node = top.s1})) return false;
-            break;
-          case kObjAfterValue:
-            if (b == ',' && can_add()) { top.phase = kObjNeedKey; top.ws = 0; break; }
-            if (b == '}' && can_close()) { --depth; break; }
-            return false;
-          default:  // kObjNeedKey
-            if (b == '"') { if (!start_key()) return false; break; }
-            return false;
-        }
-        break;
-      }
-
-      case kArrayF: {
-        const ArrayRule& a = n.arr;
-        auto item_node = [&](uint32_t i) { return i < a.prefix.size() ? a.prefix[i] : a.items; };
-        if (IsWs(b)) return ws(top);
-        if (b == ']' && top.phase != kArrNeedItem) {
-          if (top.count < a.min_items) return false;
-          --depth;
-          break;
-        }
-        if (top.phase == kArrAfterItem) {
-          if (b != ',' || top.count >= a.max_items || item_node(top.count) == kNoNode) return false;
-          top.phase = kArrNeedItem;
-          top.ws = 0;
-          break;
-        }
-        // An item begins with this byte.
-        if (top.count >= a.max_items || item_node(top.count) == kNoNode) return false;
-        int32_t item = item_node(top.count);
-        ++top.count;
-        top.phase = kArrAfterItem;
-        top.ws = 0;
-        if (!push(Frame{.kind = kValueF, .node = item})) return false;
-        continue;
-      }
-
-      case kNumberF: {
-        const NumberRule& r = n.num;
-        bool fractions = (n.types & kNumber) != 0;
-        bool tracked = r.tracked();
-        auto digit = [&](uint8_t ph) {
-          if (tracked) {
-            if (top.count >= 18) return false;
-            top.bits1 = top.bits1 * 10 + (b - '0');
-            ++top.count;
-            if (ph == kNumFrac) ++top.s1;
-          }
-          top.phase = ph;
-          return true;
-        };
-        bool ok = true, ended = false;
-        switch (top.phase) {
-          case kNumStart:
-            if (b == '-') { top.flags |= kNeg; top.phase = kNumMinus; }
-            else if (b == '0') top.phase = kNumZero;
-            else if (IsDigit(b)) ok = digit(kNumInt);
-            else ok = false;
-            break;
-          case kNumMinus:
-            if (b == '0') top.phase = kNumZero;
-            else if (IsDigit(b)) ok = digit(kNumInt);
-            else ok = false;
-            break;
-          case kNumZero: case kNumInt:
-            if (IsDigit(b)) ok = top.phase == kNumInt && digit(kNumInt);
-            else if (b == '.' && fractions) top.phase = kNumDot;
-            else if ((b == 'e' || b == 'E') && fractions && !tracked) top.phase = kNumE;
-            else ended = true;
-            break;
-          case kNumDot:
-            ok = IsDigit(b) && digit(kNumFrac);
-            break;
-          case kNumFrac:
-            if (IsDigit(b)) ok = digit(kNumFrac);
-            else if ((b == 'e' || b == 'E') && !tracked) top.phase = kNumE;
-            else ended = true;
-            break;
-          case kNumE:
-            if (b == '+' || b == '-') top.phase = kNumESign;
-            else if (IsDigit(b)) top.phase = kNumExp;
-            else ok = false;
-            break;
-          case kNumESign:
-            ok = IsDigit(b);
-            top.phase = kNumExp;
-            break;
-          default:  // kNumExp
-            if (!IsDigit(b)) ended = true;
-            break;
-        }
-        if (ended) {
-          if (!NumberComplete(top, n)) return false;
-          --depth;
-          continue;  // the delimiter goes to the frame below
-        }
-        if (!ok || !NumberFeasible(top, r, fractions)) return false;
-        break;
+// The closing quote of a key: the member it names (a property, at most once;
+// else a patternProperties match, else additionalProperties).
+bool JsonMatcher::CloseKey(Frame& obj, const Frame& key) const {
+  const CompiledSchema& s = *schema_;
+  const ObjectRule& o = s.nodes[size_t(obj.node)].obj;
+  int32_t member = kNoNode;
+  const ByteTrie* trie = o.key_trie >= 0 ? &s.tries[size_t(o.key_trie)] : nullptr;
+  int32_t p = trie && key.s3 >= 0 ? trie->nodes[size_t(key.s3)].value : -1;
+  if (p >= 0) {
+    const Property& prop = o.props[size_t(p)];
+    if (prop.required_bit >= 0) {
+      if (obj.bits1 >> prop.required_bit & 1) return false;
+      obj.bits1 |= uint64_t(1) << prop.required_bit;
+    } else if (prop.seen_bit >= 0) {
+      if (obj.bits2 >> prop.seen_bit & 1) return false;
+      obj.bits2 |= uint64_t(1) << prop.seen_bit;
+    }
+    member = prop.node;
+  } else {
+    int matched = 0;
+    for (size_t i = 0; i < o.pattern_props.size(); ++i) {
+      int32_t st = i == 0 ? key.s4 : key.s5;
+      if (st >= 0 && s.dfas[size_t(o.pattern_props[i].first)].Accepting(st)) {
+        if (matched++ && member != o.pattern_props[i].second) return false;
+        member = o.pattern_props[i].second;
       }
     }
-    // Consumed: any byte but whitespace resets the gap count of the frame
-    // now on top.
-    f[depth - 1].ws = 0;
-    Emit(f, depth, out);
-    return true;
+    if (!matched) member = o.additional;
   }
+  if (member == kNoNode || ++obj.count > o.max_props) return false;
+  obj.s1 = member;
+  return true;
+}
+
+JsonMatcher::Step JsonMatcher::FeedKey(Frame* f, int& depth, uint8_t b) const {
+  const CompiledSchema& s = *schema_;
+  Frame& top = f[depth - 1];
+  Frame& obj = f[depth - 2];
+  const ObjectRule& o = s.nodes[size_t(obj.node)].obj;
+  uint8_t c;
+  int r = LexString(top, b, &c);
+  if (r < 0) return Step::kReject;
+  if (r == 2) {
+    if (!CloseKey(obj, top)) return Step::kReject;
+    --depth;
+    return Step::kConsumed;
+  }
+  // The trie holds escaped names: it sees the escaped text (r == 0 inside an
+  // escape, then the escape's last byte); the pattern DFAs the decoded bytes.
+  if (top.s3 >= 0) top.s3 = s.tries[size_t(o.key_trie)].Child(top.s3, b);
+  if (r == 1) {
+    for (size_t i = 0; i < o.pattern_props.size() && i < 2; ++i) {
+      int32_t& st = i == 0 ? top.s4 : top.s5;
+      if (st >= 0) st = s.dfas[size_t(o.pattern_props[i].first)].Next(st, c);
+    }
+  }
+  bool alive = (top.s3 >= 0 && o.KeyAvailable(top.s3, obj.bits1, obj.bits2)) || o.additional != kNoNode ||
+               (o.pattern_props.size() > 0 && top.s4 >= 0) || (o.pattern_props.size() > 1 && top.s5 >= 0);
+  if (!alive) return Step::kReject;
+  if (r == 0 && !EscapeViable(top, [&](uint8_t ch) {
+        if (o.additional != kNoNode || top.s3 >= 0) return true;
+        for (size_t i = 0; i < o.pattern_props.size() && i < 2; ++i) {
+          int32_t st = i == 0 ? top.s4 : top.s5;
+          if (st >= 0 && s.dfas[size_t(o.pattern_props[i].first)].Next(st, ch) != ByteDfa::kDead) return true;
+        }
+        return false;
+      }))
+    return Step::kReject;
+  return Step::kConsumed;
+}
+
+JsonMatcher::Step JsonMatcher::FeedObject(Frame* f, int& depth, uint8_t b, JsonMatcher* out) const {
+  Frame& top = f[depth - 1];
+  const ObjectRule& o = schema_->nodes[size_t(top.node)].obj;
+  auto can_add = [&] {
+    if (top.count >= o.max_props) return false;
+    if (o.additional != kNoNode || !o.pattern_props.empty()) return true;
+    for (const Property& p : o.props) {
+      if (p.required_bit >= 0 ? !(top.bits1 >> p.required_bit & 1) : p.seen_bit < 0 || !(top.bits2 >> p.seen_bit & 1))
+        return true;
+    }
+    return false;
+  };
+  auto can_close = [&] { return (top.bits1 & o.required_mask) == o.required_mask && top.count >= o.min_props; };
+  auto start_key = [&] {
+    if (!can_add()) return Step::kReject;
+    top.phase = kObjColon;
+    top.ws = 0;
+    return Push(f, depth, Frame{.kind = kKeyF, .node = top.node, .s3 = o.key_trie >= 0 ? 0 : -1, .s4 = 0, .s5 = 0})
+               ? Step::kConsumed
+               : Step::kReject;
+  };
+  if (IsWs(b)) return Whitespace(f, depth, out);
+  switch (top.phase) {
+    case kObjOpen:
+      if (b == '"') return start_key();
+      if (b == '}' && can_close()) { --depth; return Step::kConsumed; }
+      return Step::kReject;
+    case kObjColon:
+      if (b != ':') return Step::kReject;
+      top.phase = kObjAfterValue;
+      top.ws = 0;
+      return Push(f, depth, Frame{.kind = kValueF, .node = top.s1}) ? Step::kConsumed : Step::kReject;
+    case kObjAfterValue:
+      if (b == ',' && can_add()) { top.phase = kObjNeedKey; top.ws = 0; return Step::kConsumed; }
+      if (b == '}' && can_close()) { --depth; return Step::kConsumed; }
+      return Step::kReject;
+    default:  // kObjNeedKey
+      return b == '"' ? start_key() : Step::kReject;
+  }
+}
+
+JsonMatcher::Step JsonMatcher::FeedArray(Frame* f, int& depth, uint8_t b, JsonMatcher* out) const {
+  Frame& top = f[depth - 1];
+  const ArrayRule& a = schema_->nodes[size_t(top.node)].arr;
+  auto item_node = [&](uint32_t i) { return i < a.prefix.size() ? a.prefix[i] : a.items; };
+  if (IsWs(b)) return Whitespace(f, depth, out);
+  if (b == ']' && top.phase != kArrNeedItem) {
+    if (top.count < a.min_items) return Step::kReject;
+    --depth;
+    return Step::kConsumed;
+  }
+  if (top.phase == kArrAfterItem) {
+    if (b != ',' || top.count >= a.max_items || item_node(top.count) == kNoNode) return Step::kReject;
+    top.phase = kArrNeedItem;
+    top.ws = 0;
+    return Step::kConsumed;
+  }
+  // An item begins with this byte.
+  if (top.count >= a.max_items || item_node(top.count) == kNoNode) return Step::kReject;
+  int32_t item = item_node(top.count);
+  ++top.count;
+  top.phase = kArrAfterItem;
+  top.ws = 0;
+  return Push(f, depth, Frame{.kind = kValueF, .node = item}) ? Step::kPass : Step::kReject;
+}
+
+JsonMatcher::Step JsonMatcher::FeedNumber(Frame* f, int& depth, uint8_t b) const {
+  Frame& top = f[depth - 1];
+  const Node& n = schema_->nodes[size_t(top.node)];
+  const bool fractions = (n.types & kNumber) != 0;
+  int ok = NumberByte(top, b, fractions, n.num.tracked());
+  if (ok == kNumberEnded) {
+    if (!NumberComplete(top, n)) return Step::kReject;
+    --depth;
+    return Step::kPass;  // the delimiter goes to the frame below
+  }
+  if (!ok || !NumberFeasible(top, n.num, fractions)) return Step::kReject;
+  return Step::kConsumed;
 }
 
 bool JsonMatcher::CanEnd() const {

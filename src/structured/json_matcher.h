@@ -116,6 +116,23 @@ class JsonMatcher {
 
  private:
   bool Feed(Frame* f, int depth, uint8_t byte, JsonMatcher* out, int forks) const;
+  // One frame kind's step on a byte (f[depth - 1] is that frame).
+  enum class Step {
+    kReject,    // the byte is refused
+    kEmitted,   // taken and the successor(s) already emitted (whitespace, forks)
+    kConsumed,  // taken; emit the thread as it now stands
+    kPass,      // the frame changed kind or ended: the frame now on top takes the byte
+  };
+  Step Whitespace(Frame* f, int depth, JsonMatcher* out) const;
+  static bool Push(Frame* f, int& depth, Frame fr);
+  Step FeedValue(Frame* f, int& depth, uint8_t b, JsonMatcher* out, int forks) const;
+  Step FeedLiteral(Frame* f, int& depth, uint8_t b) const;
+  Step FeedString(Frame* f, int& depth, uint8_t b) const;
+  Step FeedKey(Frame* f, int& depth, uint8_t b) const;
+  bool CloseKey(Frame& obj, const Frame& key) const;
+  Step FeedObject(Frame* f, int& depth, uint8_t b, JsonMatcher* out) const;
+  Step FeedArray(Frame* f, int& depth, uint8_t b, JsonMatcher* out) const;
+  Step FeedNumber(Frame* f, int& depth, uint8_t b) const;
   void Emit(const Frame* f, int depth, JsonMatcher* out) const;
 
   const CompiledSchema* schema_ = nullptr;
