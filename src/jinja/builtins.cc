@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <cmath>
 #include <ctime>
+#include <string_view>
+#include <unordered_map>
 
+#include "jinja/builtin_util.h"
 #include "jinja/interp.h"
 
 namespace pc::jinja {
 namespace {
-
 bool IsWs(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+}  // namespace
 
 std::string Strip(const std::string& s, const Value& chars, bool left, bool right) {
   auto strip_char = [&](char c) {
@@ -178,6 +181,8 @@ std::string Indent(const std::string& s, const Value& width, bool first, bool bl
 }
 
 // A list index as Python takes it (negative from the end); fails outside.
+namespace {
+
 size_t ListIndex(const Array& a, int64_t i, const char* what) {
   const int64_t n = static_cast<int64_t>(a.size());
   if (i < 0) i += n;
@@ -245,119 +250,131 @@ std::optional<Value> ListMethod(const Value& l, const std::string& name) {
 
 }  // namespace
 
+namespace {
+
+// Python's str methods, each on a copy of the string it was looked up on.
+using StrMethod = Value (*)(const std::string& s, CallArgs& a);
+
+Value StrStrip(const std::string& s, CallArgs& a) { return Value(Strip(s, a.Get(0, "chars"), true, true)); }
+Value StrLStrip(const std::string& s, CallArgs& a) { return Value(Strip(s, a.Get(0, "chars"), true, false)); }
+Value StrRStrip(const std::string& s, CallArgs& a) { return Value(Strip(s, a.Get(0, "chars"), false, true)); }
+Value StrSplit(const std::string& s, CallArgs& a) { return Split(s, a.Get(0, "sep"), IntArg(a.Get(1, "maxsplit"), -1)); }
+Value StrStartsWith(const std::string& s, CallArgs& a) { return Value(PrefixMatch(s, a.Get(0, "prefix"), false)); }
+Value StrEndsWith(const std::string& s, CallArgs& a) { return Value(PrefixMatch(s, a.Get(0, "prefix"), true)); }
+Value StrReplace(const std::string& s, CallArgs& a) {
+  return Value(Replace(s, a.Get(0, "old").ToString(), a.Get(1, "new").ToString(), IntArg(a.Get(2, "count"), -1)));
+}
+Value StrUpper(const std::string& s, CallArgs&) { return Value(Upper(s)); }
+Value StrLower(const std::string& s, CallArgs&) { return Value(Lower(s)); }
+// title: every word's first letter up; capitalize: the string's first only.
+Value Capitalized(const std::string& s, bool title) {
+  std::string r = Lower(s);
+  bool start = true;
+  for (char& c : r) {
+    if (start && std::isalpha(static_cast<unsigned char>(c))) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    start = title ? !std::isalpha(static_cast<unsigned char>(c)) : false;
+  }
+  return Value(r);
+}
+Value StrTitle(const std::string& s, CallArgs&) { return Capitalized(s, true); }
+Value StrCapitalize(const std::string& s, CallArgs&) { return Capitalized(s, false); }
+Value StrFormat(const std::string& s, CallArgs& a) { return Value(Format(s, a)); }
+Value StrJoin(const std::string& s, CallArgs& a) {
+  std::string r;
+  bool first = true;
+  for (const Value& x : Iterate(a.Get(0, "iterable"))) {
+    r += (first ? "" : s) + x.ToString();
+    first = false;
+  }
+  return Value(r);
+}
+Value StrFind(const std::string& s, CallArgs& a) {
+  const size_t p = s.find(a.Get(0, "sub").ToString());
+  return Value(p == std::string::npos ? int64_t{-1} : static_cast<int64_t>(p));
+}
+Value StrCount(const std::string& s, CallArgs& a) {
+  const std::string sub = a.Get(0, "sub").ToString();
+  int64_t n = 0;
+  for (size_t p = 0; !sub.empty() && (p = s.find(sub, p)) != std::string::npos; p += sub.size()) ++n;
+  return Value(n);
+}
+// isdigit / isspace / isalpha: non-empty and every byte of the class.
+template <bool (*Is)(unsigned char)>
+Value StrIs(const std::string& s, CallArgs&) {
+  return Value(!s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return Is(static_cast<unsigned char>(c)); }));
+}
+bool DigitByte(unsigned char c) { return std::isdigit(c) != 0; }
+bool SpaceByte(unsigned char c) { return IsWs(static_cast<char>(c)); }
+bool AlphaByte(unsigned char c) { return std::isalpha(c) != 0; }
+Value StrSplitLines(const std::string& s, CallArgs&) {
+  Array out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t nl = s.find('\n', pos);
+    if (nl == std::string::npos) nl = s.size();
+    std::string line = s.substr(pos, nl - pos);
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.emplace_back(line);
+    pos = nl + 1;
+  }
+  return Value::MakeArray(std::move(out));
+}
+
+const std::unordered_map<std::string_view, StrMethod>& StrMethods() {
+  static const std::unordered_map<std::string_view, StrMethod> table = {
+      {"strip", StrStrip},         {"lstrip", StrLStrip},   {"rstrip", StrRStrip},     {"split", StrSplit},
+      {"startswith", StrStartsWith}, {"endswith", StrEndsWith}, {"replace", StrReplace}, {"upper", StrUpper},
+      {"lower", StrLower},         {"title", StrTitle},     {"capitalize", StrCapitalize}, {"format", StrFormat},
+      {"join", StrJoin},           {"find", StrFind},       {"count", StrCount},       {"isdigit", StrIs<DigitByte>},
+      {"isspace", StrIs<SpaceByte>}, {"isalpha", StrIs<AlphaByte>}, {"splitlines", StrSplitLines},
+  };
+  return table;
+}
+
+// Python's dict methods, on a copy of the dict (values share storage).
+using DictMethod = Value (*)(const Value& o, CallArgs& a);
+
+Value DictItems(const Value& o, CallArgs&) {
+  Array out;
+  const Object& obj = o.object();
+  for (size_t i = 0; i < obj.size(); ++i) out.push_back(Value::MakeArray({obj.KeyAt(i), obj.items()[i].second}));
+  return Value::MakeArray(std::move(out));
+}
+Value DictKeys(const Value& o, CallArgs&) {
+  Array out;
+  for (size_t i = 0; i < o.object().size(); ++i) out.push_back(o.object().KeyAt(i));
+  return Value::MakeArray(std::move(out));
+}
+Value DictValues(const Value& o, CallArgs&) {
+  Array out;
+  for (const auto& kv : o.object().items()) out.push_back(kv.second);
+  return Value::MakeArray(std::move(out));
+}
+Value DictGet(const Value& o, CallArgs& a) {
+  const Value key = a.Get(0, "key");
+  const Value* v = key.is_string() ? o.object().Find(key.str()) : nullptr;
+  return v ? *v : a.Get(1, "default", Value::None());
+}
+
+const std::unordered_map<std::string_view, DictMethod>& DictMethods() {
+  static const std::unordered_map<std::string_view, DictMethod> table = {
+      {"items", DictItems}, {"keys", DictKeys}, {"values", DictValues}, {"get", DictGet}};
+  return table;
+}
+
+}  // namespace
+
 std::optional<Value> Method(const Value& obj, const std::string& name) {
   if (obj.is_string()) {
-    const std::string s = obj.str();
-    if (name == "strip" || name == "lstrip" || name == "rstrip") {
-      const bool l = name != "rstrip", r = name != "lstrip";
-      return Bound(name, [s, l, r](CallArgs& a) { return Value(Strip(s, a.Get(0, "chars"), l, r)); });
-    }
-    if (name == "split") {
-      return Bound(name, [s](CallArgs& a) { return Split(s, a.Get(0, "sep"), IntArg(a.Get(1, "maxsplit"), -1)); });
-    }
-    if (name == "startswith" || name == "endswith") {
-      const bool suffix = name == "endswith";
-      return Bound(name, [s, suffix](CallArgs& a) { return Value(PrefixMatch(s, a.Get(0, "prefix"), suffix)); });
-    }
-    if (name == "replace") {
-      return Bound(name, [s](CallArgs& a) {
-        return Value(Replace(s, a.Get(0, "old").ToString(), a.Get(1, "new").ToString(), IntArg(a.Get(2, "count"), -1)));
-      });
-    }
-    if (name == "upper") return Bound(name, [s](CallArgs&) { return Value(Upper(s)); });
-    if (name == "lower") return Bound(name, [s](CallArgs&) { return Value(Lower(s)); });
-    if (name == "title" || name == "capitalize") {
-      const bool title = name == "title";
-      return Bound(name, [s, title](CallArgs&) {
-        std::string r = Lower(s);
-        bool start = true;
-        for (char& c : r) {
-          if (start && std::isalpha(static_cast<unsigned char>(c))) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-          start = title ? !std::isalpha(static_cast<unsigned char>(c)) : false;
-        }
-        return Value(r);
-      });
-    }
-    if (name == "format") return Bound(name, [s](CallArgs& a) { return Value(Format(s, a)); });
-    if (name == "join") {
-      return Bound(name, [s](CallArgs& a) {
-        std::string r;
-        bool first = true;
-        for (const Value& x : Iterate(a.Get(0, "iterable"))) {
-          r += (first ? "" : s) + x.ToString();
-          first = false;
-        }
-        return Value(r);
-      });
-    }
-    if (name == "find" || name == "count") {
-      const bool count = name == "count";
-      return Bound(name, [s, count](CallArgs& a) {
-        const std::string sub = a.Get(0, "sub").ToString();
-        if (!count) {
-          const size_t p = s.find(sub);
-          return Value(p == std::string::npos ? int64_t{-1} : static_cast<int64_t>(p));
-        }
-        int64_t n = 0;
-        for (size_t p = 0; !sub.empty() && (p = s.find(sub, p)) != std::string::npos; p += sub.size()) ++n;
-        return Value(n);
-      });
-    }
-    if (name == "isdigit" || name == "isspace" || name == "isalpha") {
-      return Bound(name, [s, name](CallArgs&) {
-        if (s.empty()) return Value(false);
-        for (unsigned char c : s) {
-          const bool ok = name == "isdigit" ? std::isdigit(c) : (name == "isspace" ? IsWs(static_cast<char>(c)) : std::isalpha(c));
-          if (!ok) return Value(false);
-        }
-        return Value(true);
-      });
-    }
-    if (name == "splitlines") {
-      return Bound(name, [s](CallArgs&) {
-        Array out;
-        size_t pos = 0;
-        while (pos < s.size()) {
-          size_t nl = s.find('\n', pos);
-          if (nl == std::string::npos) nl = s.size();
-          std::string line = s.substr(pos, nl - pos);
-          if (!line.empty() && line.back() == '\r') line.pop_back();
-          out.emplace_back(line);
-          pos = nl + 1;
-        }
-        return Value::MakeArray(std::move(out));
-      });
-    }
-    return std::nullopt;
+    const auto it = StrMethods().find(name);
+    if (it == StrMethods().end()) return std::nullopt;
+    return Bound(name, [s = obj.str(), fn = it->second](CallArgs& a) { return fn(s, a); });
   }
   if (obj.is_array()) return ListMethod(obj, name);
   if (obj.is_object()) {
-    const Value o = obj;
-    if (name == "items") {
-      return Bound(name, [o](CallArgs&) {
-        Array out;
-        const Object& obj = o.object();
-        for (size_t i = 0; i < obj.size(); ++i) out.push_back(Value::MakeArray({obj.KeyAt(i), obj.items()[i].second}));
-        return Value::MakeArray(std::move(out));
-      });
-    }
-    if (name == "keys" || name == "values") {
-      const bool keys = name == "keys";
-      return Bound(name, [o, keys](CallArgs&) {
-        Array out;
-        const Object& obj = o.object();
-        for (size_t i = 0; i < obj.size(); ++i) out.push_back(keys ? obj.KeyAt(i) : obj.items()[i].second);
-        return Value::MakeArray(std::move(out));
-      });
-    }
-    if (name == "get") {
-      return Bound(name, [o](CallArgs& a) {
-        const Value key = a.Get(0, "key");
-        const Value* v = key.is_string() ? o.object().Find(key.str()) : nullptr;
-        return v ? *v : a.Get(1, "default", Value::None());
-      });
-    }
-    return std::nullopt;
+    const auto it = DictMethods().find(name);
+    if (it == DictMethods().end()) return std::nullopt;
+    return Bound(name, [o = obj, fn = it->second](CallArgs& a) { return fn(o, a); });
   }
   return std::nullopt;
 }
@@ -451,215 +468,6 @@ bool ApplyTest(const std::string& name, const Value& v, const CallArgs& a, bool*
   else if (name == "lower") *out = v.is_string() && Lower(v.str()) == v.str();
   else if (name == "upper") *out = v.is_string() && Upper(v.str()) == v.str();
   else return false;
-  return true;
-}
-
-bool ApplyFilter(Renderer& r, const std::string& name, const Value& v, CallArgs& a, Value* out) {
-  if (name == "tojson") {
-    const Value indent = a.Get(0, "indent");
-    *out = Value(v.ToJson(indent.is_int() ? static_cast<int>(indent.i()) : -1, a.Get(99, "sort_keys").Truthy()));
-  } else if (name == "length" || name == "count") {
-    const std::optional<size_t> n = v.is_undefined() ? std::optional<size_t>(0) : v.Length();
-    if (!n) Fail("object of this type has no length");
-    *out = Value(*n);
-  } else if (name == "trim") {
-    *out = Value(Strip(v.ToString(), a.Get(0, "chars"), true, true));
-  } else if (name == "default" || name == "d") {
-    const bool boolean = a.Get(1, "boolean").Truthy();
-    *out = (v.is_undefined() || (boolean && !v.Truthy())) ? a.Get(0, "default_value", Value("")) : v;
-  } else if (name == "string") {
-    *out = v.is_string() ? v : Value(v.ToString());
-  } else if (name == "safe" || name == "escape_once") {
-    *out = v;
-  } else if (name == "upper") *out = Value(Upper(v.ToString()));
-  else if (name == "lower") *out = Value(Lower(v.ToString()));
-  else if (name == "capitalize" || name == "title") {
-    CallArgs none;
-    *out = (*Method(Value(v.ToString()), name)).function()(none);
-  } else if (name == "replace") {
-    *out = Value(Replace(v.ToString(), a.Get(0, "old").ToString(), a.Get(1, "new").ToString(), IntArg(a.Get(2, "count"), -1)));
-  } else if (name == "join") {
-    const Value attr = a.Get(1, "attribute");
-    std::string s;
-    bool first = true;
-    for (const Value& x : Iterate(v)) {
-      r.Step();
-      s += (first ? "" : a.Get(0, "d", Value("")).ToString()) + (attr.is_string() ? AttrPath(x, attr.str()) : x).ToString();
-      first = false;
-    }
-    *out = Value(s);
-  } else if (name == "list") {
-    *out = Value::MakeArray(Iterate(v));
-  } else if (name == "items") {
-    if (v.is_undefined()) *out = Value::MakeArray();
-    else if (!v.is_object()) Fail("items needs a mapping");
-    else {
-      CallArgs none;
-      *out = (*Method(v, "items")).function()(none);
-    }
-  } else if (name == "dictsort") {
-    if (!v.is_object()) Fail("dictsort needs a mapping");
-    const bool by_value = a.Get(1, "by").ToString() == "value";
-    const bool reverse = a.Get(2, "reverse").Truthy();
-    std::vector<std::pair<Value, Value>> items;
-    for (size_t i = 0; i < v.object().size(); ++i) items.emplace_back(v.object().KeyAt(i), v.object().items()[i].second);
-    auto key = [](const Value& k) { return k.is_string() ? Value(Lower(k.str())) : k; };  // case-insensitive, as Jinja2
-    std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
-      return by_value ? Less(x.second, y.second) : Less(key(x.first), key(y.first));
-    });
-    if (reverse) std::reverse(items.begin(), items.end());
-    Array arr;
-    for (auto& [k, x] : items) arr.push_back(Value::MakeArray({k, x}));
-    *out = Value::MakeArray(std::move(arr));
-  } else if (name == "first" || name == "last") {
-    const Array items = Iterate(v);
-    *out = items.empty() ? Value::Undefined() : (name == "first" ? items.front() : items.back());
-  } else if (name == "min" || name == "max" || name == "sum") {
-    const Array items = Iterate(v);
-    if (name == "sum") {
-      Value acc = a.Get(1, "start", Value(int64_t{0}));
-      for (const Value& x : items) acc = acc.is_int() && x.is_int() ? Value(acc.i() + x.i()) : Value(acc.number() + x.number());
-      *out = acc;
-    } else if (items.empty()) {
-      *out = Value::Undefined();
-    } else {
-      Value best = items[0];
-      for (const Value& x : items) {
-        if (name == "min" ? Less(x, best) : Less(best, x)) best = x;
-      }
-      *out = best;
-    }
-  } else if (name == "unique") {
-    Array kept;
-    for (const Value& x : Iterate(v)) {
-      r.Step();
-      if (std::none_of(kept.begin(), kept.end(), [&](const Value& k) { return k.Equals(x); })) kept.push_back(x);
-    }
-    *out = Value::MakeArray(std::move(kept));
-  } else if (name == "reverse") {
-    if (v.is_string()) {
-      Array chars = Iterate(v);
-      std::string s;
-      for (auto it = chars.rbegin(); it != chars.rend(); ++it) s += it->str();
-      *out = Value(s);
-    } else {
-      Array items = Iterate(v);
-      std::reverse(items.begin(), items.end());
-      *out = Value::MakeArray(std::move(items));
-    }
-  } else if (name == "sort") {
-    Array items = Iterate(v);
-    const Value attr = a.Get(2, "attribute");
-    std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
-      return attr.is_string() ? Less(AttrPath(x, attr.str()), AttrPath(y, attr.str())) : Less(x, y);
-    });
-    if (a.Get(0, "reverse").Truthy()) std::reverse(items.begin(), items.end());
-    *out = Value::MakeArray(std::move(items));
-  } else if (name == "selectattr" || name == "rejectattr" || name == "select" || name == "reject") {
-    const bool by_attr = name == "selectattr" || name == "rejectattr";
-    const bool keep = name == "selectattr" || name == "select";
-    const size_t t = by_attr ? 1 : 0;
-    const std::string attr = by_attr ? a.Get(0, "attribute").ToString() : "";
-    Array kept;
-    for (const Value& x : Iterate(v)) {
-      r.Step();
-      const Value subject = by_attr ? AttrPath(x, attr) : x;
-      bool pass;
-      if (a.args.size() > t) {
-        CallArgs ta;
-        ta.args.assign(a.args.begin() + static_cast<std::ptrdiff_t>(t + 1), a.args.end());
-        if (!ApplyTest(a.args[t].ToString(), subject, ta, &pass)) Fail("unknown test '" + a.args[t].ToString() + "'");
-      } else {
-        pass = subject.Truthy();
-      }
-      if (pass == keep) kept.push_back(x);
-    }
-    *out = Value::MakeArray(std::move(kept));
-  } else if (name == "map") {
-    Array mapped;
-    const Value attr = a.Get(99, "attribute");
-    for (const Value& x : Iterate(v)) {
-      r.Step();
-      if (attr.is_string()) {
-        Value m = AttrPath(x, attr.str());
-        if (m.is_undefined()) m = a.Get(99, "default");
-        mapped.push_back(m);
-      } else {
-        if (a.args.empty()) Fail("map needs a filter name or attribute=");
-        CallArgs fa;
-        fa.args.assign(a.args.begin() + 1, a.args.end());
-        Value m;
-        if (!ApplyFilter(r, a.args[0].ToString(), x, fa, &m)) Fail("unknown filter '" + a.args[0].ToString() + "'");
-        mapped.push_back(m);
-      }
-    }
-    *out = Value::MakeArray(std::move(mapped));
-  } else if (name == "indent") {
-    *out = Value(Indent(v.ToString(), a.Get(0, "width", Value(int64_t{4})), a.Get(1, "first").Truthy(), a.Get(2, "blank").Truthy()));
-  } else if (name == "int") {
-    if (v.is_int()) *out = v;
-    else if (v.is_number() || v.is_bool()) *out = Value(static_cast<int64_t>(v.number()));
-    else {
-      try {
-        *out = Value(static_cast<int64_t>(std::stoll(Strip(v.ToString(), Value(), true, true))));
-      } catch (...) {
-        *out = a.Get(0, "default", Value(int64_t{0}));
-      }
-    }
-  } else if (name == "float") {
-    try {
-      *out = v.is_number() ? Value(v.number()) : Value(std::stod(v.ToString()));
-    } catch (...) {
-      *out = a.Get(0, "default", Value(0.0));
-    }
-  } else if (name == "abs") {
-    *out = v.is_int() ? Value(v.i() < 0 ? -v.i() : v.i()) : Value(std::fabs(v.number()));
-  } else if (name == "round") {
-    const int64_t precision = IntArg(a.Get(0, "precision"), 0);
-    const double scale = std::pow(10.0, static_cast<double>(precision));
-    *out = Value(std::nearbyint(v.number() * scale) / scale);
-  } else if (name == "wordcount") {
-    *out = Value(Split(v.ToString(), Value(), -1).array().size());
-  } else if (name == "batch") {
-    const int64_t size = IntArg(a.Get(0, "linecount"), 1);
-    if (size <= 0) Fail("batch size must be positive");
-    Array out_rows, row;
-    for (const Value& x : Iterate(v)) {
-      row.push_back(x);
-      if (static_cast<int64_t>(row.size()) == size) {
-        out_rows.push_back(Value::MakeArray(std::move(row)));
-        row.clear();
-      }
-    }
-    if (!row.empty()) out_rows.push_back(Value::MakeArray(std::move(row)));
-    *out = Value::MakeArray(std::move(out_rows));
-  } else if (name == "escape" || name == "e" || name == "forceescape") {
-    std::string s;
-    for (char c : v.ToString()) {
-      switch (c) {
-        case '&': s += "&amp;"; break;
-        case '<': s += "&lt;"; break;
-        case '>': s += "&gt;"; break;
-        case '"': s += "&#34;"; break;
-        case '\'': s += "&#39;"; break;
-        default: s += c;
-      }
-    }
-    *out = Value(s);
-  } else if (name == "center") {
-    const std::string s = v.ToString();
-    const int64_t width = IntArg(a.Get(0, "width"), 80);
-    const size_t len = Utf8Length(s);
-    if (static_cast<int64_t>(len) >= width || width > (1 << 20)) *out = Value(s);
-    else {
-      const size_t total = static_cast<size_t>(width) - len, left = total / 2;
-      *out = Value(std::string(left, ' ') + s + std::string(total - left, ' '));
-    }
-  } else if (name == "attr") {
-    *out = GetAttr(v, a.Get(0, "name").ToString());
-  } else {
-    return false;
-  }
   return true;
 }
 

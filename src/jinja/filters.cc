@@ -1,0 +1,268 @@
+// Jinja2's filters, one function each, found by name in one table (an alias
+// is one more row). Semantics follow Python's Jinja2; tojson is the Hugging
+// Face renderer's (json.dumps, non-ASCII kept). r.Step() in loops over
+// items counts work against the render's bound.
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+#include <unordered_map>
+
+#include "jinja/builtin_util.h"
+#include "jinja/interp.h"
+
+namespace pc::jinja {
+namespace {
+
+using Filter = Value (*)(Renderer& r, const Value& v, CallArgs& a);
+
+Value ToJson(Renderer&, const Value& v, CallArgs& a) {
+  const Value indent = a.Get(0, "indent");
+  return Value(v.ToJson(indent.is_int() ? static_cast<int>(indent.i()) : -1, a.Get(99, "sort_keys").Truthy()));
+}
+Value Length(Renderer&, const Value& v, CallArgs&) {
+  const std::optional<size_t> n = v.is_undefined() ? std::optional<size_t>(0) : v.Length();
+  if (!n) Fail("object of this type has no length");
+  return Value(*n);
+}
+Value Trim(Renderer&, const Value& v, CallArgs& a) { return Value(Strip(v.ToString(), a.Get(0, "chars"), true, true)); }
+Value Default(Renderer&, const Value& v, CallArgs& a) {
+  const bool boolean = a.Get(1, "boolean").Truthy();
+  return (v.is_undefined() || (boolean && !v.Truthy())) ? a.Get(0, "default_value", Value("")) : v;
+}
+Value String(Renderer&, const Value& v, CallArgs&) { return v.is_string() ? v : Value(v.ToString()); }
+Value Identity(Renderer&, const Value& v, CallArgs&) { return v; }
+Value UpperF(Renderer&, const Value& v, CallArgs&) { return Value(Upper(v.ToString())); }
+Value LowerF(Renderer&, const Value& v, CallArgs&) { return Value(Lower(v.ToString())); }
+// The str methods of the same names.
+Value StrMethod(const Value& v, const char* name) {
+  CallArgs none;
+  return (*Method(Value(v.ToString()), name)).function()(none);
+}
+Value Capitalize(Renderer&, const Value& v, CallArgs&) { return StrMethod(v, "capitalize"); }
+Value Title(Renderer&, const Value& v, CallArgs&) { return StrMethod(v, "title"); }
+Value ReplaceF(Renderer&, const Value& v, CallArgs& a) {
+  return Value(Replace(v.ToString(), a.Get(0, "old").ToString(), a.Get(1, "new").ToString(), IntArg(a.Get(2, "count"), -1)));
+}
+Value Join(Renderer& r, const Value& v, CallArgs& a) {
+  const Value attr = a.Get(1, "attribute");
+  std::string s;
+  bool first = true;
+  for (const Value& x : Iterate(v)) {
+    r.Step();
+    s += (first ? "" : a.Get(0, "d", Value("")).ToString()) + (attr.is_string() ? AttrPath(x, attr.str()) : x).ToString();
+    first = false;
+  }
+  return Value(s);
+}
+Value List(Renderer&, const Value& v, CallArgs&) { return Value::MakeArray(Iterate(v)); }
+Value Items(Renderer&, const Value& v, CallArgs&) {
+  if (v.is_undefined()) return Value::MakeArray();
+  if (!v.is_object()) Fail("items needs a mapping");
+  CallArgs none;
+  return (*Method(v, "items")).function()(none);
+}
+Value DictSort(Renderer&, const Value& v, CallArgs& a) {
+  if (!v.is_object()) Fail("dictsort needs a mapping");
+  const bool by_value = a.Get(1, "by").ToString() == "value";
+  const bool reverse = a.Get(2, "reverse").Truthy();
+  std::vector<std::pair<Value, Value>> items;
+  for (size_t i = 0; i < v.object().size(); ++i) items.emplace_back(v.object().KeyAt(i), v.object().items()[i].second);
+  auto key = [](const Value& k) { return k.is_string() ? Value(Lower(k.str())) : k; };  // case-insensitive, as Jinja2
+  std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
+    return by_value ? Less(x.second, y.second) : Less(key(x.first), key(y.first));
+  });
+  if (reverse) std::reverse(items.begin(), items.end());
+  Array arr;
+  for (auto& [k, x] : items) arr.push_back(Value::MakeArray({k, x}));
+  return Value::MakeArray(std::move(arr));
+}
+Value First(Renderer&, const Value& v, CallArgs&) {
+  const Array items = Iterate(v);
+  return items.empty() ? Value::Undefined() : items.front();
+}
+Value Last(Renderer&, const Value& v, CallArgs&) {
+  const Array items = Iterate(v);
+  return items.empty() ? Value::Undefined() : items.back();
+}
+Value Extreme(const Value& v, bool min) {
+  const Array items = Iterate(v);
+  if (items.empty()) return Value::Undefined();
+  Value best = items[0];
+  for (const Value& x : items) {
+    if (min ? Less(x, best) : Less(best, x)) best = x;
+  }
+  return best;
+}
+Value Min(Renderer&, const Value& v, CallArgs&) { return Extreme(v, true); }
+Value Max(Renderer&, const Value& v, CallArgs&) { return Extreme(v, false); }
+Value Sum(Renderer&, const Value& v, CallArgs& a) {
+  Value acc = a.Get(1, "start", Value(int64_t{0}));
+  for (const Value& x : Iterate(v)) acc = acc.is_int() && x.is_int() ? Value(acc.i() + x.i()) : Value(acc.number() + x.number());
+  return acc;
+}
+Value Unique(Renderer& r, const Value& v, CallArgs&) {
+  Array kept;
+  for (const Value& x : Iterate(v)) {
+    r.Step();
+    if (std::none_of(kept.begin(), kept.end(), [&](const Value& k) { return k.Equals(x); })) kept.push_back(x);
+  }
+  return Value::MakeArray(std::move(kept));
+}
+Value Reverse(Renderer&, const Value& v, CallArgs&) {
+  Array items = Iterate(v);
+  if (v.is_string()) {
+    std::string s;
+    for (auto it = items.rbegin(); it != items.rend(); ++it) s += it->str();
+    return Value(s);
+  }
+  std::reverse(items.begin(), items.end());
+  return Value::MakeArray(std::move(items));
+}
+Value Sort(Renderer&, const Value& v, CallArgs& a) {
+  Array items = Iterate(v);
+  const Value attr = a.Get(2, "attribute");
+  std::stable_sort(items.begin(), items.end(), [&](const Value& x, const Value& y) {
+    return attr.is_string() ? Less(AttrPath(x, attr.str()), AttrPath(y, attr.str())) : Less(x, y);
+  });
+  if (a.Get(0, "reverse").Truthy()) std::reverse(items.begin(), items.end());
+  return Value::MakeArray(std::move(items));
+}
+// select / reject (by_attr false) and selectattr / rejectattr: the items
+// whose subject passes the named test (or is truthy) equal to keep.
+Value Select(Renderer& r, const Value& v, CallArgs& a, bool by_attr, bool keep) {
+  const size_t t = by_attr ? 1 : 0;
+  const std::string attr = by_attr ? a.Get(0, "attribute").ToString() : "";
+  Array kept;
+  for (const Value& x : Iterate(v)) {
+    r.Step();
+    const Value subject = by_attr ? AttrPath(x, attr) : x;
+    bool pass;
+    if (a.args.size() > t) {
+      CallArgs ta;
+      ta.args.assign(a.args.begin() + static_cast<std::ptrdiff_t>(t + 1), a.args.end());
+      if (!ApplyTest(a.args[t].ToString(), subject, ta, &pass)) Fail("unknown test '" + a.args[t].ToString() + "'");
+    } else {
+      pass = subject.Truthy();
+    }
+    if (pass == keep) kept.push_back(x);
+  }
+  return Value::MakeArray(std::move(kept));
+}
+Value SelectF(Renderer& r, const Value& v, CallArgs& a) { return Select(r, v, a, false, true); }
+Value RejectF(Renderer& r, const Value& v, CallArgs& a) { return Select(r, v, a, false, false); }
+Value SelectAttr(Renderer& r, const Value& v, CallArgs& a) { return Select(r, v, a, true, true); }
+Value RejectAttr(Renderer& r, const Value& v, CallArgs& a) { return Select(r, v, a, true, false); }
+Value Map(Renderer& r, const Value& v, CallArgs& a) {
+  Array mapped;
+  const Value attr = a.Get(99, "attribute");
+  for (const Value& x : Iterate(v)) {
+    r.Step();
+    if (attr.is_string()) {
+      Value m = AttrPath(x, attr.str());
+      if (m.is_undefined()) m = a.Get(99, "default");
+      mapped.push_back(m);
+      continue;
+    }
+    if (a.args.empty()) Fail("map needs a filter name or attribute=");
+    CallArgs fa;
+    fa.args.assign(a.args.begin() + 1, a.args.end());
+    Value m;
+    if (!ApplyFilter(r, a.args[0].ToString(), x, fa, &m)) Fail("unknown filter '" + a.args[0].ToString() + "'");
+    mapped.push_back(m);
+  }
+  return Value::MakeArray(std::move(mapped));
+}
+Value IndentF(Renderer&, const Value& v, CallArgs& a) {
+  return Value(Indent(v.ToString(), a.Get(0, "width", Value(int64_t{4})), a.Get(1, "first").Truthy(), a.Get(2, "blank").Truthy()));
+}
+Value Int(Renderer&, const Value& v, CallArgs& a) {
+  if (v.is_int()) return v;
+  if (v.is_number() || v.is_bool()) return Value(static_cast<int64_t>(v.number()));
+  try {
+    return Value(static_cast<int64_t>(std::stoll(Strip(v.ToString(), Value(), true, true))));
+  } catch (...) {
+    return a.Get(0, "default", Value(int64_t{0}));
+  }
+}
+Value Float(Renderer&, const Value& v, CallArgs& a) {
+  try {
+    return v.is_number() ? Value(v.number()) : Value(std::stod(v.ToString()));
+  } catch (...) {
+    return a.Get(0, "default", Value(0.0));
+  }
+}
+Value Abs(Renderer&, const Value& v, CallArgs&) {
+  return v.is_int() ? Value(v.i() < 0 ? -v.i() : v.i()) : Value(std::fabs(v.number()));
+}
+Value Round(Renderer&, const Value& v, CallArgs& a) {
+  const int64_t precision = IntArg(a.Get(0, "precision"), 0);
+  const double scale = std::pow(10.0, static_cast<double>(precision));
+  return Value(std::nearbyint(v.number() * scale) / scale);
+}
+Value WordCount(Renderer&, const Value& v, CallArgs&) { return Value(Split(v.ToString(), Value(), -1).array().size()); }
+Value Batch(Renderer&, const Value& v, CallArgs& a) {
+  const int64_t size = IntArg(a.Get(0, "linecount"), 1);
+  if (size <= 0) Fail("batch size must be positive");
+  Array rows, row;
+  for (const Value& x : Iterate(v)) {
+    row.push_back(x);
+    if (static_cast<int64_t>(row.size()) == size) {
+      rows.push_back(Value::MakeArray(std::move(row)));
+      row.clear();
+    }
+  }
+  if (!row.empty()) rows.push_back(Value::MakeArray(std::move(row)));
+  return Value::MakeArray(std::move(rows));
+}
+Value Escape(Renderer&, const Value& v, CallArgs&) {
+  std::string s;
+  for (char c : v.ToString()) {
+    switch (c) {
+      case '&': s += "&amp;"; break;
+      case '<': s += "&lt;"; break;
+      case '>': s += "&gt;"; break;
+      case '"': s += "&#34;"; break;
+      case '\'': s += "&#39;"; break;
+      default: s += c;
+    }
+  }
+  return Value(s);
+}
+Value Center(Renderer&, const Value& v, CallArgs& a) {
+  const std::string s = v.ToString();
+  const int64_t width = IntArg(a.Get(0, "width"), 80);
+  const size_t len = Utf8Length(s);
+  if (static_cast<int64_t>(len) >= width || width > (1 << 20)) return Value(s);
+  const size_t total = static_cast<size_t>(width) - len, left = total / 2;
+  return Value(std::string(left, ' ') + s + std::string(total - left, ' '));
+}
+Value Attr(Renderer&, const Value& v, CallArgs& a) { return GetAttr(v, a.Get(0, "name").ToString()); }
+
+const std::unordered_map<std::string_view, Filter>& Filters() {
+  static const std::unordered_map<std::string_view, Filter> table = {
+      {"tojson", ToJson},       {"length", Length},         {"count", Length},          {"trim", Trim},
+      {"default", Default},     {"d", Default},             {"string", String},         {"safe", Identity},
+      {"escape_once", Identity}, {"upper", UpperF},         {"lower", LowerF},          {"capitalize", Capitalize},
+      {"title", Title},         {"replace", ReplaceF},      {"join", Join},             {"list", List},
+      {"items", Items},         {"dictsort", DictSort},     {"first", First},           {"last", Last},
+      {"min", Min},             {"max", Max},               {"sum", Sum},               {"unique", Unique},
+      {"reverse", Reverse},     {"sort", Sort},             {"select", SelectF},        {"reject", RejectF},
+      {"selectattr", SelectAttr}, {"rejectattr", RejectAttr}, {"map", Map},             {"indent", IndentF},
+      {"int", Int},             {"float", Float},           {"abs", Abs},               {"round", Round},
+      {"wordcount", WordCount}, {"batch", Batch},           {"escape", Escape},         {"e", Escape},
+      {"forceescape", Escape},  {"center", Center},         {"attr", Attr},
+  };
+  return table;
+}
+
+}  // namespace
+
+bool ApplyFilter(Renderer& r, const std::string& name, const Value& v, CallArgs& a, Value* out) {
+  const auto& table = Filters();
+  const auto it = table.find(name);
+  if (it == table.end()) return false;
+  *out = it->second(r, v, a);
+  return true;
+}
+
+}  // namespace pc::jinja
