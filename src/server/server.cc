@@ -73,11 +73,83 @@ struct StreamState {
   void CancelAll() {
     for (auto& s : streams) s->Cancel();
   }
+  // The chunked provider's step: writes the next event (or a keep-alive
+  // comment); false when the client is gone.
+  bool Pump(httplib::DataSink& sink, int keepalive_ms);
+  // Choice `at` ended with ev: its last chunks, then (all ended) the usage
+  // of n > 1 choices and [DONE].
+  bool FinishChoice(httplib::DataSink& sink, size_t at, const StreamEvent& ev);
 };
 
 bool WriteEvent(httplib::DataSink& sink, const std::string& payload) {
   const std::string s = "data: " + payload + "\n\n";
   return sink.write(s.data(), s.size());
+}
+
+bool StreamState::Pump(httplib::DataSink& sink, int keepalive_ms) {
+  if (!started && req.kind == ApiKind::kChat) {
+    for (auto& b : builders)
+      if (!WriteEvent(sink, b->first_chunk())) return CancelAll(), false;
+  }
+  started = true;
+  // One event from the first choice that has one (n = 1: waits the
+  // keep-alive on its stream; n > 1: short waits in turn).
+  const size_t n = streams.size();
+  std::optional<StreamEvent> ev;
+  size_t at = 0;
+  for (int waited = 0; !ev && waited < keepalive_ms;) {
+    for (size_t i = 0; i < n && !ev; ++i) {
+      if (finished[i]) continue;
+      const int wait = n == 1 ? keepalive_ms : 2;
+      ev = streams[i]->Next(wait);
+      waited += wait;
+      at = i;
+    }
+  }
+  if (!ev) {  // nothing yet: a comment line finds out whether the client is still there
+    static const char kPing[] = ": keep-alive\n\n";
+    if (!sink.write(kPing, sizeof(kPing) - 1)) return CancelAll(), false;
+    return true;
+  }
+  if (!ev->done) {
+    if (ev->text.empty() && !req.engine.want_logprobs && !req.return_tokens) return true;
+    if (!WriteEvent(sink, builders[at]->OnToken(*ev))) return CancelAll(), false;
+    return true;
+  }
+  if (ev->finish == FinishReason::kError || ev->finish == FinishReason::kCancelled) {
+    const std::string msg = ev->finish == FinishReason::kError ? ev->error : "the request was cancelled";
+    CancelAll();
+    WriteEvent(sink, Dump(MakeError(500, "server_error", msg).ToJson()));
+    WriteEvent(sink, "[DONE]");
+    sink.done();
+    return true;
+  }
+  return FinishChoice(sink, at, *ev);
+}
+
+bool StreamState::FinishChoice(httplib::DataSink& sink, size_t at, const StreamEvent& ev) {
+  ResponseBuilder& b = *builders[at];
+  for (const std::string& c : b.OnDoneChunks(ev)) WriteEvent(sink, c);
+  finished[at] = true;
+  const size_t n = streams.size();
+  if (n > 1) {
+    if (usage.is_null())
+      usage = {{"prompt_tokens", ev.num_prompt_tokens}, {"completion_tokens", 0},
+               {"prompt_tokens_details", {{"cached_tokens", ev.num_cached_tokens}}}};
+    usage["completion_tokens"] = usage["completion_tokens"].get<size_t>() + ev.num_generated_tokens;
+  }
+  if (std::find(finished.begin(), finished.end(), false) != finished.end()) return true;
+  if (n > 1 && req.include_usage) {
+    usage["total_tokens"] = usage["prompt_tokens"].get<size_t>() + usage["completion_tokens"].get<size_t>();
+    json u = json::parse(b.first_chunk());
+    u["choices"] = json::array();
+    u["object"] = req.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion";
+    u["usage"] = usage;
+    WriteEvent(sink, Dump(u));
+  }
+  WriteEvent(sink, "[DONE]");
+  sink.done();
+  return true;
 }
 
 }  // namespace
@@ -272,23 +344,8 @@ void Server::HandleGenerate(int kind_int, const httplib::Request& req, httplib::
   if (parsed->model.empty()) parsed->model = opt_.model_name;
   parsed->engine.salt = SaltFor(*tenant, parsed->engine.salt);
   parsed->engine.tenant = *tenant;
-  // n choices: n engine requests with consecutive seeds. The first
-  // computes the prompt; the others wait for its blocks (the scheduler's
-  // shared-prefix wait) and take its last logits from the logits memo.
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  for (int i = 0; i < parsed->n; ++i) {
-    EngineRequest er = parsed->engine;
-    er.sampling.seed += static_cast<uint64_t>(i);
-    SubmitOutcome sub = engine_.Submit(std::move(er));
-    if (sub.error != SubmitError::kNone) {
-      for (auto& st : streams) st->Cancel();
-      if (sub.error == SubmitError::kInvalid) return SendError(res, MakeError(400, "invalid_request_error", sub.message));
-      if (sub.error == SubmitError::kDraining) return SendError(res, MakeError(503, "server_error", sub.message));
-      res.set_header("Retry-After", fmt::format("{}", static_cast<int>(std::max(1.0, opt_.retry_after_s))));
-      return SendError(res, MakeError(429, "rate_limit_error", sub.message));
-    }
-    streams.push_back(sub.stream);
-  }
+  std::vector<std::shared_ptr<RequestStream>> streams = SubmitChoices(*parsed, res);
+  if (streams.empty()) return;
   ++num_inflight_;
   const std::string id = fmt::format("{}-{:016x}", kind == ApiKind::kChat ? "chatcmpl" : "cmpl", n);
   const int64_t created = static_cast<int64_t>(std::time(nullptr));
@@ -298,42 +355,7 @@ void Server::HandleGenerate(int kind_int, const httplib::Request& req, httplib::
       ~Done() { --n; }
     } done{num_inflight_};
     json combined;
-    size_t completion_tokens = 0;
-    int peer = -2;
-    auto last_check = std::chrono::steady_clock::now();
-    for (int i = 0; i < parsed->n; ++i) {
-      ResponseBuilder b(*parsed, tok_, id, created, i);
-      // Nothing is written until the end, so a client that leaves is seen by
-      // polling its socket between tokens (found once the wait gets long).
-      for (;;) {
-        std::optional<StreamEvent> ev = streams[size_t(i)]->Next(200);
-        if (const auto now = std::chrono::steady_clock::now(); now - last_check >= std::chrono::milliseconds(200)) {
-          last_check = now;
-          if (peer == -2) peer = FindPeerSocket(req.remote_addr, req.remote_port, req.local_port);
-          if (PeerClosed(peer))
-            for (auto& st : streams) st->Cancel();
-        }
-        if (!ev) continue;
-        if (!ev->done) {
-          b.OnToken(*ev);
-          continue;
-        }
-        if (ev->finish == FinishReason::kError || ev->finish == FinishReason::kCancelled) {
-          for (auto& st : streams) st->Cancel();
-          if (ev->finish == FinishReason::kError) return SendError(res, MakeError(500, "server_error", ev->error));
-          return SendError(res, MakeError(503, "server_error", "the request was cancelled"));
-        }
-        json r = b.OnDoneResponse(*ev);
-        completion_tokens += r["usage"]["completion_tokens"].get<size_t>();
-        if (i == 0) combined = std::move(r);
-        else combined["choices"].push_back(r["choices"][0]);
-        break;
-      }
-    }
-    if (parsed->n > 1) {
-      combined["usage"]["completion_tokens"] = completion_tokens;
-      combined["usage"]["total_tokens"] = combined["usage"]["prompt_tokens"].get<size_t>() + completion_tokens;
-    }
+    if (!CollectChoices(*parsed, id, created, streams, req, &combined, &err)) return SendError(res, err);
     return SendJson(res, 200, combined);
   }
   auto st = std::make_shared<StreamState>(std::move(*parsed), tok_, id, created);
@@ -342,72 +364,79 @@ void Server::HandleGenerate(int kind_int, const httplib::Request& req, httplib::
   res.set_header("Cache-Control", "no-cache");
   const int keepalive_ms = opt_.keepalive_ms;
   res.set_chunked_content_provider(
-      "text/event-stream",
-      [st, keepalive_ms](size_t, httplib::DataSink& sink) {
-        if (!st->started && st->req.kind == ApiKind::kChat) {
-          for (auto& b : st->builders)
-            if (!WriteEvent(sink, b->first_chunk())) return st->CancelAll(), false;
-        }
-        st->started = true;
-        // One event from the first choice that has one (n = 1: waits the
-        // keep-alive on its stream; n > 1: short waits in turn).
-        const size_t n = st->streams.size();
-        std::optional<StreamEvent> ev;
-        size_t at = 0;
-        for (int waited = 0; !ev && waited < keepalive_ms;) {
-          for (size_t i = 0; i < n && !ev; ++i) {
-            if (st->finished[i]) continue;
-            const int wait = n == 1 ? keepalive_ms : 2;
-            ev = st->streams[i]->Next(wait);
-            waited += wait;
-            at = i;
-          }
-        }
-        if (!ev) {  // nothing yet: a comment line finds out whether the client is still there
-          static const char kPing[] = ": keep-alive\n\n";
-          if (!sink.write(kPing, sizeof(kPing) - 1)) return st->CancelAll(), false;
-          return true;
-        }
-        ResponseBuilder& b = *st->builders[at];
-        if (!ev->done) {
-          if (ev->text.empty() && !st->req.engine.want_logprobs && !st->req.return_tokens) return true;
-          if (!WriteEvent(sink, b.OnToken(*ev))) return st->CancelAll(), false;
-          return true;
-        }
-        if (ev->finish == FinishReason::kError || ev->finish == FinishReason::kCancelled) {
-          const std::string msg = ev->finish == FinishReason::kError ? ev->error : "the request was cancelled";
-          st->CancelAll();
-          WriteEvent(sink, Dump(MakeError(500, "server_error", msg).ToJson()));
-          WriteEvent(sink, "[DONE]");
-          sink.done();
-          return true;
-        }
-        for (const std::string& c : b.OnDoneChunks(*ev)) WriteEvent(sink, c);
-        st->finished[at] = true;
-        if (n > 1) {
-          const size_t gen = ev->num_generated_tokens;
-          if (st->usage.is_null())
-            st->usage = {{"prompt_tokens", ev->num_prompt_tokens}, {"completion_tokens", 0},
-                         {"prompt_tokens_details", {{"cached_tokens", ev->num_cached_tokens}}}};
-          st->usage["completion_tokens"] = st->usage["completion_tokens"].get<size_t>() + gen;
-        }
-        if (std::find(st->finished.begin(), st->finished.end(), false) != st->finished.end()) return true;
-        if (n > 1 && st->req.include_usage) {
-          st->usage["total_tokens"] = st->usage["prompt_tokens"].get<size_t>() + st->usage["completion_tokens"].get<size_t>();
-          json u = json::parse(b.first_chunk());
-          u["choices"] = json::array();
-          u["object"] = st->req.kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion";
-          u["usage"] = st->usage;
-          WriteEvent(sink, Dump(u));
-        }
-        WriteEvent(sink, "[DONE]");
-        sink.done();
-        return true;
-      },
+      "text/event-stream", [st, keepalive_ms](size_t, httplib::DataSink& sink) { return st->Pump(sink, keepalive_ms); },
       [st, this](bool success) {
         if (!success) st->CancelAll();
         --num_inflight_;
       });
+}
+
+// n choices: n engine requests with consecutive seeds. The first computes
+// the prompt; the others wait for its blocks (the scheduler's shared-prefix
+// wait) and take its last logits from the logits memo.
+std::vector<std::shared_ptr<RequestStream>> Server::SubmitChoices(const ApiRequest& parsed, httplib::Response& res) {
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < parsed.n; ++i) {
+    EngineRequest er = parsed.engine;
+    er.sampling.seed += static_cast<uint64_t>(i);
+    SubmitOutcome sub = engine_.Submit(std::move(er));
+    if (sub.error == SubmitError::kNone) {
+      streams.push_back(sub.stream);
+      continue;
+    }
+    for (auto& st : streams) st->Cancel();
+    if (sub.error == SubmitError::kInvalid) SendError(res, MakeError(400, "invalid_request_error", sub.message));
+    else if (sub.error == SubmitError::kDraining) SendError(res, MakeError(503, "server_error", sub.message));
+    else {
+      res.set_header("Retry-After", fmt::format("{}", static_cast<int>(std::max(1.0, opt_.retry_after_s))));
+      SendError(res, MakeError(429, "rate_limit_error", sub.message));
+    }
+    return {};
+  }
+  return streams;
+}
+
+bool Server::CollectChoices(const ApiRequest& parsed, const std::string& id, int64_t created,
+                            const std::vector<std::shared_ptr<RequestStream>>& streams, const httplib::Request& req,
+                            json* combined, ApiError* err) {
+  size_t completion_tokens = 0;
+  int peer = -2;
+  auto last_check = std::chrono::steady_clock::now();
+  for (int i = 0; i < parsed.n; ++i) {
+    ResponseBuilder b(parsed, tok_, id, created, i);
+    // Nothing is written until the end, so a client that leaves is seen by
+    // polling its socket between tokens (found once the wait gets long).
+    for (;;) {
+      std::optional<StreamEvent> ev = streams[size_t(i)]->Next(200);
+      if (const auto now = std::chrono::steady_clock::now(); now - last_check >= std::chrono::milliseconds(200)) {
+        last_check = now;
+        if (peer == -2) peer = FindPeerSocket(req.remote_addr, req.remote_port, req.local_port);
+        if (PeerClosed(peer))
+          for (auto& st : streams) st->Cancel();
+      }
+      if (!ev) continue;
+      if (!ev->done) {
+        b.OnToken(*ev);
+        continue;
+      }
+      if (ev->finish == FinishReason::kError || ev->finish == FinishReason::kCancelled) {
+        for (auto& st : streams) st->Cancel();
+        *err = ev->finish == FinishReason::kError ? MakeError(500, "server_error", ev->error)
+                                                   : MakeError(503, "server_error", "the request was cancelled");
+        return false;
+      }
+      json r = b.OnDoneResponse(*ev);
+      completion_tokens += r["usage"]["completion_tokens"].get<size_t>();
+      if (i == 0) *combined = std::move(r);
+      else (*combined)["choices"].push_back(r["choices"][0]);
+      break;
+    }
+  }
+  if (parsed.n > 1) {
+    (*combined)["usage"]["completion_tokens"] = completion_tokens;
+    (*combined)["usage"]["total_tokens"] = (*combined)["usage"]["prompt_tokens"].get<size_t>() + completion_tokens;
+  }
+  return true;
 }
 
 }  // namespace pc

@@ -63,6 +63,13 @@ class Server {
   // The caller's tenant ("" without API keys), or nullopt after a 401.
   std::optional<std::string> Authenticate(const httplib::Request& req, httplib::Response& res);
   void HandleGenerate(int kind, const httplib::Request& req, httplib::Response& res);
+  // The request's n choices submitted; empty after sending the error.
+  std::vector<std::shared_ptr<RequestStream>> SubmitChoices(const ApiRequest& parsed, httplib::Response& res);
+  // A non-streamed answer: every choice to its end (the client's socket
+  // polled meanwhile); false with *err when one failed or was cancelled.
+  bool CollectChoices(const ApiRequest& parsed, const std::string& id, int64_t created,
+                      const std::vector<std::shared_ptr<RequestStream>>& streams, const httplib::Request& req,
+                      nlohmann::json* combined, ApiError* err);
   void HandleTokenize(const httplib::Request& req, httplib::Response& res);
   void HandleApplyTemplate(const httplib::Request& req, httplib::Response& res);
   // A chat body rendered and tokenized as a chat request would be, or an error sent.
