@@ -91,88 +91,47 @@ size_t CommonSuffix(std::string_view a, std::string_view b) {
 
 }  // namespace
 
-ToolSyntax ToolSyntax::Derive(const ChatTemplate& t) {
-  ToolSyntax s;
-  const json extra = {{"tools", ProbeTools()}};
-  const json user = {{"role", "user"}, {"content", "U1"}};
-  auto render = [&](json assistant) { return t.RenderTurns(json::array({user, std::move(assistant)}), extra); };
-  Result<std::string> plain = render({{"role", "assistant"}, {"content", "ZZ"}});
-  if (!plain.ok()) {
-    s.reason_ = "the template does not render a plain assistant turn: " + plain.status().message();
-    return s;
-  }
-  const size_t z = plain->find("ZZ");
-  if (z == std::string::npos) {
-    s.reason_ = "the template drops assistant content";
-    return s;
-  }
-  // The calls' region: what differs from the plain turn around its content.
-  auto region = [&](const std::string& text) {
-    size_t p = std::min(CommonPrefix(text, *plain), z);
-    size_t q = std::min(CommonSuffix(text, *plain), plain->size() - z - 2);
-    // Never cut inside a marker: the plain turn's text may begin or end with
-    // the same bytes as the calls' markers (`<think>` vs `<TOOLCALL>`,
-    // `<|end|>` vs `<|call|>`).
-    while (p > 0 && std::string_view("<[{|").find(text[p - 1]) != std::string_view::npos) --p;
-    while (q > 0 && std::string_view(">]}|").find(text[text.size() - q]) != std::string_view::npos) --q;
-    return p + q <= text.size() ? std::string(Trim(std::string_view(text).substr(p, text.size() - p - q))) : std::string();
-  };
-  std::string one, two;
-  for (bool as_object : {true, false}) {
-    auto with_calls = [&](int n) {
-      json calls = json::array();
-      for (int i = 0; i < n; ++i) calls.push_back(ProbeCall(i, as_object));
-      return render({{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}});
-    };
-    Result<std::string> r1 = with_calls(1);
-    if (!r1.ok() || r1->find(kNames[0]) == std::string::npos || r1->find(kArgKeys[0]) == std::string::npos) continue;
-    s.args_as_object_ = as_object;
-    one = region(*r1);
-    if (Result<std::string> r2 = with_calls(2); r2.ok()) two = region(*r2);
-    break;
-  }
-  if (one.empty()) {
-    s.reason_ = "the template does not render tool calls";
-    return s;
-  }
-  // Holes in the one-call region, in order.
-  struct Span {
-    size_t begin, end;
-    Hole hole;
-  };
-  std::vector<Span> holes;
-  size_t a0, a1;
-  const size_t name_at = one.find(kNames[0]);
-  if (!FindArgs(one, kArgKeys[0], &a0, &a1) || name_at == std::string::npos) {
-    s.reason_ = "the template's tool-call arguments are not one JSON object";
-    return s;
-  }
-  holes.push_back({name_at, name_at + kNames[0].size(), Hole::kName});
-  holes.push_back({a0, a1, Hole::kArgs});
-  if (size_t id = one.find(kIds[0]); id != std::string::npos) holes.push_back({id, id + kIds[0].size(), Hole::kId});
-  std::sort(holes.begin(), holes.end(), [](const Span& x, const Span& y) { return x.begin < y.begin; });
-  for (size_t i = 1; i < holes.size(); ++i) {
-    if (holes[i].begin < holes[i - 1].end) {
-      s.reason_ = "the template writes the function name inside its arguments";
-      return s;
-    }
-  }
-  // head + unit + tail, the unit as large as the two-call render allows:
-  // two = head + unit(alpha) + sep + unit(beta) + tail.
+namespace {
+
+// The region of a rendered assistant turn that differs from the plain turn
+// around its content ("ZZ" at z): where the calls went.
+std::string CallRegion(const std::string& text, const std::string& plain, size_t z) {
+  size_t p = std::min(CommonPrefix(text, plain), z);
+  size_t q = std::min(CommonSuffix(text, plain), plain.size() - z - 2);
+  // Never cut inside a marker: the plain turn's text may begin or end with
+  // the same bytes as the calls' markers (`<think>` vs `<TOOLCALL>`,
+  // `<|end|>` vs `<|call|>`).
+  while (p > 0 && std::string_view("<[{|").find(text[p - 1]) != std::string_view::npos) --p;
+  while (q > 0 && std::string_view(">]}|").find(text[text.size() - q]) != std::string_view::npos) --q;
+  return p + q <= text.size() ? std::string(Trim(std::string_view(text).substr(p, text.size() - p - q))) : std::string();
+}
+
+// A hole of the one-call region: where the name, arguments or id went.
+struct HoleSpan {
+  size_t begin, end;
+  ToolSyntax::Hole hole;
+};
+
+// head + unit + tail of the one-call region, the unit as large as the
+// two-call render allows: two = head + unit(alpha) + sep + unit(beta) + tail.
+// False when no split reproduces the two-call render.
+bool SplitUnit(const std::string& one, const std::string& two, const std::vector<HoleSpan>& holes, size_t* head,
+               size_t* tail, std::string* sep) {
   size_t b0 = 0, b1 = 0;
-  const bool have_two = !two.empty() && FindArgs(two, kArgKeys[1], &b0, &b1);
-  const std::string beta_args = have_two ? two.substr(b0, b1 - b0) : std::string();
-  size_t head = 0, tail = 0;
-  bool found = !have_two;
-  for (size_t total = 0; have_two && !found && total <= one.size(); ++total) {
+  if (two.empty() || !FindArgs(two, kArgKeys[1], &b0, &b1)) return true;  // one call only: the unit is the region
+  const std::string beta_args = two.substr(b0, b1 - b0);
+  bool found = false;
+  for (size_t total = 0; !found && total <= one.size(); ++total) {
     for (size_t h = 0; h <= total && h <= holes.front().begin; ++h) {
       const size_t tl = total - h;
       if (one.size() - tl < holes.back().end) continue;
       std::string beta;  // the unit with beta's values in the holes
       size_t at = h;
-      for (const Span& sp : holes) {
+      for (const HoleSpan& sp : holes) {
         beta.append(one, at, sp.begin - at);
-        beta += sp.hole == Hole::kName ? std::string(kNames[1]) : sp.hole == Hole::kId ? std::string(kIds[1]) : beta_args;
+        beta += sp.hole == ToolSyntax::Hole::kName ? std::string(kNames[1])
+                : sp.hole == ToolSyntax::Hole::kId ? std::string(kIds[1])
+                                                   : beta_args;
         at = sp.end;
       }
       beta.append(one, at, one.size() - tl - at);
@@ -183,26 +142,88 @@ ToolSyntax ToolSyntax::Derive(const ChatTemplate& t) {
       // the one that starts where a marker does.
       const bool at_marker = std::string_view("<[{").find(one[h]) != std::string_view::npos;
       if (!found || at_marker) {
-        head = h;
-        tail = tl;
-        s.sep_ = two.substr(first.size(), two.size() - tl - beta.size() - first.size());
+        *head = h;
+        *tail = tl;
+        *sep = two.substr(first.size(), two.size() - tl - beta.size() - first.size());
         found = true;
       }
       if (at_marker) break;
     }
   }
-  if (!found) {
+  return found;
+}
+
+}  // namespace
+
+// Renders one and two probe calls (arguments as objects, else as strings)
+// and keeps the regions where they went; false with reason_ set.
+bool ToolSyntax::ProbeRegions(const ChatTemplate& t, std::string* one, std::string* two) {
+  const json extra = {{"tools", ProbeTools()}};
+  const json user = {{"role", "user"}, {"content", "U1"}};
+  auto render = [&](json assistant) { return t.RenderTurns(json::array({user, std::move(assistant)}), extra); };
+  Result<std::string> plain = render({{"role", "assistant"}, {"content", "ZZ"}});
+  if (!plain.ok()) {
+    reason_ = "the template does not render a plain assistant turn: " + plain.status().message();
+    return false;
+  }
+  const size_t z = plain->find("ZZ");
+  if (z == std::string::npos) {
+    reason_ = "the template drops assistant content";
+    return false;
+  }
+  for (bool as_object : {true, false}) {
+    auto with_calls = [&](int n) {
+      json calls = json::array();
+      for (int i = 0; i < n; ++i) calls.push_back(ProbeCall(i, as_object));
+      return render({{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}});
+    };
+    Result<std::string> r1 = with_calls(1);
+    if (!r1.ok() || r1->find(kNames[0]) == std::string::npos || r1->find(kArgKeys[0]) == std::string::npos) continue;
+    args_as_object_ = as_object;
+    *one = CallRegion(*r1, *plain, z);
+    if (Result<std::string> r2 = with_calls(2); r2.ok()) *two = CallRegion(*r2, *plain, z);
+    break;
+  }
+  if (one->empty()) reason_ = "the template does not render tool calls";
+  return !one->empty();
+}
+
+ToolSyntax ToolSyntax::Derive(const ChatTemplate& t) {
+  ToolSyntax s;
+  std::string one, two;
+  if (!s.ProbeRegions(t, &one, &two)) return s;
+  // Holes in the one-call region, in order.
+  std::vector<HoleSpan> holes;
+  size_t a0, a1;
+  const size_t name_at = one.find(kNames[0]);
+  if (!FindArgs(one, kArgKeys[0], &a0, &a1) || name_at == std::string::npos) {
+    s.reason_ = "the template's tool-call arguments are not one JSON object";
+    return s;
+  }
+  holes.push_back({name_at, name_at + kNames[0].size(), Hole::kName});
+  holes.push_back({a0, a1, Hole::kArgs});
+  if (size_t id = one.find(kIds[0]); id != std::string::npos) holes.push_back({id, id + kIds[0].size(), Hole::kId});
+  std::sort(holes.begin(), holes.end(), [](const HoleSpan& x, const HoleSpan& y) { return x.begin < y.begin; });
+  for (size_t i = 1; i < holes.size(); ++i) {
+    if (holes[i].begin < holes[i - 1].end) {
+      s.reason_ = "the template writes the function name inside its arguments";
+      return s;
+    }
+  }
+  size_t head = 0, tail = 0;
+  if (!SplitUnit(one, two, holes, &head, &tail, &s.sep_)) {
     s.reason_ = "the template's calls carry more than a name, arguments and id (a running index?)";
     return s;
   }
-  s.multi_ = have_two;
+  size_t b0, b1;
+  s.multi_ = !two.empty() && FindArgs(two, kArgKeys[1], &b0, &b1);
   // Whitespace inside arguments: single spaces, or indented JSON at any
   // depth where the template pretty-prints (64 bytes a gap: 16 levels of 4).
   if (one.substr(a0, a1 - a0).find('\n') != std::string::npos) s.max_whitespace_ = 64;
   s.head_ = one.substr(0, head);
   s.tail_ = one.substr(one.size() - tail);
   size_t at = head;
-  for (const Span& sp : holes) {
+  for (const HoleSpan& sp : holes) {
     s.unit_lits_.push_back(one.substr(at, sp.begin - at));
     s.unit_holes_.push_back(sp.hole);
     at = sp.end;
