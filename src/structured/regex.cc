@@ -394,9 +394,25 @@ class Nfa {
 
 class DfaBuilder {
  public:
+  // Subset construction over byte classes, then dead states pruned and each
+  // state's shortest distance to acceptance (in characters) computed.
   static Result<ByteDfa> Build(const Nfa& nfa, int start, int accept_state, size_t max_states) {
     ByteDfa dfa;
-    // Byte classes: bytes no edge tells apart share a column.
+    const std::vector<uint8_t> rep = ByteClasses(nfa, &dfa);
+    std::vector<int32_t> next;
+    std::vector<uint8_t> accept;
+    PC_RETURN_IF_ERROR(Subsets(nfa, start, accept_state, max_states, rep, &next, &accept));
+    PruneDead(size_t(dfa.n_classes_), &next, &accept);
+    dfa.next_ = std::move(next);
+    dfa.accept_ = std::move(accept);
+    MinChars(&dfa);
+    return dfa;
+  }
+
+ private:
+  // Byte classes: bytes no edge tells apart share a column. Returns each
+  // class's representative byte.
+  static std::vector<uint8_t> ByteClasses(const Nfa& nfa, ByteDfa* dfa) {
     std::array<bool, 257> cut{};
     for (const auto& st : nfa.states)
       for (const Edge& e : st)
@@ -405,27 +421,36 @@ class DfaBuilder {
     std::vector<uint8_t> rep;
     for (int b = 0; b < 256; ++b) {
       if (b == 0 || cut[size_t(b)]) { ++cls; rep.push_back(uint8_t(b)); }
-      dfa.byte_class_[size_t(b)] = uint8_t(cls);
+      dfa->byte_class_[size_t(b)] = uint8_t(cls);
     }
-    dfa.n_classes_ = cls + 1;
+    dfa->n_classes_ = cls + 1;
+    return rep;
+  }
 
+  // The states reachable from set without consuming a byte (`^` only from
+  // the start, `$` only when asked), sorted.
+  static std::vector<int> Closure(const Nfa& nfa, std::vector<int> set, bool at_start, bool through_eol) {
+    std::vector<char> seen(nfa.states.size(), 0);
+    std::vector<int> stack = set;
+    for (int s : set) seen[size_t(s)] = 1;
+    while (!stack.empty()) {
+      int s = stack.back();
+      stack.pop_back();
+      for (const Edge& e : nfa.states[size_t(s)]) {
+        bool follow = e.kind == Edge::kEps || (e.kind == Edge::kBol && at_start) || (e.kind == Edge::kEol && through_eol);
+        if (follow && !seen[size_t(e.to)]) { seen[size_t(e.to)] = 1; set.push_back(e.to); stack.push_back(e.to); }
+      }
+    }
+    std::sort(set.begin(), set.end());
+    return set;
+  }
+
+  // The transition table ([state][class]) and acceptance of every state
+  // set reachable from the start; an error past max_states.
+  static Status Subsets(const Nfa& nfa, int start, int accept_state, size_t max_states, const std::vector<uint8_t>& rep,
+                        std::vector<int32_t>* next, std::vector<uint8_t>* accept) {
     std::map<std::vector<int>, int32_t> ids;
     std::vector<std::vector<int>> sets;
-    auto closure = [&](std::vector<int> set, bool at_start, bool through_eol) {
-      std::vector<char> seen(nfa.states.size(), 0);
-      std::vector<int> stack = set;
-      for (int s : set) seen[size_t(s)] = 1;
-      while (!stack.empty()) {
-        int s = stack.back();
-        stack.pop_back();
-        for (const Edge& e : nfa.states[size_t(s)]) {
-          bool follow = e.kind == Edge::kEps || (e.kind == Edge::kBol && at_start) || (e.kind == Edge::kEol && through_eol);
-          if (follow && !seen[size_t(e.to)]) { seen[size_t(e.to)] = 1; set.push_back(e.to); stack.push_back(e.to); }
-        }
-      }
-      std::sort(set.begin(), set.end());
-      return set;
-    };
     // The start state stays apart from any equal set reached later: only it
     // may pass a `^`.
     auto intern = [&](std::vector<int> set, bool is_start = false) -> Result<int32_t> {
@@ -439,65 +464,68 @@ class DfaBuilder {
       sets.push_back(std::move(set));
       return id;
     };
-    PC_ASSIGN_OR_RETURN(int32_t s0, intern(closure({start}, true, false), true));
+    PC_ASSIGN_OR_RETURN(int32_t s0, intern(Closure(nfa, {start}, true, false), true));
     (void)s0;
-    std::vector<int32_t> next;
-    std::vector<uint8_t> accept;
     for (size_t i = 0; i < sets.size(); ++i) {
-      std::vector<int> with_eol = closure(sets[i], i == 0, true);
-      accept.push_back(std::binary_search(with_eol.begin(), with_eol.end(), accept_state) ? 1 : 0);
-      for (int c = 0; c < dfa.n_classes_; ++c) {
+      std::vector<int> with_eol = Closure(nfa, sets[i], i == 0, true);
+      accept->push_back(std::binary_search(with_eol.begin(), with_eol.end(), accept_state) ? 1 : 0);
+      for (uint8_t r : rep) {
         std::vector<int> moved;
         for (int s : sets[i])
           for (const Edge& e : nfa.states[size_t(s)])
-            if (e.kind == Edge::kByte && e.lo <= rep[size_t(c)] && rep[size_t(c)] <= e.hi) moved.push_back(e.to);
-        if (moved.empty()) { next.push_back(ByteDfa::kDead); continue; }
+            if (e.kind == Edge::kByte && e.lo <= r && r <= e.hi) moved.push_back(e.to);
+        if (moved.empty()) { next->push_back(ByteDfa::kDead); continue; }
         std::sort(moved.begin(), moved.end());
         moved.erase(std::unique(moved.begin(), moved.end()), moved.end());
-        PC_ASSIGN_OR_RETURN(int32_t to, intern(closure(std::move(moved), false, false)));
-        next.push_back(to);
+        PC_ASSIGN_OR_RETURN(int32_t to, intern(Closure(nfa, std::move(moved), false, false)));
+        next->push_back(to);
       }
     }
-    // Prune states that cannot reach acceptance (a viable prefix = not dead).
-    size_t n = sets.size(), k = size_t(dfa.n_classes_);
+    return OkStatus();
+  }
+
+  // States that cannot reach acceptance become dead (a viable prefix = not
+  // dead); a pattern matching nothing is one dead start state.
+  static void PruneDead(size_t k, std::vector<int32_t>* next, std::vector<uint8_t>* accept) {
+    const size_t n = accept->size();
     std::vector<char> live(n, 0);
-    for (size_t i = 0; i < n; ++i) live[i] = accept[i];
+    for (size_t i = 0; i < n; ++i) live[i] = (*accept)[i];
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t i = 0; i < n; ++i) {
         if (live[i]) continue;
         for (size_t c = 0; c < k; ++c) {
-          int32_t t = next[i * k + c];
+          int32_t t = (*next)[i * k + c];
           if (t != ByteDfa::kDead && live[size_t(t)]) { live[i] = 1; changed = true; break; }
         }
       }
     }
-    for (int32_t& t : next)
+    for (int32_t& t : *next)
       if (t != ByteDfa::kDead && !live[size_t(t)]) t = ByteDfa::kDead;
-    if (!live[0]) {  // matches nothing: one dead start state
-      next.assign(k, ByteDfa::kDead);
-      accept.assign(1, 0);
+    if (!live[0]) {
+      next->assign(k, ByteDfa::kDead);
+      accept->assign(1, 0);
     }
-    dfa.next_ = std::move(next);
-    dfa.accept_ = std::move(accept);
-    // Shortest distances to acceptance, a continuation byte costing 0 and
-    // any other 1 (Bellman-Ford style relaxation; few states).
-    const size_t m = dfa.accept_.size();
-    dfa.min_chars_.assign(m, UINT32_MAX);
+  }
+
+  // Shortest distances to acceptance, a continuation byte costing 0 and any
+  // other 1 (Bellman-Ford style relaxation; few states).
+  static void MinChars(ByteDfa* dfa) {
+    const size_t m = dfa->accept_.size(), k = size_t(dfa->n_classes_);
+    dfa->min_chars_.assign(m, UINT32_MAX);
     for (size_t i = 0; i < m; ++i)
-      if (dfa.accept_[i]) dfa.min_chars_[i] = 0;
+      if (dfa->accept_[i]) dfa->min_chars_[i] = 0;
     for (bool changed = true; changed;) {
       changed = false;
       for (size_t i = 0; i < m; ++i) {
         for (int b = 0; b < 256; ++b) {
-          int32_t t = dfa.next_[i * k + dfa.byte_class_[size_t(b)]];
-          if (t == ByteDfa::kDead || dfa.min_chars_[size_t(t)] == UINT32_MAX) continue;
-          uint32_t d = dfa.min_chars_[size_t(t)] + ((b & 0xC0) == 0x80 ? 0 : 1);
-          if (d < dfa.min_chars_[i]) { dfa.min_chars_[i] = d; changed = true; }
+          int32_t t = dfa->next_[i * k + dfa->byte_class_[size_t(b)]];
+          if (t == ByteDfa::kDead || dfa->min_chars_[size_t(t)] == UINT32_MAX) continue;
+          uint32_t d = dfa->min_chars_[size_t(t)] + ((b & 0xC0) == 0x80 ? 0 : 1);
+          if (d < dfa->min_chars_[i]) { dfa->min_chars_[i] = d; changed = true; }
         }
       }
     }
-    return dfa;
   }
 };
 
