@@ -124,14 +124,16 @@ void Q6Where(int e, int* ql, int* ql_shift, int* qh, int* qh_shift) {
 
 }  // namespace
 
-void DecodeBlock(TensorType t, const void* block, DecodedBlock* o) {
-  Start(t, o);
+namespace {
+
+// The 32-element formats.
+bool DecodeSmall(TensorType t, const void* block, DecodedBlock* o) {
   switch (t) {
     case TensorType::kQ8_0: {
       const auto& b = *static_cast<const BlockQ8_0*>(block);
       o->dh = b.d;
       for (int e = 0; e < 32; ++e) o->q[e] = static_cast<uint8_t>(b.qs[e] + 128);
-      return;
+      return true;
     }
     case TensorType::kQ4_0:
     case TensorType::kIQ4_NL: {
@@ -141,14 +143,14 @@ void DecodeBlock(TensorType t, const void* block, DecodedBlock* o) {
         const int nib = Nibble32(b.qs, e);
         o->q[e] = static_cast<uint8_t>(t == TensorType::kQ4_0 ? nib : kIq4Values[nib] + 128);
       }
-      return;
+      return true;
     }
     case TensorType::kQ4_1: {
       const auto& b = *static_cast<const BlockQ4_1*>(block);
       o->dh = b.d;
       o->mh = b.m;
       for (int e = 0; e < 32; ++e) o->q[e] = static_cast<uint8_t>(Nibble32(b.qs, e));
-      return;
+      return true;
     }
     case TensorType::kQ5_0:
     case TensorType::kQ5_1: {
@@ -164,8 +166,15 @@ void DecodeBlock(TensorType t, const void* block, DecodedBlock* o) {
         o->dh = static_cast<const BlockQ5_0*>(block)->d;
       }
       for (int e = 0; e < 32; ++e) o->q[e] = static_cast<uint8_t>(Nibble32(qs, e) | (((qh >> e) & 1) << 4));
-      return;
+      return true;
     }
+    default: return false;
+  }
+}
+
+// The 256-element super-blocks (K-quants, IQ4_XS).
+bool DecodeSuper(TensorType t, const void* block, DecodedBlock* o) {
+  switch (t) {
     case TensorType::kQ2_K: {
       const auto& b = *static_cast<const BlockQ2_K*>(block);
       o->dh = b.d;
@@ -175,7 +184,7 @@ void DecodeBlock(TensorType t, const void* block, DecodedBlock* o) {
         o->mn[j] = b.scales[j] >> 4;
       }
       for (int e = 0; e < 256; ++e) o->q[e] = static_cast<uint8_t>(CrumbK(b.qs, e));
-      return;
+      return true;
     }
     case TensorType::kQ3_K: {
       const auto& b = *static_cast<const BlockQ3_K*>(block);
@@ -185,7 +194,7 @@ void DecodeBlock(TensorType t, const void* block, DecodedBlock* o) {
         const int high = (b.hmask[e % 32] >> (e / 32)) & 1;
         o->q[e] = static_cast<uint8_t>(CrumbK(b.qs, e) | (high << 2));
       }
-      return;
+      return true;
     }
     case TensorType::kQ4_K:
     case TensorType::kQ5_K: {
@@ -200,7 +209,7 @@ void DecodeBlock(TensorType t, const void* block, DecodedBlock* o) {
         if (five) q |= ((b5->qh[e % 32] >> (e / 32)) & 1) << 4;
         o->q[e] = static_cast<uint8_t>(q);
       }
-      return;
+      return true;
     }
     case TensorType::kQ6_K: {
       const auto& b = *static_cast<const BlockQ6_K*>(block);
@@ -211,7 +220,7 @@ void DecodeBlock(TensorType t, const void* block, DecodedBlock* o) {
         Q6Where(e, &ql, &qls, &qh, &qhs);
         o->q[e] = static_cast<uint8_t>(((b.ql[ql] >> qls) & 15) | (((b.qh[qh] >> qhs) & 3) << 4));
       }
-      return;
+      return true;
     }
     case TensorType::kIQ4_XS: {
       const auto& b = *static_cast<const BlockIQ4_XS*>(block);
@@ -221,34 +230,44 @@ void DecodeBlock(TensorType t, const void* block, DecodedBlock* o) {
         o->sc[j] = ls - 32;
       }
       for (int e = 0; e < 256; ++e) o->q[e] = static_cast<uint8_t>(kIq4Values[Nibble32(b.qs + 16 * (e / 32), e % 32)] + 128);
-      return;
+      return true;
     }
-    default: PC_CHECK(false && "DecodeBlock: not a weight block format");
+    default: return false;
   }
 }
 
-void EncodeBlock(TensorType t, const DecodedBlock& in, void* block) {
-  std::memset(block, 0, BlockBytes(t));
+}  // namespace
+
+void DecodeBlock(TensorType t, const void* block, DecodedBlock* o) {
+  Start(t, o);
+  const bool known = DecodeSmall(t, block, o) || DecodeSuper(t, block, o);
+  PC_CHECK(known && "DecodeBlock: not a weight block format");
+}
+
+namespace {
+
+// The 32-element formats.
+bool EncodeSmall(TensorType t, const DecodedBlock& in, void* block) {
   switch (t) {
     case TensorType::kQ8_0: {
       auto& b = *static_cast<BlockQ8_0*>(block);
       b.d = in.dh;
       for (int e = 0; e < 32; ++e) b.qs[e] = static_cast<int8_t>(in.q[e] - 128);
-      return;
+      return true;
     }
     case TensorType::kQ4_0:
     case TensorType::kIQ4_NL: {
       auto& b = *static_cast<BlockQ4_0*>(block);
       b.d = in.dh;
       for (int e = 0; e < 32; ++e) SetNibble32(b.qs, e, t == TensorType::kQ4_0 ? in.q[e] : GridIndex(in.q[e]));
-      return;
+      return true;
     }
     case TensorType::kQ4_1: {
       auto& b = *static_cast<BlockQ4_1*>(block);
       b.d = in.dh;
       b.m = in.mh;
       for (int e = 0; e < 32; ++e) SetNibble32(b.qs, e, in.q[e]);
-      return;
+      return true;
     }
     case TensorType::kQ5_0:
     case TensorType::kQ5_1: {
@@ -267,15 +286,22 @@ void EncodeBlock(TensorType t, const DecodedBlock& in, void* block) {
         qh |= static_cast<uint32_t>(in.q[e] >> 4) << e;
       }
       std::memcpy(qhp, &qh, 4);
-      return;
+      return true;
     }
+    default: return false;
+  }
+}
+
+// The 256-element super-blocks (K-quants, IQ4_XS).
+bool EncodeSuper(TensorType t, const DecodedBlock& in, void* block) {
+  switch (t) {
     case TensorType::kQ2_K: {
       auto& b = *static_cast<BlockQ2_K*>(block);
       b.d = in.dh;
       b.dmin = in.mh;
       for (int j = 0; j < 16; ++j) b.scales[j] = static_cast<uint8_t>(in.sc[j] | (in.mn[j] << 4));
       for (int e = 0; e < 256; ++e) SetCrumbK(b.qs, e, in.q[e]);
-      return;
+      return true;
     }
     case TensorType::kQ3_K: {
       auto& b = *static_cast<BlockQ3_K*>(block);
@@ -285,7 +311,7 @@ void EncodeBlock(TensorType t, const DecodedBlock& in, void* block) {
         SetCrumbK(b.qs, e, in.q[e] & 3);
         b.hmask[e % 32] |= static_cast<uint8_t>((in.q[e] >> 2) << (e / 32));
       }
-      return;
+      return true;
     }
     case TensorType::kQ4_K:
     case TensorType::kQ5_K: {
@@ -299,7 +325,7 @@ void EncodeBlock(TensorType t, const DecodedBlock& in, void* block) {
         SetNibbleK(five ? b5->qs : b4->qs, e, in.q[e] & 15);
         if (five) b5->qh[e % 32] |= static_cast<uint8_t>((in.q[e] >> 4) << (e / 32));
       }
-      return;
+      return true;
     }
     case TensorType::kQ6_K: {
       auto& b = *static_cast<BlockQ6_K*>(block);
@@ -311,7 +337,7 @@ void EncodeBlock(TensorType t, const DecodedBlock& in, void* block) {
         b.ql[ql] |= static_cast<uint8_t>((in.q[e] & 15) << qls);
         b.qh[qh] |= static_cast<uint8_t>((in.q[e] >> 4) << qhs);
       }
-      return;
+      return true;
     }
     case TensorType::kIQ4_XS: {
       auto& b = *static_cast<BlockIQ4_XS*>(block);
@@ -322,10 +348,18 @@ void EncodeBlock(TensorType t, const DecodedBlock& in, void* block) {
         b.scales_h |= static_cast<uint16_t>((ls >> 4) << (2 * j));
       }
       for (int e = 0; e < 256; ++e) SetNibble32(b.qs + 16 * (e / 32), e % 32, GridIndex(in.q[e]));
-      return;
+      return true;
     }
-    default: PC_CHECK(false && "EncodeBlock: not a weight block format");
+    default: return false;
   }
+}
+
+}  // namespace
+
+void EncodeBlock(TensorType t, const DecodedBlock& in, void* block) {
+  std::memset(block, 0, BlockBytes(t));  // the formats below OR bits in
+  const bool known = EncodeSmall(t, in, block) || EncodeSuper(t, in, block);
+  PC_CHECK(known && "EncodeBlock: not a weight block format");
 }
 
 void QuantizeRowQ8_0(const float* x, BlockQ8_0* y, size_t n) {
