@@ -110,7 +110,91 @@ Result<std::vector<Tag>> Lex(std::string_view src) {
 // --- Expression tokens -------------------------------------------------------
 
 
+namespace {
+
+// A number at s[i]: digits with '_' separators, an optional fraction and
+// exponent; *end is one past it.
+Result<Tok> LexNumber(std::string_view s, size_t i, int line, size_t* end) {
+  auto digit = [&](size_t k) { return k < s.size() && std::isdigit(static_cast<unsigned char>(s[k])); };
+  size_t j = i;
+  bool is_float = false;
+  while (j < s.size() && (digit(j) || s[j] == '_')) ++j;
+  if (j + 1 < s.size() && s[j] == '.' && digit(j + 1)) {
+    is_float = true;
+    ++j;
+    while (digit(j)) ++j;
+  }
+  if (j < s.size() && (s[j] == 'e' || s[j] == 'E')) {
+    size_t k = j + 1;
+    if (k < s.size() && (s[k] == '+' || s[k] == '-')) ++k;
+    if (digit(k)) {
+      is_float = true;
+      j = k;
+      while (digit(j)) ++j;
+    }
+  }
+  std::string num(s.substr(i, j - i));
+  num.erase(std::remove(num.begin(), num.end(), '_'), num.end());
+  Tok t{is_float ? Tok::kFloat : Tok::kInt, num, {}};
+  try {
+    t.value = is_float ? Value(std::stod(num)) : Value(static_cast<int64_t>(std::stoll(num)));
+  } catch (...) {
+    return Errorf("line {}: bad number '{}'", line, num);
+  }
+  *end = j;
+  return t;
+}
+
+void AppendUtf8(uint32_t cp, std::string* v) {
+  if (cp < 0x80) *v += static_cast<char>(cp);
+  else if (cp < 0x800) *v += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
+  else *v += {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)), static_cast<char>(0x80 | (cp & 0x3F))};
+}
+
+// A quoted string at s[i] (its quote s[i]) with Python's escapes; *end is
+// one past the closing quote.
+Result<Tok> LexString(std::string_view s, size_t i, int line, size_t* end) {
+  const char quote = s[i];
+  std::string v;
+  size_t j = i + 1;
+  for (; j < s.size() && s[j] != quote; ++j) {
+    if (s[j] != '\\' || j + 1 >= s.size()) {
+      v += s[j];
+      continue;
+    }
+    const char e = s[++j];
+    switch (e) {
+      case 'n': v += '\n'; break;
+      case 't': v += '\t'; break;
+      case 'r': v += '\r'; break;
+      case '0': v += '\0'; break;
+      case '\\': v += '\\'; break;
+      case '\'': v += '\''; break;
+      case '"': v += '"'; break;
+      case 'u':
+      case 'x': {
+        const size_t digits = e == 'u' ? 4 : 2;
+        // The digits, then at least the closing quote.
+        if (j + digits >= s.size()) return Errorf("line {}: bad escape", line);
+        const std::string_view hex = s.substr(j + 1, digits);
+        if (hex.find_first_not_of("0123456789abcdefABCDEF") != std::string_view::npos) return Errorf("line {}: bad escape", line);
+        AppendUtf8(static_cast<uint32_t>(std::stoul(std::string(hex), nullptr, 16)), &v);
+        j += digits;
+        break;
+      }
+      default: v += '\\'; v += e;
+    }
+  }
+  if (j >= s.size()) return Errorf("line {}: unterminated string", line);
+  *end = j + 1;
+  return Tok{Tok::kString, std::string(s.substr(i, j + 1 - i)), Value(std::move(v))};
+}
+
+}  // namespace
+
 Result<std::vector<Tok>> Tokenize(std::string_view s, int line) {
+  static const char* kOps[] = {"**", "//", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "<", ">", "=",
+                               "(", ")", "[", "]", "{", "}", ",", ".", ":", "|", "~"};
   std::vector<Tok> out;
   size_t i = 0;
   while (i < s.size()) {
@@ -126,87 +210,16 @@ Result<std::vector<Tok>> Tokenize(std::string_view s, int line) {
       i = j;
       continue;
     }
-    if (std::isdigit(static_cast<unsigned char>(c))) {
-      size_t j = i;
-      bool is_float = false;
-      while (j < s.size() && (std::isdigit(static_cast<unsigned char>(s[j])) || s[j] == '_')) ++j;
-      if (j + 1 < s.size() && s[j] == '.' && std::isdigit(static_cast<unsigned char>(s[j + 1]))) {
-        is_float = true;
-        ++j;
-        while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-      }
-      if (j < s.size() && (s[j] == 'e' || s[j] == 'E')) {
-        size_t k = j + 1;
-        if (k < s.size() && (s[k] == '+' || s[k] == '-')) ++k;
-        if (k < s.size() && std::isdigit(static_cast<unsigned char>(s[k]))) {
-          is_float = true;
-          j = k;
-          while (j < s.size() && std::isdigit(static_cast<unsigned char>(s[j]))) ++j;
-        }
-      }
-      std::string num(s.substr(i, j - i));
-      num.erase(std::remove(num.begin(), num.end(), '_'), num.end());
-      Tok t{is_float ? Tok::kFloat : Tok::kInt, num, {}};
-      try {
-        t.value = is_float ? Value(std::stod(num)) : Value(static_cast<int64_t>(std::stoll(num)));
-      } catch (...) {
-        return Errorf("line {}: bad number '{}'", line, num);
-      }
-      out.push_back(std::move(t));
-      i = j;
+    if (std::isdigit(static_cast<unsigned char>(c)) || c == '\'' || c == '"') {
+      Result<Tok> t = c == '\'' || c == '"' ? LexString(s, i, line, &i) : LexNumber(s, i, line, &i);
+      if (!t.ok()) return t.status();
+      out.push_back(std::move(*t));
       continue;
     }
-    if (c == '\'' || c == '"') {
-      std::string v;
-      size_t j = i + 1;
-      for (; j < s.size() && s[j] != c; ++j) {
-        if (s[j] != '\\' || j + 1 >= s.size()) {
-          v += s[j];
-          continue;
-        }
-        const char e = s[++j];
-        switch (e) {
-          case 'n': v += '\n'; break;
-          case 't': v += '\t'; break;
-          case 'r': v += '\r'; break;
-          case '0': v += '\0'; break;
-          case '\\': v += '\\'; break;
-          case '\'': v += '\''; break;
-          case '"': v += '"'; break;
-          case 'u':
-          case 'x': {
-            const size_t digits = e == 'u' ? 4 : 2;
-            if (j + digits >= s.size() + 0 && j + digits > s.size() - 1 + 1) return Errorf("line {}: bad escape", line);
-            const uint32_t cp = static_cast<uint32_t>(std::stoul(std::string(s.substr(j + 1, digits)), nullptr, 16));
-            j += digits;
-            // UTF-8 encode.
-            if (cp < 0x80) v += static_cast<char>(cp);
-            else if (cp < 0x800) v += {static_cast<char>(0xC0 | (cp >> 6)), static_cast<char>(0x80 | (cp & 0x3F))};
-            else v += {static_cast<char>(0xE0 | (cp >> 12)), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
-                       static_cast<char>(0x80 | (cp & 0x3F))};
-            break;
-          }
-          default: v += '\\'; v += e;
-        }
-      }
-      if (j >= s.size()) return Errorf("line {}: unterminated string", line);
-      out.push_back({Tok::kString, std::string(s.substr(i, j + 1 - i)), Value(std::move(v))});
-      i = j + 1;
-      continue;
-    }
-    static const char* kOps[] = {"**", "//", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", "<", ">", "=",
-                                 "(", ")", "[", "]", "{", "}", ",", ".", ":", "|", "~"};
-    bool matched = false;
-    for (const char* op : kOps) {
-      const size_t n = std::strlen(op);
-      if (s.substr(i, n) == op) {
-        out.push_back({Tok::kOp, op, {}});
-        i += n;
-        matched = true;
-        break;
-      }
-    }
-    if (!matched) return Errorf("line {}: unexpected character '{}'", line, c);
+    const char* const* op = std::find_if(std::begin(kOps), std::end(kOps), [&](const char* o) { return s.substr(i, std::strlen(o)) == o; });
+    if (op == std::end(kOps)) return Errorf("line {}: unexpected character '{}'", line, c);
+    out.push_back({Tok::kOp, *op, {}});
+    i += std::strlen(*op);
   }
   out.push_back({Tok::kEnd, "", {}});
   return out;

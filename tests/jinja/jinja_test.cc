@@ -120,6 +120,10 @@ TEST(Jinja, ErrorsAreMessages) {
   EXPECT_NE(R("{% if %}").find("PARSE ERROR"), std::string::npos);
   EXPECT_NE(R("{% for x in y %}").find("PARSE ERROR: missing '{% endfor %}'"), std::string::npos);
   EXPECT_NE(R("{{ 'unterminated }}").find("PARSE ERROR"), std::string::npos);
+  // Escapes: non-hex digits, or digits running into the end, are parse errors (not a throw).
+  EXPECT_NE(R("{{ '\\uZZZZ' }}").find("PARSE ERROR: line 1: bad escape"), std::string::npos);
+  EXPECT_NE(R("{{ '\\x4' }}").find("PARSE ERROR"), std::string::npos);
+  EXPECT_EQ(R("{{ '\\u00e9\\x41' }}"), "\xc3\xa9" "A");
   EXPECT_NE(R("{% set ns = 1 %}{% set ns.a = 2 %}").find("non-namespace"), std::string::npos);
 }
 
