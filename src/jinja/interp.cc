@@ -14,6 +14,7 @@ namespace {
 // Python-style modulo and floor division (the sign of the divisor).
 int64_t FloorDiv(int64_t a, int64_t b) {
   if (b == 0) Fail("division by zero");
+  if (b == -1 && a == INT64_MIN) Fail("integer overflow");
   int64_t q = a / b;
   if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
   return q;
@@ -321,39 +322,7 @@ Value Renderer::Eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
     }
     case Expr::Kind::kGetAttr: return GetAttr(Eval(*e.a, scope), e.name);
     case Expr::Kind::kGetItem: return GetItem(Eval(*e.a, scope), Eval(*e.b, scope));
-    case Expr::Kind::kSlice: {
-      const Value v = Eval(*e.a, scope);
-      if (v.is_undefined()) UndefinedError(v);
-      const Array items = Iterate(v);
-      const int64_t n = static_cast<int64_t>(items.size());
-      auto get = [&](size_t k, int64_t def) {
-        if (!e.items[k]) return def;
-        const Value x = Eval(*e.items[k], scope);
-        if (x.is_none()) return def;
-        if (!x.is_int()) Fail("slice indices must be integers");
-        return x.i();
-      };
-      const int64_t step = get(2, 1);
-      if (step == 0) Fail("slice step cannot be zero");
-      auto clamp = [&](int64_t i, bool is_stop) {
-        if (i < 0) i += n;
-        if (step > 0) return std::clamp<int64_t>(i, 0, n);
-        return std::clamp<int64_t>(i, -1, n - 1) + (is_stop ? 0 : 0);
-      };
-      int64_t start = e.items[0] ? clamp(get(0, 0), false) : (step > 0 ? 0 : n - 1);
-      int64_t stop = e.items[1] ? clamp(get(1, 0), true) : (step > 0 ? n : -1);
-      Array out;
-      for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
-        Step();
-        out.push_back(items[static_cast<size_t>(i)]);
-      }
-      if (v.is_string()) {
-        std::string s;
-        for (const Value& c : out) s += c.str();
-        return Value(std::move(s));
-      }
-      return Value::MakeArray(std::move(out));
-    }
+    case Expr::Kind::kSlice: return EvalSlice(e, scope);
     case Expr::Kind::kCall: {
       // obj.method(...) and name(...) alike: evaluate the callee, then call.
       const Value fn = Eval(*e.a, scope);
@@ -377,6 +346,7 @@ Value Renderer::Eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
       if (e.name == "not") return Value(!v.Truthy());
       if (!v.is_number() && !v.is_bool()) Fail("bad operand for unary " + e.name);
       if (e.name == "+") return v;
+      if (v.is_int() && v.i() == INT64_MIN) Fail("integer overflow");
       return v.is_int() ? Value(-v.i()) : Value(-v.number());
     }
     case Expr::Kind::kBinary: return EvalBinary(e, scope);
@@ -386,6 +356,116 @@ Value Renderer::Eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
   }
   return Value::Undefined();
 }
+
+// v[start:stop:step] with Python's clamping; a string slices to a string.
+Value Renderer::EvalSlice(const Expr& e, const std::shared_ptr<Scope>& scope) {
+  const Value v = Eval(*e.a, scope);
+  if (v.is_undefined()) UndefinedError(v);
+  const Array items = Iterate(v);
+  const int64_t n = static_cast<int64_t>(items.size());
+  auto get = [&](size_t k, int64_t def) {
+    if (!e.items[k]) return def;
+    const Value x = Eval(*e.items[k], scope);
+    if (x.is_none()) return def;
+    if (!x.is_int()) Fail("slice indices must be integers");
+    return x.i();
+  };
+  const int64_t step = get(2, 1);
+  if (step == 0) Fail("slice step cannot be zero");
+  auto clamp = [&](int64_t i, bool is_stop) {
+    if (i < 0) i += n;
+    if (step > 0) return std::clamp<int64_t>(i, 0, n);
+    return std::clamp<int64_t>(i, -1, n - 1) + (is_stop ? 0 : 0);
+  };
+  int64_t start = e.items[0] ? clamp(get(0, 0), false) : (step > 0 ? 0 : n - 1);
+  int64_t stop = e.items[1] ? clamp(get(1, 0), true) : (step > 0 ? n : -1);
+  Array out;
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) {
+    Step();
+    out.push_back(items[static_cast<size_t>(i)]);
+  }
+  if (v.is_string()) {
+    std::string s;
+    for (const Value& c : out) s += c.str();
+    return Value(std::move(s));
+  }
+  return Value::MakeArray(std::move(out));
+}
+
+namespace {
+
+// a in b: a substring, a dict key, a list item; undefined b holds nothing.
+bool Contains(const Value& b, const Value& a) {
+  if (b.is_string()) {
+    if (!a.is_string()) Fail("'in <string>' requires a string on the left");
+    return b.str().find(a.str()) != std::string::npos;
+  }
+  if (b.is_object()) return a.is_string() && b.object().Find(a.str()) != nullptr;
+  if (b.is_array()) return std::any_of(b.array().begin(), b.array().end(), [&](const Value& x) { return x.Equals(a); });
+  if (!b.is_undefined()) Fail("argument of type '" + b.ToString() + "' is not iterable");
+  return false;
+}
+
+// a * n for a string or list a, bounded (max_bytes for strings).
+Value Repeat(const Value& a, int64_t n, size_t max_bytes) {
+  if (n > 1 << 20 || (a.is_string() && static_cast<size_t>(std::max<int64_t>(n, 0)) * a.str().size() > max_bytes)) {
+    Fail("repetition too large");
+  }
+  if (a.is_string()) {
+    std::string r;
+    for (int64_t k = 0; k < n; ++k) r += a.str();
+    return Value(std::move(r));
+  }
+  Array r;
+  for (int64_t k = 0; k < n; ++k) r.insert(r.end(), a.array().begin(), a.array().end());
+  return Value::MakeArray(std::move(r));
+}
+
+// Integer arithmetic that leaves int64 is an error (Python would widen).
+template <typename Op>
+int64_t Checked(Op op, int64_t x, int64_t y) {
+  int64_t r = 0;
+  if (op(x, y, &r)) Fail("integer overflow");
+  return r;
+}
+bool AddOverflows(int64_t x, int64_t y, int64_t* r) { return __builtin_add_overflow(x, y, r); }
+bool SubOverflows(int64_t x, int64_t y, int64_t* r) { return __builtin_sub_overflow(x, y, r); }
+bool MulOverflows(int64_t x, int64_t y, int64_t* r) { return __builtin_mul_overflow(x, y, r); }
+
+// + - * / // % ** on numbers (bools count as 0 and 1): integers stay
+// integers except for /, Python's floor semantics for // and %.
+Value Arithmetic(const std::string& op, const Value& a, const Value& b) {
+  const bool ints = !a.is_float() && !b.is_float();
+  const int64_t x = a.is_int() ? a.i() : static_cast<int64_t>(a.b()), y = b.is_int() ? b.i() : static_cast<int64_t>(b.b());
+  if (op == "+") return ints ? Value(Checked(AddOverflows, x, y)) : Value(a.number() + b.number());
+  if (op == "-") return ints ? Value(Checked(SubOverflows, x, y)) : Value(a.number() - b.number());
+  if (op == "*") return ints ? Value(Checked(MulOverflows, x, y)) : Value(a.number() * b.number());
+  if (op == "/") {
+    if (b.number() == 0) Fail("division by zero");
+    return Value(a.number() / b.number());
+  }
+  if (op == "//") {
+    if (ints) return Value(FloorDiv(x, y));
+    if (b.number() == 0) Fail("division by zero");
+    return Value(std::floor(a.number() / b.number()));
+  }
+  if (op == "%") {
+    if (ints) return Value(x - FloorDiv(x, y) * y);
+    if (b.number() == 0) Fail("modulo by zero");
+    const double m = std::fmod(a.number(), b.number());
+    return Value(m != 0 && ((m < 0) != (b.number() < 0)) ? m + b.number() : m);
+  }
+  if (op == "**") {
+    if (!ints || y < 0) return Value(std::pow(a.number(), b.number()));
+    if (y > 64) Fail("exponent too large");
+    int64_t r = 1;
+    for (int64_t k = 0; k < y; ++k) r = Checked(MulOverflows, r, x);
+    return Value(r);
+  }
+  Fail("unknown operator " + op);
+}
+
+}  // namespace
 
 Value Renderer::EvalBinary(const Expr& e, const std::shared_ptr<Scope>& scope) {
   const std::string& op = e.name;
@@ -401,20 +481,8 @@ Value Renderer::EvalBinary(const Expr& e, const std::shared_ptr<Scope>& scope) {
   if (op == "~") return Value(a.ToString() + b.ToString());
   if (op == "==") return Value(a.Equals(b));
   if (op == "!=") return Value(!a.Equals(b));
-  if (op == "in" || op == "not in") {
-    bool found = false;
-    if (b.is_string()) {
-      if (!a.is_string()) Fail("'in <string>' requires a string on the left");
-      found = b.str().find(a.str()) != std::string::npos;
-    } else if (b.is_object()) {
-      found = a.is_string() && b.object().Find(a.str()) != nullptr;
-    } else if (b.is_array()) {
-      for (const Value& x : b.array()) found = found || x.Equals(a);
-    } else if (!b.is_undefined()) {
-      Fail("argument of type '" + b.ToString() + "' is not iterable");
-    }
-    return Value(op == "in" ? found : !found);
-  }
+  if (op == "in") return Value(Contains(b, a));
+  if (op == "not in") return Value(!Contains(b, a));
   if (op == "<") return Value(Compare(a, b, op) < 0);
   if (op == ">") return Value(Compare(a, b, op) > 0);
   if (op == "<=") return Value(Compare(a, b, op) <= 0);
@@ -433,52 +501,11 @@ Value Renderer::EvalBinary(const Expr& e, const std::shared_ptr<Scope>& scope) {
       return Value::MakeArray(std::move(r));
     }
   }
-  if (op == "*" && (a.is_string() || a.is_array()) && b.is_int()) {
-    if (b.i() > 1 << 20 || (a.is_string() && static_cast<size_t>(std::max<int64_t>(b.i(), 0)) * a.str().size() > opt_.max_output_bytes)) {
-      Fail("repetition too large");
-    }
-    if (a.is_string()) {
-      std::string r;
-      for (int64_t k = 0; k < b.i(); ++k) r += a.str();
-      return Value(std::move(r));
-    }
-    Array r;
-    for (int64_t k = 0; k < b.i(); ++k) r.insert(r.end(), a.array().begin(), a.array().end());
-    return Value::MakeArray(std::move(r));
-  }
+  if (op == "*" && (a.is_string() || a.is_array()) && b.is_int()) return Repeat(a, b.i(), opt_.max_output_bytes);
   if (op == "%" && a.is_string()) return Value(PercentFormat(a.str(), b));
   const bool nums = (a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool());
   if (!nums) Fail("unsupported operand types for " + op + ": " + a.Repr() + " and " + b.Repr());
-  const bool ints = !a.is_float() && !b.is_float();
-  const int64_t x = a.is_int() ? a.i() : static_cast<int64_t>(a.b()), y = b.is_int() ? b.i() : static_cast<int64_t>(b.b());
-  if (op == "+") return ints ? Value(x + y) : Value(a.number() + b.number());
-  if (op == "-") return ints ? Value(x - y) : Value(a.number() - b.number());
-  if (op == "*") return ints ? Value(x * y) : Value(a.number() * b.number());
-  if (op == "/") {
-    if (b.number() == 0) Fail("division by zero");
-    return Value(a.number() / b.number());
-  }
-  if (op == "//") {
-    if (ints) return Value(FloorDiv(x, y));
-    if (b.number() == 0) Fail("division by zero");
-    return Value(std::floor(a.number() / b.number()));
-  }
-  if (op == "%") {
-    if (ints) return Value(x - FloorDiv(x, y) * y);
-    if (b.number() == 0) Fail("modulo by zero");
-    const double r = std::fmod(a.number(), b.number());
-    return Value(r != 0 && ((r < 0) != (b.number() < 0)) ? r + b.number() : r);
-  }
-  if (op == "**") {
-    if (ints && y >= 0) {
-      if (y > 64) Fail("exponent too large");
-      int64_t r = 1;
-      for (int64_t k = 0; k < y; ++k) r *= x;
-      return Value(r);
-    }
-    return Value(std::pow(a.number(), b.number()));
-  }
-  Fail("unknown operator " + op);
+  return Arithmetic(op, a, b);
 }
 
 Result<Template> Template::Parse(std::string_view source) {

@@ -62,6 +62,7 @@ class Renderer {
   void ExecSet(const Node& n, const std::shared_ptr<Scope>& scope, const Value& v);
   Value MakeMacro(const Node& n, const std::shared_ptr<Scope>& scope);
   Value Eval(const Expr& e, const std::shared_ptr<Scope>& scope);
+  Value EvalSlice(const Expr& e, const std::shared_ptr<Scope>& scope);
   Value EvalBinary(const Expr& e, const std::shared_ptr<Scope>& scope);
   Value Lookup(const std::string& name, const std::shared_ptr<Scope>& scope);
   CallArgs EvalArgs(const Expr& e, const std::shared_ptr<Scope>& scope);

@@ -117,6 +117,12 @@ TEST(Jinja, ErrorsAreMessages) {
   EXPECT_EQ(R("{{ 1 + [] }}"), "ERROR: unsupported operand types for +: 1 and []");
   EXPECT_EQ(R("{{ x|nofilter }}"), "ERROR: unknown filter 'nofilter'");
   EXPECT_EQ(R("{{ 1 / 0 }}"), "ERROR: division by zero");
+  // int64 arithmetic that would overflow is an error (Python widens; we do not).
+  EXPECT_EQ(R("{{ 9223372036854775807 + 1 }}"), "ERROR: integer overflow");
+  EXPECT_EQ(R("{{ 4294967296 * 4294967296 }}"), "ERROR: integer overflow");
+  EXPECT_EQ(R("{{ 3 ** 40 }}"), "ERROR: integer overflow");
+  EXPECT_EQ(R("{{ (-9223372036854775807 - 1) // -1 }}"), "ERROR: integer overflow");
+  EXPECT_EQ(R("{{ 2 ** 62 + (2 ** 62 - 1) }}"), "9223372036854775807");
   EXPECT_NE(R("{% if %}").find("PARSE ERROR"), std::string::npos);
   EXPECT_NE(R("{% for x in y %}").find("PARSE ERROR: missing '{% endfor %}'"), std::string::npos);
   EXPECT_NE(R("{{ 'unterminated }}").find("PARSE ERROR"), std::string::npos);
