@@ -13,20 +13,9 @@
 
 #include "structured/json_matcher.h"
 #include "structured/schema_merge.h"
+#include "structured/schema_values.h"
 
 namespace pc::structured {
-
-int Compare(const Decimal& a, const Decimal& b) {
-  bool a_zero = a.mant == 0, b_zero = b.mant == 0;
-  int sa = a_zero ? 0 : a.neg ? -1 : 1, sb = b_zero ? 0 : b.neg ? -1 : 1;
-  if (sa != sb) return sa < sb ? -1 : 1;
-  if (sa == 0) return 0;
-  unsigned __int128 x = a.mant, y = b.mant;
-  for (int i = a.scale; i < b.scale; ++i) x *= 10;
-  for (int i = b.scale; i < a.scale; ++i) y *= 10;
-  int mag = x < y ? -1 : x > y ? 1 : 0;
-  return sa > 0 ? mag : -mag;
-}
 
 void ByteTrie::Insert(std::string_view text, int32_t value) {
   int32_t at = 0;
@@ -54,38 +43,6 @@ int32_t ByteTrie::Child(int32_t node, uint8_t byte) const {
 
 namespace {
 
-// Anchored regular expressions of the string formats we enforce.
-const char* FormatRegex(const std::string& f) {
-  static const std::string kDate =
-      "([0-9]{4}-((0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])|(0[469]|11)-(0[1-9]|[12][0-9]|30)|02-(0[1-9]|1[0-9]|2[0-8]))"
-      "|([0-9]{2}(0[48]|[2468][048]|[13579][26])|(0[48]|[2468][048]|[13579][26])00)-02-29)";
-  static const std::string kTime =
-      "([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\\.[0-9]+)?([Zz]|[+-]([01][0-9]|2[0-3]):[0-5][0-9])";
-  static const std::string kDateTime = kDate + "[Tt]" + kTime;
-  static const std::string kH16 = "[0-9A-Fa-f]{1,4}";
-  static const std::string kIpv6 = "((" + kH16 + ":){7}" + kH16 + "|(" + kH16 + ":){1,7}:|(" + kH16 + ":){1,6}:" + kH16 +
-                                   "|(" + kH16 + ":){1,5}(:" + kH16 + "){1,2}|(" + kH16 + ":){1,4}(:" + kH16 + "){1,3}|(" +
-                                   kH16 + ":){1,3}(:" + kH16 + "){1,4}|(" + kH16 + ":){1,2}(:" + kH16 + "){1,5}|" + kH16 +
-                                   ":(:" + kH16 + "){1,6}|:((:" + kH16 + "){1,7}|:))";
-  static const std::string kOctet = "(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])";
-  static const std::string kIpv4 = kOctet + "(\\." + kOctet + "){3}";
-  static const std::string kLabel = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
-  static const std::map<std::string, std::string> kFormats = {
-      {"date", kDate},
-      {"time", kTime},
-      {"date-time", kDateTime},
-      {"email", "[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+(\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+)*@" + kLabel + "(\\." + kLabel + ")*"},
-      {"uuid", "[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}"},
-      {"ipv4", kIpv4},
-      {"ipv6", kIpv6},
-      {"hostname", kLabel + "(\\." + kLabel + ")*"},
-      {"uri", "[A-Za-z][A-Za-z0-9+.-]*:[A-Za-z0-9._~:/?#\\[\\]@!$&'()*+,;=%-]*"},
-      {"uri-reference", "([A-Za-z][A-Za-z0-9+.-]*:)?[A-Za-z0-9._~:/?#\\[\\]@!$&'()*+,;=%-]*"},
-  };
-  auto it = kFormats.find(f);
-  return it == kFormats.end() ? nullptr : it->second.c_str();
-}
-
 // Keywords that assert something we do not enforce: an error, not a looser
 // grammar.
 constexpr const char* kUnsupported[] = {
@@ -93,50 +50,6 @@ constexpr const char* kUnsupported[] = {
     "dependentRequired", "dependentSchemas", "unevaluatedItems", "unevaluatedProperties", "$dynamicRef",
     "$recursiveRef", "uniqueItems",
 };
-
-// A JSON number as an exact decimal, rounded toward +inf (up) or -inf when
-// it does not fit; nullopt when out of range.
-std::optional<Decimal> ToDecimal(const Json& j, bool round_up) {
-  std::string text = j.is_number_float() ? fmt::format("{}", j.get<double>()) : j.dump();
-  Decimal d;
-  size_t i = 0;
-  if (i < text.size() && text[i] == '-') { d.neg = true; ++i; }
-  std::string digits;
-  int point = -1, exp = 0;
-  for (; i < text.size(); ++i) {
-    char c = text[i];
-    if (c >= '0' && c <= '9') digits += c;
-    else if (c == '.') point = int(digits.size());
-    else if (c == 'e' || c == 'E') { exp = std::stoi(text.substr(i + 1)); break; }
-  }
-  int frac = (point < 0 ? 0 : int(digits.size()) - point) - exp;  // value = digits * 10^-frac
-  while (frac < 0) { digits += '0'; ++frac; }
-  while (digits.size() > 1 && digits[0] == '0') digits.erase(0, 1);
-  while (frac > 0 && digits.size() > 1 && digits.back() == '0') { digits.pop_back(); --frac; }
-  bool inexact = false;
-  while (frac > 18) {
-    inexact |= digits.back() != '0';
-    digits.pop_back();
-    --frac;
-    if (digits.empty()) digits.push_back('0');
-  }
-  if (digits.size() > 19 || (digits.size() == 19 && digits > "9999999999999999999")) return std::nullopt;
-  d.mant = std::stoull(digits);
-  d.scale = frac;
-  if (inexact && (round_up != d.neg)) ++d.mant;  // away from zero for up on positives
-  return d;
-}
-
-// A count keyword (minLength, maxItems, ...) into *out when present:
-// a non-negative integer, capped at 4e9.
-Status CountKeyword(const Json& s, const char* k, uint32_t* out) {
-  if (!s.contains(k)) return OkStatus();
-  const Json& v = s[k];
-  if (!v.is_number() || v.get<double>() < 0 || v.get<double>() != std::floor(v.get<double>()))
-    return Errorf("{}: not a non-negative integer", k);
-  *out = uint32_t(std::min(v.get<double>(), 4e9));
-  return OkStatus();
-}
 
 class Compiler {
  public:
@@ -303,6 +216,10 @@ class Compiler {
   Status CompileNumber(const Json& s, Node* n);
   Status CompileArray(const Json& s, Node* n, int depth);
   Status CompileObjectRule(const Json& s, Node* n, int depth);
+  Status DeclareProperty(const std::string& name, const Json* sub, const std::vector<std::pair<std::string, Json>>& patterns,
+                         ObjectRule* o, int depth);
+  Status CompileRequired(const Json& s, const std::vector<std::pair<std::string, Json>>& patterns, Node* n, int depth);
+  void IndexKeys(ObjectRule* o);
   Result<bool> Disjoint(int32_t a, int32_t b, int depth = 0);
 
   const Json& root_;
@@ -579,74 +496,89 @@ Status Compiler::CompileObjectRule(const Json& s, Node* n, int depth) {
       patterns.push_back({pat, sub});
     }
   }
-  // A declared name matching a pattern must satisfy both schemas.
-  auto declare = [&](const std::string& name, const Json* sub) -> Status {
-    Json merged = sub ? *sub : Json(true);
-    bool matched = false;
-    for (size_t i = 0; i < patterns.size(); ++i) {
-      if (!out_->dfas[size_t(o.pattern_props[i].first)].Matches(name)) continue;
-      matched = true;
-      PC_ASSIGN_OR_RETURN(Json a, Inline(merged, depth));
-      PC_ASSIGN_OR_RETURN(Json b, Inline(patterns[i].second, depth));
-      PC_ASSIGN_OR_RETURN(merged, MergeSchemas(a, b));
-    }
-    Property p;
-    p.name = Json(name).dump(-1, ' ', false, Json::error_handler_t::replace);
-    p.name = p.name.substr(1, p.name.size() - 2);
-    if (!sub && !matched) {
-      p.node = o.additional;  // required but not declared: an extra key
-    } else {
-      PC_ASSIGN_OR_RETURN(p.node, Compile(merged, -1, depth + 1));
-    }
-    o.props.push_back(std::move(p));
-    return OkStatus();
-  };
   if (s.contains("properties")) {
     if (!s["properties"].is_object()) return Errorf("properties: not an object");
-    for (auto& [name, sub] : s["properties"].items()) PC_RETURN_IF_ERROR(declare(name, &sub));
+    for (auto& [name, sub] : s["properties"].items()) PC_RETURN_IF_ERROR(DeclareProperty(name, &sub, patterns, &o, depth));
   }
-  if (s.contains("required")) {
-    if (!s["required"].is_array()) return Errorf("required: not an array");
-    int bit = 0;
-    for (const Json& r : s["required"]) {
-      if (!r.is_string()) return Errorf("required: not a list of strings");
-      std::string escaped = Json(r).dump(-1, ' ', false, Json::error_handler_t::replace);
-      escaped = escaped.substr(1, escaped.size() - 2);
-      auto it = std::find_if(o.props.begin(), o.props.end(), [&](const Property& p) { return p.name == escaped; });
-      if (it == o.props.end()) {
-        PC_RETURN_IF_ERROR(declare(r.get<std::string>(), nullptr));
-        it = o.props.end() - 1;
-      }
-      if (it->required_bit >= 0) continue;
-      if (bit >= 64) return Errorf("required: more than 64 names are not supported");
-      if (it->node == kNoNode) n->types &= uint8_t(~kObject);  // a required key no schema allows
-      it->required_bit = bit;
-      o.required_mask |= uint64_t(1) << bit++;
+  PC_RETURN_IF_ERROR(CompileRequired(s, patterns, n, depth));
+  IndexKeys(&o);
+  return OkStatus();
+}
+
+// A property (sub: its schema; null for a required name no "properties"
+// declares). A declared name matching a pattern must satisfy both schemas.
+Status Compiler::DeclareProperty(const std::string& name, const Json* sub,
+                                 const std::vector<std::pair<std::string, Json>>& patterns, ObjectRule* o, int depth) {
+  Json merged = sub ? *sub : Json(true);
+  bool matched = false;
+  for (size_t i = 0; i < patterns.size(); ++i) {
+    if (!out_->dfas[size_t(o->pattern_props[i].first)].Matches(name)) continue;
+    matched = true;
+    PC_ASSIGN_OR_RETURN(Json a, Inline(merged, depth));
+    PC_ASSIGN_OR_RETURN(Json b, Inline(patterns[i].second, depth));
+    PC_ASSIGN_OR_RETURN(merged, MergeSchemas(a, b));
+  }
+  Property p;
+  p.name = Json(name).dump(-1, ' ', false, Json::error_handler_t::replace);
+  p.name = p.name.substr(1, p.name.size() - 2);
+  if (!sub && !matched) {
+    p.node = o->additional;  // required but not declared: an extra key
+  } else {
+    PC_ASSIGN_OR_RETURN(p.node, Compile(merged, -1, depth + 1));
+  }
+  o->props.push_back(std::move(p));
+  return OkStatus();
+}
+
+// "required": a bit per name (at most 64), declaring names no property has.
+Status Compiler::CompileRequired(const Json& s, const std::vector<std::pair<std::string, Json>>& patterns, Node* n,
+                                 int depth) {
+  if (!s.contains("required")) return OkStatus();
+  ObjectRule& o = n->obj;
+  if (!s["required"].is_array()) return Errorf("required: not an array");
+  int bit = 0;
+  for (const Json& r : s["required"]) {
+    if (!r.is_string()) return Errorf("required: not a list of strings");
+    std::string escaped = Json(r).dump(-1, ' ', false, Json::error_handler_t::replace);
+    escaped = escaped.substr(1, escaped.size() - 2);
+    auto it = std::find_if(o.props.begin(), o.props.end(), [&](const Property& p) { return p.name == escaped; });
+    if (it == o.props.end()) {
+      PC_RETURN_IF_ERROR(DeclareProperty(r.get<std::string>(), nullptr, patterns, &o, depth));
+      it = o.props.end() - 1;
     }
-  }
-  int seen = 0;
-  ByteTrie trie;
-  for (size_t i = 0; i < o.props.size(); ++i) {
-    if (o.props[i].required_bit < 0 && seen < 64) o.props[i].seen_bit = seen++;
-    trie.Insert(o.props[i].name, int32_t(i));
-  }
-  if (!o.props.empty()) {
-    o.sub_required.assign(trie.nodes.size(), 0);
-    o.sub_seen.assign(trie.nodes.size(), 0);
-    o.sub_untracked.assign(trie.nodes.size(), 0);
-    for (const Property& p : o.props) {
-      int32_t at = 0;
-      for (size_t i = 0;; ++i) {
-        if (p.required_bit >= 0) o.sub_required[size_t(at)] |= uint64_t(1) << p.required_bit;
-        else if (p.seen_bit >= 0) o.sub_seen[size_t(at)] |= uint64_t(1) << p.seen_bit;
-        else o.sub_untracked[size_t(at)] = 1;
-        if (i == p.name.size()) break;
-        at = trie.Child(at, uint8_t(p.name[i]));
-      }
-    }
-    o.key_trie = AddTrie(std::move(trie));
+    if (it->required_bit >= 0) continue;
+    if (bit >= 64) return Errorf("required: more than 64 names are not supported");
+    if (it->node == kNoNode) n->types &= uint8_t(~kObject);  // a required key no schema allows
+    it->required_bit = bit;
+    o.required_mask |= uint64_t(1) << bit++;
   }
   return OkStatus();
+}
+
+// The properties' names in a trie (escaped, as they appear in JSON text),
+// with each trie node's required / seen / untracked properties below it.
+void Compiler::IndexKeys(ObjectRule* o) {
+  int seen = 0;
+  ByteTrie trie;
+  for (size_t i = 0; i < o->props.size(); ++i) {
+    if (o->props[i].required_bit < 0 && seen < 64) o->props[i].seen_bit = seen++;
+    trie.Insert(o->props[i].name, int32_t(i));
+  }
+  if (o->props.empty()) return;
+  o->sub_required.assign(trie.nodes.size(), 0);
+  o->sub_seen.assign(trie.nodes.size(), 0);
+  o->sub_untracked.assign(trie.nodes.size(), 0);
+  for (const Property& p : o->props) {
+    int32_t at = 0;
+    for (size_t i = 0;; ++i) {
+      if (p.required_bit >= 0) o->sub_required[size_t(at)] |= uint64_t(1) << p.required_bit;
+      else if (p.seen_bit >= 0) o->sub_seen[size_t(at)] |= uint64_t(1) << p.seen_bit;
+      else o->sub_untracked[size_t(at)] = 1;
+      if (i == p.name.size()) break;
+      at = trie.Child(at, uint8_t(p.name[i]));
+    }
+  }
+  o->key_trie = AddTrie(std::move(trie));
 }
 
 }  // namespace
