@@ -1,8 +1,6 @@
 #include "runtime/cpu_features.h"
 
 #include <cpuid.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -17,13 +15,6 @@ uint64_t ReadXcr0() {
   uint32_t lo = 0, hi = 0;
   __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
   return (static_cast<uint64_t>(hi) << 32) | lo;
-}
-
-// Linux hands out AMX tile state only after this request (arch_prctl).
-bool RequestAmxPermission() {
-  constexpr int kArchReqXcompPerm = 0x1023;
-  constexpr int kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
 }
 
 CpuFeatures Detect() {
@@ -45,16 +36,14 @@ CpuFeatures Detect() {
   f.avx512vl = zmm_os && ((b >> 31) & 1);
   f.avx512vnni = zmm_os && ((c >> 11) & 1);
   f.avx512fp16 = zmm_os && ((d >> 23) & 1);
+  // AMX as the OS enables it (XCR0 tile bits); reported, not used.
   const bool tile_os = (xcr0 & (3ull << 17)) == (3ull << 17);
-  f.amx_bf16 = (d >> 22) & 1;
-  f.amx_tile = (d >> 24) & 1;
-  f.amx_int8 = (d >> 25) & 1;
+  f.amx_bf16 = tile_os && ((d >> 22) & 1);
+  f.amx_tile = tile_os && ((d >> 24) & 1);
+  f.amx_int8 = tile_os && ((d >> 25) & 1);
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
   __cpuid_count(7, 1, a1, b1, c1, d1);
   f.avx512bf16 = zmm_os && ((a1 >> 5) & 1);
-  if (f.amx_tile && !(tile_os && RequestAmxPermission())) {
-    f.amx_tile = f.amx_bf16 = f.amx_int8 = false;
-  }
   return f;
 }
 
@@ -75,7 +64,6 @@ Isa BestSupportedIsa() {
   // The AVX-512 kernels multiply bytes with VNNI (Cascade Lake and later,
   // Zen 4): a CPU with AVX-512 but no VNNI runs the AVX2 level.
   const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
-  if (avx512 && f.amx_tile && f.amx_bf16 && f.amx_int8) return Isa::kAmx;
   if (avx512) return Isa::kAvx512;
   if (avx2) return Isa::kAvx2;
   return Isa::kScalar;
@@ -86,16 +74,15 @@ const char* IsaName(Isa isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
-    case Isa::kAmx: return "amx";
   }
   return "?";
 }
 
 Result<Isa> ParseIsa(const std::string& name) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
     if (name == IsaName(isa)) return isa;
   }
-  return Errorf("unknown instruction set '{}' (expected scalar, avx2, avx512 or amx)", name);
+  return Errorf("unknown instruction set '{}' (expected scalar, avx2 or avx512)", name);
 }
 
 Result<Isa> ActiveIsa() {

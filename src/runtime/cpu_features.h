@@ -8,7 +8,8 @@
 namespace pc {
 
 // Ordered: a level implies the ones below it were usable on this machine.
-enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2, kAmx = 3 };
+// (AMX is detected and reported, but no kernel uses it: no level of its own.)
+enum class Isa { kScalar = 0, kAvx2 = 1, kAvx512 = 2 };
 
 struct CpuFeatures {
   bool avx2 = false, fma = false, f16c = false;

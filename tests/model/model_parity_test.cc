@@ -27,7 +27,7 @@ std::vector<Isa> SupportedIsas() {
   if (all == nullptr || std::string(all) != "1") return {BestSupportedIsa()};
 #endif
   std::vector<Isa> out;
-  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx}) {
+  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
     if (i <= BestSupportedIsa()) out.push_back(i);
   }
   return out;

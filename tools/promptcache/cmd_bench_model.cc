@@ -13,7 +13,7 @@
 
 #include "base/clock.h"
 #include "commands.h"
-#include "kernels/roofline.h"
+#include "roofline.h"
 #include "model/sequence.h"
 
 namespace pc::cli {

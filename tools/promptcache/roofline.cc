@@ -1,4 +1,4 @@
-#include "kernels/roofline.h"
+#include "roofline.h"
 
 #include <algorithm>
 
