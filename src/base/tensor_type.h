@@ -43,6 +43,8 @@ std::string RawTensorTypeName(uint32_t raw);
 // bytes per block.
 size_t BlockElems(TensorType t);
 size_t BlockBytes(TensorType t);
+// The largest BlockBytes of any type (Q8_K), for block buffers on the stack.
+constexpr size_t kMaxBlockBytes = 292;
 // Bytes of a row of n elements; n must be a multiple of BlockElems(t).
 size_t RowBytes(TensorType t, size_t n);
 bool IsQuantized(TensorType t);

@@ -97,30 +97,7 @@ struct AttnExtras {
 void AttendHeadExtras(const DotKernels& k, const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head,
                       size_t head_dim, const AttnExtras& x, float* out_head);
 
-// The same in the reference engine's flash-attention numerics (as
-// AttendHeadF16Accum below, on a CPU without F16 arithmetic): the scaled
-// query rounded to F16, F32 dots, soft-capping, the V accumulator held in
-// F16 (rounded after every rescale and every fused multiply-add). F16 K/V,
-// head_dim <= 512.
-void AttendHeadExtrasF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head, size_t head_dim,
-                              const AttnExtras& x, float* out_head);
-
-// The numerics of ggml's one-chunk CPU flash attention, which llama.cpp uses
-// for query batches under 64 rows: Q rounded to F16, and the V accumulator
-// held in F16 (rounded after every rescale and every multiply-add). Less
-// precise than AttendHead; it exists so outputs can be compared with that
-// engine step for step. F16 K/V only; head_dim <= 512. Scalar.
-void AttendHeadF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head,
-                        size_t head_dim, float* out_head);
-
-// The numerics of ggml's tiled CPU flash attention, which llama.cpp uses for
-// query batches of 64 rows or more when the head size is a multiple of 16:
-// Q kept in F32, KV tiles of 64 at absolute positions, per tile the scores as
-// fused multiply-add chains, a running max with libm exp rescaling, tile
-// probabilities by the vectorised exp approximation summed in double over
-// 16-lane partial sums, and V accumulated in F32 fused chains. F16 K/V only;
-// head_dim <= 512. Scalar.
-void AttendHeadGgmlTiled(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head, size_t head_dim,
-                         float* out_head);
+// The reference engine's attention arithmetic (AttendHeadF16Accum,
+// AttendHeadGgmlTiled, AttendHeadExtrasF16Accum) is in ggml_compat.h.
 
 }  // namespace pc

@@ -237,26 +237,15 @@ void AttendCols(const float* q, size_t nq, size_t group, const float* k, const f
   }
 }
 
-DotKernels MakeAvx512Table() {
-  DotKernels t = *Avx2DotKernels();
-  t.name = "avx512";
-  t.attend_lanes = AttendLanes;
-  t.attend_cols = AttendCols;
-  t.f16 = Avx512DotF16;
-  t.f16_to_f32 = Avx512F16ToF32;
-  t.q8_0_to_f32 = Avx512Q8_0ToF32;
-  t.bf16 = Avx512DotBf16;
-  t.tile_f16 = Avx512TileF16;
-  t.tile_bf16 = Avx512TileBf16;
-  return t;
-}
-
 }  // namespace
 
-const DotKernels* Avx512DotKernels() {
-  if (Avx2DotKernels() == nullptr) return nullptr;
-  static const DotKernels table = MakeAvx512Table();
-  return &table;
+void Avx512AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim) {
+  AttendLanes(groups, n, k, v, head_dim);
+}
+
+void Avx512AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
+                      size_t nv, float* kt_scratch, float* m, float* l, float* acc) {
+  AttendCols(q, nq, group, k, v, head_dim, nv, kt_scratch, m, l, acc);
 }
 
 }  // namespace pc

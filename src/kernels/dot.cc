@@ -189,10 +189,30 @@ void AttendCols(const float* q, size_t nq, size_t group, const float* k, const f
   }
 }
 
-const DotKernels kScalar = {"scalar",  DotF32,     DotF16,    DotBf16, ConvertRowF16, GgmlQuantizeRowQ8_0,
-                            F16ToF32,  AxpyF32,    AxpyF16,   DotF32F16, TileScores, TileAccum,
-                            ExpSum,    SiluMul,    AttendTile, nullptr, nullptr,   nullptr,
-                            AttendLanes, AttendCols, Q8_0ToF32};
+// No tiled float matmul at this level (tile_* null: matmul.cc calls the dots).
+const DotKernels kScalar = {
+    .name = "scalar",
+    .f32 = DotF32,
+    .f16 = DotF16,
+    .bf16 = DotBf16,
+    .to_f16 = ConvertRowF16,
+    .quantize_q8_0 = GgmlQuantizeRowQ8_0,
+    .f16_to_f32 = F16ToF32,
+    .axpy_f32 = AxpyF32,
+    .axpy_f16 = AxpyF16,
+    .dot_f32_f16 = DotF32F16,
+    .tile_scores = TileScores,
+    .tile_accum = TileAccum,
+    .exp_sum = ExpSum,
+    .silu_mul = SiluMul,
+    .attend_tile = AttendTile,
+    .tile_f32 = nullptr,
+    .tile_f16 = nullptr,
+    .tile_bf16 = nullptr,
+    .attend_lanes = AttendLanes,
+    .attend_cols = AttendCols,
+    .q8_0_to_f32 = Q8_0ToF32,
+};
 
 }  // namespace
 

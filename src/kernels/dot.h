@@ -113,6 +113,10 @@ void Avx2AttendCols(const float* q, size_t nq, size_t group, const float* k, con
 // F16/BF16 matmul (f16, bf16, tile_f16, tile_bf16: dot_avx512.cc, 16-lane
 // arithmetic of its own) and 16-lane F16 widening (f16_to_f32).
 const DotKernels* Avx512DotKernels();
+// The AVX-512 table's attend_lanes and attend_cols (attention_avx512.cc).
+void Avx512AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
+void Avx512AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
+                      size_t nv, float* kt_scratch, float* m, float* l, float* acc);
 float Avx512DotF16(const uint16_t* a, const uint16_t* b, size_t n);
 void Avx512F16ToF32(const uint16_t* x, float* y, size_t n);
 void Avx512Q8_0ToF32(const void* x, float* y, size_t n);

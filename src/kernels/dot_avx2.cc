@@ -360,10 +360,29 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
   for (; i < n; ++i) y[i] = H2F(x[i]);
 }
 
-const DotKernels kAvx2 = {"avx2",    DotF32,     DotF16,    DotBf16,   ToF16,      QuantizeQ8_0,
-                          F16ToF32,  AxpyF32,    AxpyF16,   DotF32F16, TileScores, TileAccum,
-                          ExpSum,    SiluMul,    AttendTile, FloatTile<float>, FloatTile<uint16_t>,
-                          FloatTile<Bf16>, Avx2AttendLanes, Avx2AttendCols, Q8_0ToF32};
+const DotKernels kAvx2 = {
+    .name = "avx2",
+    .f32 = DotF32,
+    .f16 = DotF16,
+    .bf16 = DotBf16,
+    .to_f16 = ToF16,
+    .quantize_q8_0 = QuantizeQ8_0,
+    .f16_to_f32 = F16ToF32,
+    .axpy_f32 = AxpyF32,
+    .axpy_f16 = AxpyF16,
+    .dot_f32_f16 = DotF32F16,
+    .tile_scores = TileScores,
+    .tile_accum = TileAccum,
+    .exp_sum = ExpSum,
+    .silu_mul = SiluMul,
+    .attend_tile = AttendTile,
+    .tile_f32 = FloatTile<float>,
+    .tile_f16 = FloatTile<uint16_t>,
+    .tile_bf16 = FloatTile<Bf16>,
+    .attend_lanes = Avx2AttendLanes,
+    .attend_cols = Avx2AttendCols,
+    .q8_0_to_f32 = Q8_0ToF32,
+};
 
 }  // namespace
 

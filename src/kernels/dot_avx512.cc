@@ -137,4 +137,23 @@ void Avx512TileBf16(const uint8_t* w, size_t w_stride, int nr, const uint8_t* x,
   Tile<Bf16>(w, w_stride, nr, x, x_stride, nt, n, y, y_stride);
 }
 
+// The AVX2 table with this level's kernels put in by name.
+const DotKernels* Avx512DotKernels() {
+  if (Avx2DotKernels() == nullptr) return nullptr;
+  static const DotKernels table = [] {
+    DotKernels t = *Avx2DotKernels();
+    t.name = "avx512";
+    t.attend_lanes = Avx512AttendLanes;
+    t.attend_cols = Avx512AttendCols;
+    t.f16 = Avx512DotF16;
+    t.f16_to_f32 = Avx512F16ToF32;
+    t.q8_0_to_f32 = Avx512Q8_0ToF32;
+    t.bf16 = Avx512DotBf16;
+    t.tile_f16 = Avx512TileF16;
+    t.tile_bf16 = Avx512TileBf16;
+    return t;
+  }();
+  return &table;
+}
+
 }  // namespace pc

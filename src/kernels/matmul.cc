@@ -69,10 +69,15 @@ void DequantizeMatrixRow(const WeightMatrix& w, size_t row, float* out) {
     DequantizeRow(w.type, w.data + row * w.row_bytes(), out, w.cols);
     return;
   }
-  std::vector<uint8_t> plain(w.row_bytes());
-  UnpackX16Row(w.type, w.packed + row / kX16Rows * w.group_bytes(), w.cols / BlockElems(w.type),
-               static_cast<int>(row % kX16Rows), plain.data());
-  DequantizeRow(w.type, plain.data(), out, w.cols);
+  // Block by block through one block's bytes on the stack (no allocation).
+  const size_t be = BlockElems(w.type), nb = w.cols / be, layout_bytes = X16LayoutOf(w.type).bytes;
+  const uint8_t* group = w.packed + row / kX16Rows * w.group_bytes();
+  alignas(16) uint8_t block[kMaxBlockBytes];
+  PC_CHECK(BlockBytes(w.type) <= sizeof(block));
+  for (size_t b = 0; b < nb; ++b) {
+    UnpackX16Row(w.type, group + b * layout_bytes, 1, static_cast<int>(row % kX16Rows), block);
+    DequantizeRow(w.type, block, out + b * be, be);
+  }
 }
 
 void MatMulRows(const DotKernels& k, const X16Kernels* xk, const WeightMatrix& w, const uint8_t* x,

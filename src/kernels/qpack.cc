@@ -97,11 +97,12 @@ void UnpackX16Row(TensorType t, const uint8_t* group, size_t nb, int r, uint8_t*
   const X16Layout l = X16LayoutOf(t);
   PC_CHECK(l.n > 0 && r >= 0 && r < 16);
   const size_t bb = BlockBytes(t);
-  const std::vector<uint8_t> zero(bb, 0);
+  PC_CHECK(bb <= kMaxBlockBytes);
+  static constexpr uint8_t zero[kMaxBlockBytes] = {};
   DecodedBlock d;
   for (size_t b = 0; b < nb; ++b) {
     const uint8_t* blk = group + b * l.bytes;
-    DecodeBlock(t, zero.data(), &d);  // the format's constants
+    DecodeBlock(t, zero, &d);  // the format's constants
     std::memcpy(&d.dh, blk + 2 * r, 2);
     if (l.has_min) std::memcpy(&d.mh, blk + l.mh + 2 * r, 2);
     for (int j = 0; l.sub_scales && j < l.n / l.sub; ++j) {

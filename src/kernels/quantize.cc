@@ -105,10 +105,11 @@ void QuantizeRow(TensorType type, const float* src, void* dst, size_t n) {
   PC_CHECK(n % be == 0);
   // A decoded block of zero bytes carries the format's constants (n, sub,
   // offset, minimum); FitBlock sets the rest.
-  const std::vector<uint8_t> zero(bb, 0);
+  PC_CHECK(bb <= kMaxBlockBytes);
+  static constexpr uint8_t zero[kMaxBlockBytes] = {};
   DecodedBlock d;
   for (size_t b = 0; b < n / be; ++b) {
-    DecodeBlock(type, zero.data(), &d);
+    DecodeBlock(type, zero, &d);
     FitBlock(*f, src + b * be, &d);
     EncodeBlock(type, d, static_cast<uint8_t*>(dst) + b * bb);
   }

@@ -5,6 +5,7 @@
 
 #include "base/fp16.h"
 #include "kernels/attention.h"
+#include "kernels/ggml_compat.h"
 #include "kernels/dot.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"

@@ -202,6 +202,15 @@ TEST_P(QuantFormats, X16KernelsEqualTheReferenceDotBitForBit) {
   }
 }
 
+TEST(Quant, MaxBlockBytesBoundsEveryType) {
+  size_t largest = 0;
+  for (uint32_t t = 0; t < 1024; ++t) {
+    if (std::string(TensorTypeName(static_cast<TensorType>(t))) == "invalid") continue;
+    largest = std::max(largest, BlockBytes(static_cast<TensorType>(t)));
+  }
+  EXPECT_EQ(largest, kMaxBlockBytes);
+}
+
 TEST(QuantActivations, Q8AIsTheReferenceQ8_0WithItsSum) {
   for (const DotKernels* k : {&ScalarDotKernels(), &ActiveDotKernels()}) {
     const std::vector<float> x = test::RandomFloats(5 * 32, 8, 3.0f);
