@@ -270,15 +270,15 @@ void Engine::InstallLoads(int64_t now_ns) {
       // other tokens is refused (and counted) whatever its key says.
       const size_t first = r.first_token + i * bs;
       if (first + bs > a.tokens.size()) break;
-      const uint64_t mismatches = cache_.num_token_mismatches();
-      std::optional<int32_t> b =
+      const PrefixCache::Install got =
           cache_.InstallBlock(r.keys[i], r.payloads[i], std::span<const int32_t>(a.tokens).subspan(first, bs));
-      if (cache_.num_token_mismatches() != mismatches) {
+      using R = PrefixCache::Install::Result;
+      if (got.result == R::kWrongTokens || got.result == R::kMalformed) {
         metrics_.Add("promptcache_tier_rejected_blocks_total", fmt::format("tier=\"{}\"", r.tier_of[i]), 1);
         break;  // the chain is broken from here
       }
-      if (!b) continue;  // computed meanwhile by another request, or no room
-      held.push_back(*b);
+      if (!got.installed()) continue;  // computed meanwhile by another request, or no room
+      held.push_back(got.block);
       loaded_tokens[r.tier_of[i]] += cache_.block_size();
     }
     for (const auto& [tier, ms] : r.load_ms_by_tier) {

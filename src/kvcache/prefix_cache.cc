@@ -159,17 +159,18 @@ std::vector<int32_t> PrefixCache::HoldPoolLeading(std::span<const Hash128> keys)
   return held;
 }
 
-std::optional<int32_t> PrefixCache::InstallBlock(const Hash128& key, std::span<const uint8_t> payload,
-                                                 std::span<const int32_t> tokens) {
+PrefixCache::Install PrefixCache::InstallBlock(const Hash128& key, std::span<const uint8_t> payload,
+                                               std::span<const int32_t> tokens) {
+  using R = Install::Result;
   const size_t tb = block_size() * sizeof(int32_t);
-  if (payload.size() != payload_bytes() || tokens.size() != block_size()) return std::nullopt;
+  if (payload.size() != payload_bytes() || tokens.size() != block_size()) return {R::kMalformed};
   if (std::memcmp(payload.data(), tokens.data(), tb) != 0) {
     ++token_mismatches_;
-    return std::nullopt;
+    return {R::kWrongTokens};
   }
-  if (pool_.Lookup(key)) return std::nullopt;
+  if (pool_.Lookup(key)) return {R::kAlreadyCached};
   std::optional<int32_t> b = AllocateBlock();
-  if (!b) return std::nullopt;
+  if (!b) return {R::kPoolFull};
   const size_t lb = store_.block_layer_bytes();
   std::copy(tokens.begin(), tokens.end(), TokensOf(*b).begin());
   for (size_t l = 0; l < store_.num_layers(); ++l) {
@@ -177,7 +178,7 @@ std::optional<int32_t> PrefixCache::InstallBlock(const Hash128& key, std::span<c
     std::memcpy(store_.BlockV(l, *b), payload.data() + tb + (2 * l + 1) * lb, lb);
   }
   PC_CHECK(pool_.Register(*b, key));
-  return b;
+  return {R::kInstalled, *b};
 }
 
 void PrefixCache::NoteChild(const Hash128& parent, const Hash128& child) {

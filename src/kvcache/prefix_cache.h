@@ -102,13 +102,22 @@ class PrefixCache {
   void set_listener(PoolListener* l) { listener_ = l; }
   // How many of keys, from the first, are indexed in the pool.
   size_t NumPoolLeading(std::span<const Hash128> keys) const;
-  // Puts a block loaded from a tier into the pool under key and returns it
-  // with one reference held (ReleaseBlock drops it); nullopt if the payload
-  // has the wrong size, does not hold `tokens` (counted: a tier entry that
-  // claims a key its content does not match), the key is already indexed or
-  // the pool is full.
-  std::optional<int32_t> InstallBlock(const Hash128& key, std::span<const uint8_t> payload,
-                                      std::span<const int32_t> tokens);
+  // What installing a tier's block did.
+  struct Install {
+    enum class Result {
+      kInstalled,      // block holds it, with one reference (ReleaseBlock drops it)
+      kWrongTokens,    // the payload does not hold `tokens` (counted): a tier
+                       // entry that claims a key its content does not match
+      kMalformed,      // wrong payload or token count
+      kAlreadyCached,  // the key is indexed (computed meanwhile)
+      kPoolFull,       // no block could be freed
+    };
+    Result result;
+    int32_t block = -1;
+    bool installed() const { return result == Result::kInstalled; }
+  };
+  // Puts a block loaded from a tier into the pool under key.
+  Install InstallBlock(const Hash128& key, std::span<const uint8_t> payload, std::span<const int32_t> tokens);
   void ReleaseBlock(int32_t b) { pool_.Unref(b); }
   // Holds a reference on each of keys' leading blocks indexed in the pool
   // (ReleaseBlock drops each), so that installing what follows them cannot

@@ -209,11 +209,14 @@ TEST_P(PrefixCacheTest, AdoptionChecksTheTokensABlockHolds) {
   seq->reset();
   const Hash128 key_a0 = cache.BlockHashes(a, "")[0];
   const std::span<const int32_t> a_tokens(a.data(), 16), b_tokens(b.data(), 16);
-  EXPECT_FALSE(cache.InstallBlock(key_a0, b0, a_tokens));  // b's payload claimed for a's tokens
+  using R = PrefixCache::Install::Result;
+  EXPECT_EQ(cache.InstallBlock(key_a0, b0, a_tokens).result, R::kWrongTokens);  // b's payload claimed for a's tokens
   EXPECT_EQ(cache.num_token_mismatches(), 1u);
-  std::optional<int32_t> planted = cache.InstallBlock(key_a0, b0, b_tokens);  // under a's key, honest tokens
-  ASSERT_TRUE(planted);
-  cache.ReleaseBlock(*planted);
+  EXPECT_EQ(cache.InstallBlock(key_a0, std::span<const uint8_t>(b0).first(b0.size() - 1), b_tokens).result, R::kMalformed);
+  const PrefixCache::Install planted = cache.InstallBlock(key_a0, b0, b_tokens);  // under a's key, honest tokens
+  ASSERT_TRUE(planted.installed());
+  EXPECT_EQ(cache.InstallBlock(key_a0, b0, b_tokens).result, R::kAlreadyCached);
+  cache.ReleaseBlock(planted.block);
   const Outcome got = Cached(cache, a);
   // The lookup hits, the token check refuses; only the first token (BOS,
   // the same in both prompts) is shared, from b's first block.
@@ -243,9 +246,9 @@ TEST_P(PrefixCacheTest, HeldLeadingBlocksSurviveTheInstallsThatFollowThem) {
   ASSERT_EQ(held.size(), 1u);
   std::vector<int32_t> installed;
   for (size_t i = 1; i < 3; ++i) {
-    std::optional<int32_t> b = cache.InstallBlock(keys[i], payload[i], std::span<const int32_t>(a).subspan(16 * i, 16));
-    ASSERT_TRUE(b) << "block " << i;
-    installed.push_back(*b);
+    const PrefixCache::Install b = cache.InstallBlock(keys[i], payload[i], std::span<const int32_t>(a).subspan(16 * i, 16));
+    ASSERT_TRUE(b.installed()) << "block " << i;
+    installed.push_back(b.block);
   }
   EXPECT_EQ(cache.NumPoolLeading(keys), 3u) << "an install evicted the prefix it continues";
   for (int32_t b : held) cache.ReleaseBlock(b);
