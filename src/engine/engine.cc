@@ -470,9 +470,7 @@ void Engine::Requeue(Active& a, bool preempted) {
 // the step planned again (the oldest sequences always make progress).
 std::vector<WorkItem> Engine::PlanWithBlocks() {
   for (;;) {
-    std::vector<WorkItem> work = scheduler_.Plan(
-        step_budget_.Prefill(scheduler_.NumDecoding(), scheduler_.DecodeContext(), scheduler_.PrefillDepth(),
-                             scheduler_.LonePrefill()));
+    std::vector<WorkItem> work = scheduler_.PlanStep(step_budget_);
     bool short_of_blocks = false;
     for (const WorkItem& w : work) {
       CachedSequence& seq = *active_.at(w.id)->seq;

@@ -131,6 +131,12 @@ class Scheduler {
   void Started(uint64_t id, size_t num_cached_tokens);
   std::vector<WorkItem> Plan(size_t max_prefill_tokens = SIZE_MAX) const;
   std::vector<WorkItem> Plan(const PrefillBudget& budget) const;
+  // The step the server runs: Plan under the budget's allowance for what is
+  // running now (decodes, their context, the prefill depth, a lone prompt).
+  // The engine and the advisor's simulation both plan with this.
+  std::vector<WorkItem> PlanStep(const StepBudget& budget) const {
+    return Plan(budget.Prefill(NumDecoding(), DecodeContext(), PrefillDepth(), LonePrefill()));
+  }
   // A tenant's share of recent prefill tokens among those in flight.
   enum class Standing { kFair, kPastShare, kBelowShare };
   Standing StandingOf(uint64_t tenant) const;

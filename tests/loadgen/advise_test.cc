@@ -163,6 +163,25 @@ TEST(AdviseSim, ProfileJsonRoundTrip) {
   EXPECT_FALSE(CostProfile::FromJson(nlohmann::json::array()).ok());
 }
 
+// A chunk's K/V pass is paid once per chunk: a chunk of the calibration's
+// size costs what the samples say, a one-token chunk deep in a prompt pays
+// the whole pass (not a 32nd of it), and without a pass the samples are
+// per-token prices as they are.
+TEST(AdviseSim, ChunksPayOneKvPassEach) {
+  CostProfile p = Profile();
+  p.kv_pass_ms_per_position = 0.001;  // 1 ms per 1,000 positions
+  p.prefill_chunk_tokens = 32;
+  EXPECT_NEAR(p.ChunkMs(4000, 32), p.PrefillMs(4000, 4032), 1e-9);
+  const double per_token_pass = 0.001 * 4000 / 32;
+  EXPECT_NEAR(p.ChunkMs(4000, 1), p.PrefillMs(4000, 4001) - per_token_pass + 4.0, 1e-9);
+  EXPECT_NEAR(p.ChunkMs(0, 1), p.PrefillMs(0, 1), 1e-12);
+  Result<CostProfile> q = CostProfile::FromJson(p.ToJson());
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->prefill_chunk_tokens, 32u);
+  p.prefill_chunk_tokens = 0;
+  EXPECT_NEAR(p.ChunkMs(4000, 1), p.PrefillMs(4000, 4001), 1e-12);
+}
+
 TEST(Advise, VerdictsFollowTheTraffic) {
   // Long shared documents, short answers vs short distinct prompts, long answers.
   std::vector<SimRequest> rag, chat;

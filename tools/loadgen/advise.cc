@@ -67,6 +67,14 @@ double CostProfile::PrefillMs(size_t first_token, size_t end_token) const {
   return 0.5 * (a + b) * static_cast<double>(end_token - first_token);
 }
 
+double CostProfile::ChunkMs(size_t pos, size_t n) const {
+  // The samples came from chunks of prefill_chunk_tokens, each paying one
+  // pass over the K/V before it: that pass is per chunk, not per token.
+  const double pass_per_token_ms = prefill_chunk_tokens > 0 ? kv_pass_ms_per_position / double(prefill_chunk_tokens) : 0;
+  const double tokens_ms = PrefillMs(pos, pos + n) - pass_per_token_ms * double(n) * double(pos);
+  return std::max(tokens_ms, 0.0) + (prefill_chunk_tokens > 0 ? kv_pass_ms_per_position * double(pos) : 0);
+}
+
 double CostProfile::DecodeMs(size_t context) const { return InterpolateLinear(decode_ms_per_token, static_cast<double>(context)); }
 
 double CostProfile::LoadMs(const std::string& tier, size_t num_blocks) const {
@@ -79,7 +87,8 @@ json CostProfile::ToJson() const {
   json t = json::object();
   for (const auto& [n, c] : tiers) t[n] = {{"latency_ms", c.latency_ms}, {"ms_per_block", c.ms_per_block}};
   return {{"model", model}, {"block_size", block_size}, {"prefill_ms_per_token", prefill_ms_per_token},
-          {"decode_ms_per_token", decode_ms_per_token}, {"tiers", t}};
+          {"decode_ms_per_token", decode_ms_per_token}, {"kv_pass_ms_per_position", kv_pass_ms_per_position},
+          {"prefill_chunk_tokens", prefill_chunk_tokens}, {"tiers", t}};
 }
 
 Result<CostProfile> CostProfile::FromJson(const json& j) {
@@ -89,6 +98,8 @@ Result<CostProfile> CostProfile::FromJson(const json& j) {
     p.block_size = j.at("block_size").get<size_t>();
     p.prefill_ms_per_token = j.at("prefill_ms_per_token").get<std::vector<std::pair<double, double>>>();
     p.decode_ms_per_token = j.at("decode_ms_per_token").get<std::vector<std::pair<double, double>>>();
+    p.kv_pass_ms_per_position = j.value("kv_pass_ms_per_position", 0.0);  // older profiles: none
+    p.prefill_chunk_tokens = j.value("prefill_chunk_tokens", size_t{0});
     for (const auto& [n, c] : j.at("tiers").items()) p.tiers[n] = {c.at("latency_ms").get<double>(), c.at("ms_per_block").get<double>()};
   } catch (const std::exception& e) {
     return Errorf("not a cost profile: {}", e.what());
@@ -221,7 +232,7 @@ double StepCostMs(const std::vector<WorkItem>& work, const std::unordered_map<ui
   double ms = 0;
   for (const WorkItem& w : work) {
     const size_t pos = live.at(w.id).computed;
-    ms += cost.PrefillMs(pos, pos + w.num_tokens);
+    ms += cost.ChunkMs(pos, w.num_tokens);
     if (w.decode) shape->AddDecode(pos);
     else shape->AddChunk(pos, w.num_tokens);
   }
@@ -264,6 +275,7 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
   so.admission = cfg.admission;
   Scheduler sched(so);
   StepBudget budget(StepBudgetOptions{cfg.step_ms, so.max_batch_tokens, tpk});
+  budget.SetKvPass(cost.kv_pass_ms_per_position, cost.prefill_chunk_tokens);
   budget.SetPrefillProfile(cost.prefill_ms_per_token);
   std::unordered_map<uint64_t, Live> live;  // admitted requests, by index
   double now_ms = 0;
@@ -293,7 +305,7 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
       if (!l.started && l.ready_ms <= now_ms) sched.Started(id, l.computed), l.started = true;
       if (!l.started) next_event_ms = std::min(next_event_ms, l.ready_ms);
     }
-    const std::vector<WorkItem> work = sched.Plan(budget.Prefill(sched.NumDecoding(), sched.DecodeContext()));
+    const std::vector<WorkItem> work = sched.PlanStep(budget);
     if (work.empty()) {  // nothing runnable: jump to the next event
       if (std::isinf(next_event_ms)) break;
       now_ms = std::max(now_ms, next_event_ms);

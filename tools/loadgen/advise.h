@@ -37,12 +37,19 @@ struct CostProfile {
   size_t block_size = 16;
   std::vector<std::pair<double, double>> prefill_ms_per_token;  // (position, ms per token)
   std::vector<std::pair<double, double>> decode_ms_per_token;   // (context, ms per token)
+  // One chunk's pass over the K/V before it (calibrate's one-token steps),
+  // and the chunk size the prefill samples were measured with (0: unknown,
+  // the samples are taken per token as they are).
+  double kv_pass_ms_per_position = 0;
+  size_t prefill_chunk_tokens = 0;
   struct Tier {
     double latency_ms = 0, ms_per_block = 0;
   };
   std::map<std::string, Tier> tiers;
 
   double PrefillMs(size_t first_token, size_t end_token) const;  // tokens [first, end)
+  // A chunk of n prompt tokens from position pos, its K/V pass included.
+  double ChunkMs(size_t pos, size_t n) const;
   double DecodeMs(size_t context) const;
   double LoadMs(const std::string& tier, size_t num_blocks) const;
   nlohmann::json ToJson() const;

@@ -57,7 +57,10 @@ int Calibrate(const CalibrateFlags& f) {
   std::fprintf(stderr, "calibrating prefill...\n");
   // Chunks the size of the server's default step budget: per-token cost
   // falls with chunk size (bigger GEMMs), so measure what the server runs.
-  p.prefill_ms_per_token = CalibratePrefill(**model, co, f.chunk_tokens).prefill_samples();
+  const CostModel prefill = CalibratePrefill(**model, co, f.chunk_tokens);
+  p.prefill_ms_per_token = prefill.prefill_samples();
+  p.kv_pass_ms_per_position = prefill.kv_pass_ms_per_position();
+  p.prefill_chunk_tokens = prefill.sample_chunk_tokens();
   std::fprintf(stderr, "calibrating decode...\n");
   p.decode_ms_per_token = DecodeSamples(**model, co);
   std::vector<std::unique_ptr<KvTier>> tiers;
