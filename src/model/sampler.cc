@@ -77,60 +77,75 @@ double Sampler::NextUniform() {
   return static_cast<double>(z >> 11) * 0x1.0p-53;
 }
 
+namespace {
+bool Better(float la, int32_t ia, float lb, int32_t ib) { return la > lb || (la == lb && ia < ib); }
+}  // namespace
+
+void Sampler::SortThrough(size_t n) {
+  n = std::min(n, cand_.size());
+  if (n <= sorted_) return;
+  auto better = [](const Candidate& a, const Candidate& b) { return Better(a.logit, a.id, b.logit, b.id); };
+  const size_t end = std::min(cand_.size(), std::max({n, 2 * sorted_, size_t{64}}));
+  const auto first = cand_.begin() + static_cast<std::ptrdiff_t>(sorted_), last = cand_.begin() + static_cast<std::ptrdiff_t>(end);
+  if (end < cand_.size()) std::nth_element(first, last, cand_.end(), better);
+  std::sort(first, last, better);
+  sorted_ = end;
+}
+
+// Locally typical: keep the tokens whose surprise is nearest the entropy,
+// until their mass reaches typical_p; then back in probability order.
+void Sampler::KeepTypical(double sum) {
+  SortThrough(cand_.size());
+  const size_t k = cand_.size();
+  double entropy = 0;
+  for (const Candidate& c : cand_) {
+    const double q = c.p / sum;
+    if (q > 0) entropy -= q * std::log(q);
+  }
+  std::vector<size_t> order(k);
+  for (size_t i = 0; i < k; ++i) order[i] = i;
+  auto dist = [&](size_t i) { return cand_[i].p > 0 ? std::fabs(-std::log(cand_[i].p / sum) - entropy) : INFINITY; };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return dist(a) < dist(b); });
+  double cum = 0;
+  size_t m = 0;
+  while (m < k) {
+    cum += cand_[order[m++]].p / sum;
+    if (cum >= p_.typical_p) break;
+  }
+  std::sort(order.begin(), order.begin() + long(m));
+  std::vector<Candidate> kept;
+  for (size_t i = 0; i < m; ++i) kept.push_back(cand_[order[i]]);
+  cand_ = std::move(kept);
+  sorted_ = cand_.size();
+}
+
 int32_t Sampler::Sample(std::span<const float> logits) {
   if (p_.temperature <= 0.0f || logits.size() <= 1) return Argmax(logits);
   cand_.clear();
-  for (size_t i = 0; i < logits.size(); ++i) cand_.emplace_back(logits[i], static_cast<int32_t>(i));
-  auto better = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  size_t k = cand_.size();
-  if (p_.top_k > 0) k = std::min<size_t>(k, static_cast<size_t>(p_.top_k));
-  std::partial_sort(cand_.begin(), cand_.begin() + k, cand_.end(), better);
-  cand_.resize(k);
+  sorted_ = 0;
+  for (size_t i = 0; i < logits.size(); ++i) cand_.push_back({logits[i], static_cast<int32_t>(i), 0.0});
+  if (p_.top_k > 0 && static_cast<size_t>(p_.top_k) < cand_.size()) {
+    SortThrough(static_cast<size_t>(p_.top_k));
+    cand_.resize(static_cast<size_t>(p_.top_k));
+    sorted_ = cand_.size();
+  }
   // Softmax over the survivors at the given temperature.
-  const float max = cand_[0].first;
+  float max = cand_[0].logit;
+  for (const Candidate& c : cand_) max = std::max(max, c.logit);
   double sum = 0;
-  std::vector<double> prob(k);
-  for (size_t i = 0; i < k; ++i) {
-    prob[i] = std::exp(static_cast<double>(cand_[i].first - max) / p_.temperature);
-    sum += prob[i];
-  }
-  size_t keep = k;
-  if (p_.typical_p < 1.0f && k > 1) {
-    // Locally typical: keep the tokens whose surprise is nearest the
-    // entropy, until their mass reaches typical_p; then back in
-    // probability order.
-    double entropy = 0;
-    for (size_t i = 0; i < k; ++i) {
-      const double q = prob[i] / sum;
-      if (q > 0) entropy -= q * std::log(q);
-    }
-    std::vector<size_t> order(k);
-    for (size_t i = 0; i < k; ++i) order[i] = i;
-    auto dist = [&](size_t i) { return prob[i] > 0 ? std::fabs(-std::log(prob[i] / sum) - entropy) : INFINITY; };
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return dist(a) < dist(b); });
-    double cum = 0;
-    size_t m = 0;
-    while (m < k) {
-      cum += prob[order[m++]] / sum;
-      if (cum >= p_.typical_p) break;
-    }
-    std::sort(order.begin(), order.begin() + long(m));
-    std::vector<std::pair<float, int32_t>> kept_c;
-    std::vector<double> kept_p;
-    for (size_t i = 0; i < m; ++i) {
-      kept_c.push_back(cand_[order[i]]);
-      kept_p.push_back(prob[order[i]]);
-    }
-    cand_ = std::move(kept_c);
-    prob = std::move(kept_p);
-    k = keep = m;
+  for (Candidate& c : cand_) sum += c.p = std::exp(static_cast<double>(c.logit - max) / p_.temperature);
+  if (p_.typical_p < 1.0f && cand_.size() > 1) {
+    KeepTypical(sum);
     sum = 0;
-    for (double q : prob) sum += q;
+    for (const Candidate& c : cand_) sum += c.p;
   }
+  const size_t k = cand_.size();
+  size_t keep = k;
   if (p_.top_p < 1.0f) {
     double cum = 0;
     for (size_t i = 0; i < k; ++i) {
-      cum += prob[i] / sum;
+      SortThrough(i + 1);
+      cum += cand_[i].p / sum;
       if (cum >= p_.top_p) {
         keep = i + 1;
         break;
@@ -138,19 +153,52 @@ int32_t Sampler::Sample(std::span<const float> logits) {
     }
   }
   if (p_.min_p > 0.0f) {
-    // prob[0] is the largest (candidates are sorted).
+    SortThrough(1);
+    const double floor = double(p_.min_p) * cand_[0].p;  // cand_[0] is the largest
     size_t m = 1;
-    while (m < keep && prob[m] >= double(p_.min_p) * prob[0]) ++m;
+    for (; m < keep; ++m) {
+      SortThrough(m + 1);
+      if (cand_[m].p < floor) break;
+    }
     keep = m;
   }
-  double total = 0;
-  for (size_t i = 0; i < keep; ++i) total += prob[i];
-  double r = NextUniform() * total;
-  for (size_t i = 0; i < keep; ++i) {
-    r -= prob[i];
-    if (r < 0) return cand_[i].second;
+  double total = sum;
+  if (keep < k) {
+    total = 0;
+    for (size_t i = 0; i < keep; ++i) total += cand_[i].p;
   }
-  return cand_[keep - 1].second;
+  double r = NextUniform() * total;
+  for (size_t i = 0; i < std::min(keep, sorted_); ++i) {
+    if ((r -= cand_[i].p) < 0) return cand_[i].id;
+  }
+  return WalkUnsorted(r, keep);
+}
+
+// The walk through cand_[sorted_, keep) (not yet in order) without sorting
+// it: halve the range around its median (nth_element); if the draw ends
+// among the better half, keep that, else take its mass off and keep the
+// other; sort what is left once it is small. Expected O(keep - sorted_).
+int32_t Sampler::WalkUnsorted(double r, size_t keep) {
+  auto better = [](const Candidate& a, const Candidate& b) { return Better(a.logit, a.id, b.logit, b.id); };
+  size_t lo = sorted_, hi = keep;
+  while (hi - lo > 64) {
+    const size_t mid = lo + (hi - lo) / 2;
+    const auto at = [&](size_t i) { return cand_.begin() + static_cast<std::ptrdiff_t>(i); };
+    std::nth_element(at(lo), at(mid), at(hi), better);
+    double mass = 0;
+    for (size_t i = lo; i < mid; ++i) mass += cand_[i].p;
+    if (r - mass < 0) {
+      hi = mid;
+    } else {
+      r -= mass;
+      lo = mid;
+    }
+  }
+  std::sort(cand_.begin() + static_cast<std::ptrdiff_t>(lo), cand_.begin() + static_cast<std::ptrdiff_t>(hi), better);
+  for (size_t i = lo; i < hi; ++i) {
+    if ((r -= cand_[i].p) < 0) return cand_[i].id;
+  }
+  return cand_[hi - 1].id;
 }
 
 }  // namespace pc

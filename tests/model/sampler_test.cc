@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -51,6 +52,65 @@ TEST(Sampler, TopKExcludesTheTail) {
   const std::vector<float> logits = {1.0f, 1.0f, 1.0f, 0.9f};
   Sampler s(SamplingParams{2.0f, 3, 1.0f, 5, 0.0f, 1.0f});
   for (int i = 0; i < 2000; ++i) EXPECT_NE(s.Sample(logits), 3);
+}
+
+// The walk over a fully sorted vocabulary, as the sampler is specified
+// (top_k, top_p, min_p; no typical_p), drawing from `u`.
+int32_t SortedWalk(std::span<const float> logits, const SamplingParams& p, Sampler& u) {
+  std::vector<std::pair<float, int32_t>> c;
+  for (size_t i = 0; i < logits.size(); ++i) c.emplace_back(logits[i], static_cast<int32_t>(i));
+  std::sort(c.begin(), c.end(), [](auto& a, auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); });
+  if (p.top_k > 0 && static_cast<size_t>(p.top_k) < c.size()) c.resize(static_cast<size_t>(p.top_k));
+  std::vector<double> prob;
+  double sum = 0;
+  for (auto& [l, id] : c) sum += prob.emplace_back(std::exp(static_cast<double>(l - c[0].first) / p.temperature));
+  size_t keep = c.size();
+  double cum = 0;
+  for (size_t i = 0; p.top_p < 1.0f && i < c.size(); ++i) {
+    if ((cum += prob[i] / sum) >= p.top_p) {
+      keep = i + 1;
+      break;
+    }
+  }
+  size_t m = 1;
+  while (p.min_p > 0.0f && m < keep && prob[m] >= double(p.min_p) * prob[0]) ++m;
+  if (p.min_p > 0.0f) keep = m;
+  double total = 0;
+  for (size_t i = 0; i < keep; ++i) total += prob[i];
+  double r = u.NextUniform() * total;
+  for (size_t i = 0; i < keep; ++i) {
+    if ((r -= prob[i]) < 0) return c[i].second;
+  }
+  return c[keep - 1].second;
+}
+
+// The sampler sorts only as far as its walk goes: it must draw what the
+// walk over the whole sorted vocabulary draws, for flat and peaked
+// distributions, ties, and every truncation.
+TEST(Sampler, LazyOrderDrawsWhatAFullSortDraws) {
+  std::vector<std::vector<float>> cases;
+  for (size_t n : {3u, 70u, 1000u, 20000u}) {
+    std::vector<float> flat(n), peaked(n), ties(n);
+    uint64_t x = n;
+    for (size_t i = 0; i < n; ++i) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      flat[i] = static_cast<float>((x >> 40) % 1000) * 1e-3f;
+      peaked[i] = static_cast<float>((x >> 40) % 1000) * 2e-2f;
+      ties[i] = static_cast<float>((x >> 40) % 5);
+    }
+    cases.insert(cases.end(), {flat, peaked, ties});
+  }
+  const std::vector<SamplingParams> params = {
+      {1.0f, 0, 1.0f, 11, 0.0f, 1.0f},  {0.7f, 0, 0.9f, 12, 0.0f, 1.0f}, {1.3f, 40, 1.0f, 13, 0.0f, 1.0f},
+      {1.0f, 0, 1.0f, 14, 0.05f, 1.0f}, {1.0f, 100, 0.5f, 15, 0.2f, 1.0f}};
+  size_t draws = 0;
+  for (const std::vector<float>& logits : cases) {
+    for (const SamplingParams& p : params) {
+      Sampler s(p), u(p);
+      for (int i = 0; i < 20; ++i, ++draws) ASSERT_EQ(s.Sample(logits), SortedWalk(logits, p, u)) << logits.size() << " " << i;
+    }
+  }
+  EXPECT_EQ(draws, 12u * 5u * 20u);
 }
 
 TEST(Sampler, TopLogprobsAreSortedAndNormalised) {
