@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "model/sampler.h"
 
 namespace pc {
 
@@ -53,6 +54,58 @@ CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_t
   m.SetPrefillSamples(std::move(samples));
   m.SetKvPass(pass, chunk);
   return m;
+}
+
+namespace {
+
+// The best of `reps` forward passes of tokens [0, n) of one sequence, ms;
+// logits for every row or only the last.
+double StepMs(Model& model, KvStore& kv, const std::vector<int32_t>& table, size_t n, bool all_logits, int reps) {
+  std::vector<BatchToken> batch;
+  for (size_t i = 0; i < n; ++i) {
+    batch.push_back({static_cast<int32_t>(1 + i % 100), static_cast<int32_t>(i), table, all_logits || i + 1 == n});
+  }
+  std::vector<float> logits;
+  double best = 1e300;
+  for (int rep = 0; rep < reps; ++rep) {
+    const int64_t t0 = NowNs();
+    model.Forward(batch, kv, &logits);
+    best = std::min(best, NsToMs(NowNs() - t0));
+  }
+  return best;
+}
+
+}  // namespace
+
+BatchCurve CalibrateBatchSizes(Model& model, const CacheOptions& opt, size_t max_tokens) {
+  const ModelConfig& c = model.config();
+  max_tokens = std::clamp<size_t>(max_tokens, 1, static_cast<size_t>(std::max(c.n_ctx, 1)));
+  KvStore kv(static_cast<size_t>(c.n_layer), static_cast<size_t>(c.kv_dim()), opt.block_size,
+             (max_tokens + opt.block_size - 1) / opt.block_size, opt.dtype);
+  std::vector<int32_t> table(kv.num_blocks());
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
+  BatchCurve curve;
+  StepMs(model, kv, table, std::min<size_t>(max_tokens, 16), false, 1);  // warm threads and caches
+  for (size_t n = 1;; n = std::min(n * 2, max_tokens)) {
+    curve.step_ms_by_tokens.emplace_back(static_cast<double>(n), StepMs(model, kv, table, n, false, n <= 16 ? 5 : 3));
+    if (n == max_tokens) break;
+  }
+  // The logits rows: the same step with every row's logits, less the step
+  // with one, per extra row.
+  const size_t rows = std::min<size_t>(max_tokens, 32);
+  if (rows > 1) {
+    const double all = StepMs(model, kv, table, rows, true, 3), last = StepMs(model, kv, table, rows, false, 3);
+    curve.logits_ms_per_row = std::max(all - last, 0.0) / static_cast<double>(rows - 1);
+  }
+  std::vector<float> logits;
+  const std::vector<BatchToken> one = {{1, 0, table, true}};
+  model.Forward(one, kv, &logits);
+  Sampler sampler(SamplingParams{1.0f, 0, 1.0f, 1, 0.0f, 1.0f});
+  constexpr int kDraws = 16;
+  const int64_t t0 = NowNs();
+  for (int i = 0; i < kDraws; ++i) sampler.Sample(logits);
+  curve.sample_ms_per_row = NsToMs(NowNs() - t0) / kDraws;
+  return curve;
 }
 
 }  // namespace pc

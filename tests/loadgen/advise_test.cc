@@ -182,6 +182,38 @@ TEST(AdviseSim, ChunksPayOneKvPassEach) {
   EXPECT_NEAR(p.ChunkMs(4000, 1), p.PrefillMs(4000, 4001), 1e-12);
 }
 
+// With calibrate's batch curve a step costs what a step of its size cost
+// at depth 0, plus a draw per row of logits and a row of logits per decode
+// past the first: a lone 40-token prompt's TTFT is the curve at 40 tokens
+// and a draw (not 40 one-token prices), its decode gaps the curve at one
+// token and a draw; ITL is over every gap of every request, as bench
+// reports it. A profile whose curve holds a negative time is refused.
+TEST(AdviseSim, StepsCostTheBatchCurve) {
+  CostProfile p = Profile();
+  p.step_ms_by_tokens = {{1, 4.0}, {64, 35.5}};  // 4 ms + 0.5 ms per token past the first
+  p.sample_ms_per_row = 0.25;
+  p.logits_ms_per_row = 0.1;
+  EXPECT_NEAR(p.BatchMs(40, 1), 4.0 + 39 * 0.5 + 0.25, 1e-9);
+  EXPECT_NEAR(p.BatchMs(8, 8), 4.0 + 7 * 0.5 + 7 * 0.1 + 8 * 0.25, 1e-9);
+  SimConfig c = Pool(1 << 16);
+  const SimResult r = Simulate({Req(0, {}, 40, 3), Req(100, {}, 40, 5)}, p, c);
+  ASSERT_EQ(r.requests.size(), 2u);
+  EXPECT_NEAR(r.requests[0].ttft_ms, 4.0 + 39 * 0.5 + 0.25, 1e-6);
+  // Depth adds the decode curve's slope: 10 ms more per 4,096 positions.
+  const double gap_ms = 4.25 + 10.0 * 40 / 4096;
+  EXPECT_NEAR(r.requests[0].itl_ms, gap_ms + 10.0 * 0.5 / 4096, 1e-6);
+  EXPECT_EQ(r.requests[0].gaps_ms.size(), 2u);
+  EXPECT_EQ(r.requests[1].gaps_ms.size(), 4u);
+  EXPECT_NEAR(r.itl_ms.p50, r.requests[1].gaps_ms[1], 1e-6);  // the 4th smallest of 6 gaps
+  nlohmann::json j = p.ToJson();
+  Result<CostProfile> q = CostProfile::FromJson(j);
+  ASSERT_TRUE(q.ok());
+  EXPECT_EQ(q->step_ms_by_tokens, p.step_ms_by_tokens);
+  EXPECT_EQ(q->sample_ms_per_row, 0.25);
+  j["step_ms_by_tokens"] = {{1, -4.0}};
+  EXPECT_FALSE(CostProfile::FromJson(j).ok());
+}
+
 TEST(Advise, VerdictsFollowTheTraffic) {
   // Long shared documents, short answers vs short distinct prompts, long answers.
   std::vector<SimRequest> rag, chat;

@@ -77,6 +77,13 @@ double CostProfile::ChunkMs(size_t pos, size_t n) const {
 
 double CostProfile::DecodeMs(size_t context) const { return InterpolateLinear(decode_ms_per_token, static_cast<double>(context)); }
 
+double CostProfile::BatchMs(size_t n_tokens, size_t logits_rows) const {
+  if (n_tokens == 0) return 0;
+  return InterpolateLinear(step_ms_by_tokens, static_cast<double>(n_tokens)) +
+         logits_ms_per_row * static_cast<double>(logits_rows > 1 ? logits_rows - 1 : 0) +
+         sample_ms_per_row * static_cast<double>(logits_rows);
+}
+
 double CostProfile::LoadMs(const std::string& tier, size_t num_blocks) const {
   auto it = tiers.find(tier);
   if (it == tiers.end()) return 0;
@@ -88,7 +95,8 @@ json CostProfile::ToJson() const {
   for (const auto& [n, c] : tiers) t[n] = {{"latency_ms", c.latency_ms}, {"ms_per_block", c.ms_per_block}};
   return {{"model", model}, {"block_size", block_size}, {"prefill_ms_per_token", prefill_ms_per_token},
           {"decode_ms_per_token", decode_ms_per_token}, {"kv_pass_ms_per_position", kv_pass_ms_per_position},
-          {"prefill_chunk_tokens", prefill_chunk_tokens}, {"tiers", t}};
+          {"prefill_chunk_tokens", prefill_chunk_tokens}, {"step_ms_by_tokens", step_ms_by_tokens},
+          {"logits_ms_per_row", logits_ms_per_row}, {"sample_ms_per_row", sample_ms_per_row}, {"tiers", t}};
 }
 
 Result<CostProfile> CostProfile::FromJson(const json& j) {
@@ -100,6 +108,11 @@ Result<CostProfile> CostProfile::FromJson(const json& j) {
     p.decode_ms_per_token = j.at("decode_ms_per_token").get<std::vector<std::pair<double, double>>>();
     p.kv_pass_ms_per_position = j.value("kv_pass_ms_per_position", 0.0);  // older profiles: none
     p.prefill_chunk_tokens = j.value("prefill_chunk_tokens", size_t{0});
+    if (j.contains("step_ms_by_tokens")) {  // older profiles: none
+      p.step_ms_by_tokens = j.at("step_ms_by_tokens").get<std::vector<std::pair<double, double>>>();
+    }
+    p.logits_ms_per_row = j.value("logits_ms_per_row", 0.0);
+    p.sample_ms_per_row = j.value("sample_ms_per_row", 0.0);
     for (const auto& [n, c] : j.at("tiers").items()) p.tiers[n] = {c.at("latency_ms").get<double>(), c.at("ms_per_block").get<double>()};
   } catch (const std::exception& e) {
     return Errorf("not a cost profile: {}", e.what());
@@ -109,6 +122,13 @@ Result<CostProfile> CostProfile::FromJson(const json& j) {
   }
   std::sort(p.prefill_ms_per_token.begin(), p.prefill_ms_per_token.end());
   std::sort(p.decode_ms_per_token.begin(), p.decode_ms_per_token.end());
+  std::sort(p.step_ms_by_tokens.begin(), p.step_ms_by_tokens.end());
+  for (const auto& [n, ms] : p.step_ms_by_tokens) {
+    if (!(n >= 1) || !(ms >= 0) || !std::isfinite(ms)) return Status::Error("not a cost profile: a step_ms_by_tokens sample is not (tokens >= 1, ms >= 0)");
+  }
+  for (double v : {p.logits_ms_per_row, p.sample_ms_per_row}) {
+    if (!(v >= 0) || !std::isfinite(v)) return Status::Error("not a cost profile: logits_ms_per_row or sample_ms_per_row is not a non-negative number");
+  }
   return p;
 }
 
@@ -211,7 +231,7 @@ void Summarize(const std::vector<SimRequest>& reqs, SimResult* res) {
     for (const auto& [t, n] : o.cached_by_tier) by_tier_total[t] += n;
     ttft.push_back(o.ttft_ms);
     e2e.push_back(o.e2e_ms);
-    itl.push_back(o.itl_ms);
+    itl.insert(itl.end(), o.gaps_ms.begin(), o.gaps_ms.end());
   }
   const double in = static_cast<double>(input_total);
   res->cached_fraction = input_total ? static_cast<double>(cached_total) / in : 0;
@@ -223,20 +243,30 @@ void Summarize(const std::vector<SimRequest>& reqs, SimResult* res) {
   res->ttft_misses_ms = loadgen::Summarize(misses);
 }
 
-// One simulated step's cost from the calibrated profile: every token at its
-// position, and at least a single-token decode step when it decodes (the
-// weights stream once per step). shape is what the step budget is told.
+// One simulated step's cost from the calibrated profile (see the header):
+// the step's size at depth 0, plus what depth adds to each item. shape is
+// what the step budget is told.
 double StepCostMs(const std::vector<WorkItem>& work, const std::unordered_map<uint64_t, Live>& live,
                   const CostProfile& cost, StepShape* shape) {
   *shape = {};
-  double ms = 0;
+  double summed_ms = 0, depth_ms = 0;
+  size_t logits_rows = 0;
   for (const WorkItem& w : work) {
     const size_t pos = live.at(w.id).computed;
-    ms += cost.ChunkMs(pos, w.num_tokens);
-    if (w.decode) shape->AddDecode(pos);
-    else shape->AddChunk(pos, w.num_tokens);
+    summed_ms += cost.ChunkMs(pos, w.num_tokens);
+    if (w.decode) {
+      shape->AddDecode(pos);
+      depth_ms += std::max(cost.DecodeMs(pos) - cost.DecodeMs(0), 0.0);
+    } else {
+      shape->AddChunk(pos, w.num_tokens);
+      depth_ms += std::max(cost.ChunkMs(pos, w.num_tokens) - cost.ChunkMs(0, w.num_tokens), 0.0);
+    }
+    logits_rows += w.decode || w.last_prompt_chunk ? 1 : 0;
   }
-  if (shape->n_decode > 0) {
+  double ms = summed_ms;
+  if (!cost.step_ms_by_tokens.empty()) {
+    ms = cost.BatchMs(shape->n_decode + shape->n_prefill, logits_rows) + depth_ms;
+  } else if (shape->n_decode > 0) {
     const double mean_ctx = shape->decode_context / static_cast<double>(shape->n_decode);
     ms = std::max(ms, cost.DecodeMs(static_cast<size_t>(mean_ctx)));
   }
@@ -329,6 +359,7 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
       if (++l.generated >= std::max<size_t>(q.output_tokens, 1)) {
         o.e2e_ms = now_ms - q.arrival_s * 1e3;
         o.itl_ms = l.gaps.empty() ? cost.DecodeMs(q.input_tokens) : Mean(l.gaps);
+        o.gaps_ms = std::move(l.gaps);
         sched.Finish(w.id);
         live.erase(w.id);
       }

@@ -8,10 +8,14 @@
 // cap, cache-aware or FIFO order, waiting for a prefix another request is
 // computing), prefill turns, chunk sizes under the step-time target, all
 // decided by the production code, so the advice follows every scheduling
-// change by construction. A step costs the calibrated per-token prefill time
-// of every token in it at its position, and at least one calibrated
-// single-token decode step when it decodes (weights stream once per step);
-// that duration is what the budget is told, as a measured step would be.
+// change by construction. A step costs what calibrate measured for a step of
+// its size at depth 0 (the weights stream once per step; small batches run
+// below a long chunk's speed), one more row of logits for each decode past
+// the first, a token's draw for every row, and what depth adds to each item: a chunk's attention and K/V
+// pass at its position (the prefill curve), a decode's context (the decode
+// curve). That duration is what the budget is told, as a measured step
+// would be. Profiles without the batch curve price a step as its tokens'
+// prefill prices summed, at least one single-token decode step.
 // Cached tokens are skipped; a run loaded from a tier delays the request's
 // start by its load time (the loader is asynchronous: others keep stepping).
 // Ignored: KV memory limits on admission (preemption), tenants, and the
@@ -42,6 +46,12 @@ struct CostProfile {
   // the samples are taken per token as they are).
   double kv_pass_ms_per_position = 0;
   size_t prefill_chunk_tokens = 0;
+  // A step's time at depth 0 by the tokens it holds (calibrate's
+  // CalibrateBatchSizes), and what each row of logits past the first adds;
+  // empty in older profiles: a step then costs its tokens' prices summed.
+  std::vector<std::pair<double, double>> step_ms_by_tokens;  // (tokens, ms)
+  double logits_ms_per_row = 0;
+  double sample_ms_per_row = 0;  // a token drawn from a row of logits
   struct Tier {
     double latency_ms = 0, ms_per_block = 0;
   };
@@ -51,6 +61,8 @@ struct CostProfile {
   // A chunk of n prompt tokens from position pos, its K/V pass included.
   double ChunkMs(size_t pos, size_t n) const;
   double DecodeMs(size_t context) const;
+  // A step of n_tokens tokens at depth 0, logits_rows of them with logits.
+  double BatchMs(size_t n_tokens, size_t logits_rows) const;
   double LoadMs(const std::string& tier, size_t num_blocks) const;
   nlohmann::json ToJson() const;
   static Result<CostProfile> FromJson(const nlohmann::json& j);
@@ -79,7 +91,9 @@ struct SimRequest {
 };
 
 struct SimOutcome {
-  double ttft_ms = 0, e2e_ms = 0, itl_ms = 0;
+  double ttft_ms = 0, e2e_ms = 0;
+  double itl_ms = 0;               // mean gap between its tokens
+  std::vector<double> gaps_ms;     // every gap between its tokens
   size_t cached_tokens = 0;
   std::map<std::string, size_t> cached_by_tier;
 };
@@ -88,7 +102,8 @@ struct SimResult {
   std::vector<SimOutcome> requests;
   double cached_fraction = 0;  // cached / input tokens
   std::map<std::string, double> fraction_by_tier;
-  Summary ttft_ms, e2e_ms, itl_ms;
+  Summary ttft_ms, e2e_ms;
+  Summary itl_ms;  // over every gap of every request, as bench reports it
   // TTFT of hits (at least 90% of the prompt cached when admitted) and of
   // misses (nothing cached) apart, as `bench` splits them: what cache-aware
   // admission changes under load.

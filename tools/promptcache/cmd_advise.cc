@@ -1,6 +1,6 @@
 // promptcache calibrate: measure one model's costs on this machine (prefill
-// per token by position, decode per token by context, tier loads) into a
-// JSON profile. promptcache advise: replay a traffic log through the cache
+// per token by position, decode per token by context, step time by step
+// size, tier loads) into a JSON profile. promptcache advise: replay a traffic log through the cache
 // policy with those costs and say what caching buys.
 #include <cstdio>
 #include <fstream>
@@ -63,6 +63,11 @@ int Calibrate(const CalibrateFlags& f) {
   p.prefill_chunk_tokens = prefill.sample_chunk_tokens();
   std::fprintf(stderr, "calibrating decode...\n");
   p.decode_ms_per_token = DecodeSamples(**model, co);
+  std::fprintf(stderr, "calibrating step sizes...\n");
+  BatchCurve batch = CalibrateBatchSizes(**model, co, f.chunk_tokens);
+  p.step_ms_by_tokens = std::move(batch.step_ms_by_tokens);
+  p.logits_ms_per_row = batch.logits_ms_per_row;
+  p.sample_ms_per_row = batch.sample_ms_per_row;
   std::vector<std::unique_ptr<KvTier>> tiers;
   if (f.host) tiers.push_back(std::make_unique<HostTier>(uint64_t{1} << 30));
   if (!f.disk_dir.empty()) {
