@@ -1,5 +1,6 @@
 #include "runtime/thread_pool.h"
 
+#include <cstdint>
 #include <fstream>
 #include <set>
 #include <string>
@@ -54,6 +55,9 @@ ThreadPool::~ThreadPool() {
   {
     MutexLock lock(mu_);
     stop_ = true;
+    // The wake-up below is a generation without a job: no chunk of it can
+    // be claimed, whatever a late worker read before stop_.
+    for (int i = 0; i < num_threads_; ++i) claimed_[static_cast<size_t>(i)].store(UINT64_MAX);
     ++generation_;
   }
   work_cv_.notify_all();
@@ -136,8 +140,13 @@ void ThreadPool::WorkerLoop(int index) {
       while (generation_.load() == seen) lock.Wait(work_cv_);
       sleeping_.fetch_sub(1);
     }
-    if (stop_.load()) return;
+    // The generation first, then stop_: the destructor sets stop_ before it
+    // bumps the generation, so a worker that reads the destructor's
+    // generation also sees stop_ (read the other way round, a worker checked
+    // stop_, was descheduled, then read that generation and ran a chunk of
+    // a job that was gone: a segfault during join under CPU contention).
     seen = generation_.load();
+    if (stop_.load()) return;
     RunClaimable(seen, index);
   }
 }
