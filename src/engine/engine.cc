@@ -139,8 +139,10 @@ SubmitOutcome Engine::Submit(EngineRequest req) {
     return out;
   }
   const uint64_t id = next_id_++;
+  auto progress = std::make_shared<RequestProgress>();
+  progress->tokens = req.prompt;
   SchedRequest sr{id, req.prompt.size(), static_cast<size_t>(req.max_tokens),
-                  req.use_cache ? hashes : std::vector<Hash128>{}, NowNs(), TenantId(req.tenant)};
+                  req.use_cache ? hashes : std::vector<Hash128>{}, NowNs(), TenantId(req.tenant), progress};
   const SubmitResult r = scheduler_.Submit(sr);
   if (r == SubmitResult::kTooLarge) {
     return invalid(fmt::format("the request needs {} KV blocks; the pool has {}", scheduler_.BlocksNeeded(sr),
@@ -151,7 +153,7 @@ SubmitOutcome Engine::Submit(EngineRequest req) {
     out.message = fmt::format("the queue is full ({} waiting requests)", scheduler_.num_waiting());
     return out;
   }
-  auto a = std::make_unique<Active>(id, std::move(req), tok_);
+  auto a = std::make_unique<Active>(id, std::move(req), std::move(progress), tok_);
   a->arrival_ns = sr.arrival_ns;
   a->keys = std::move(hashes);
   out.stream = a->stream;
@@ -198,7 +200,7 @@ void Engine::Finish(Active& a, FinishReason reason, int64_t now_ns, const std::s
   ev.error = error;
   ev.num_prompt_tokens = a.req.prompt.size();
   ev.num_cached_tokens = a.num_cached;
-  ev.num_generated_tokens = a.num_generated;
+  ev.num_generated_tokens = a.num_generated();
   ev.num_draft_tokens = a.num_drafted;
   ev.num_accepted_draft_tokens = a.num_accepted;
   a.timings.e2e_ms = NsToMs(now_ns - a.arrival_ns);
@@ -207,9 +209,9 @@ void Engine::Finish(Active& a, FinishReason reason, int64_t now_ns, const std::s
   ev.tier_load_ms = a.tier_load_ms;
   const std::string reason_label = fmt::format("finish_reason=\"{}\"", FinishReasonName(reason));
   metrics_.Add("promptcache_requests_total", reason_label, 1);
-  if (a.num_generated > 0) {
+  if (a.num_generated() > 0) {
     metrics_.Observe("promptcache_e2e_seconds", "", a.timings.e2e_ms / 1e3);
-    metrics_.Add("promptcache_generation_tokens_total", "", static_cast<double>(a.num_generated));
+    metrics_.Add("promptcache_generation_tokens_total", "", static_cast<double>(a.num_generated()));
   }
   a.stream->Push(std::move(ev));
   if (request_log_) LogRequest(a);
@@ -269,9 +271,9 @@ void Engine::InstallLoads(int64_t now_ns) {
       // The tokens this block must hold: a tier entry whose content is for
       // other tokens is refused (and counted) whatever its key says.
       const size_t first = r.first_token + i * bs;
-      if (first + bs > a.tokens.size()) break;
+      if (first + bs > a.tokens().size()) break;
       const PrefixCache::Install got =
-          cache_.InstallBlock(r.keys[i], r.payloads[i], std::span<const int32_t>(a.tokens).subspan(first, bs));
+          cache_.InstallBlock(r.keys[i], r.payloads[i], std::span<const int32_t>(a.tokens()).subspan(first, bs));
       using R = PrefixCache::Install::Result;
       if (got.result == R::kWrongTokens || got.result == R::kMalformed) {
         metrics_.Add("promptcache_tier_rejected_blocks_total", fmt::format("tier=\"{}\"", r.tier_of[i]), 1);
@@ -302,10 +304,10 @@ void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string
   // cached token is adopted, and if that is all of them, nothing is computed.
   std::optional<std::vector<float>> memo;
   if (UsesLogitsMemo(a)) {
-    memo = logits_memo_.Get(cache_.PromptKey(a.tokens, a.req.salt, a.keys));
+    memo = logits_memo_.Get(cache_.PromptKey(a.tokens(), a.req.salt, a.keys));
   }
   Result<std::unique_ptr<CachedSequence>> seq =
-      cache_.Start(a.tokens, a.req.salt, a.req.use_cache, a.keys, memo.has_value());
+      cache_.Start(a.progress, a.req.salt, a.req.use_cache, a.keys, memo.has_value());
   if (!seq.ok()) {
     // No block for a full-hit copy: others hold the pool; wait for them.
     if (scheduler_.NumStarted() > 0) return Requeue(a, /*preempted=*/false);
@@ -313,14 +315,14 @@ void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string
     return;
   }
   a.seq = std::move(*seq);
-  if (memo && a.seq->num_computed() == a.tokens.size()) {
+  if (memo && a.seq->num_computed() == a.tokens().size()) {
     a.memo_logits = std::move(*memo);
     memo_ready_.push_back(a.id);
     metrics_.Add("promptcache_prefix_cache_logits_hits_total", "", 1);
   }
   if (a.num_preemptions > 0) {  // resumed: its first admission was reported
     metrics_.Add("promptcache_resumed_cached_tokens_total", "", static_cast<double>(a.seq->num_cached_tokens()));
-    scheduler_.Started(a.id, a.seq->num_computed());
+    scheduler_.Started(a.id);  // with what the cache adopted (the record's count)
     RefreshPoolSnapshot();
     return;
   }
@@ -335,7 +337,7 @@ void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string
     left -= take;
   }
   a.cached_by_tier["pool"] = left;
-  scheduler_.Started(a.id, a.seq->num_computed());
+  scheduler_.Started(a.id);
   RefreshPoolSnapshot();
   metrics_.Add("promptcache_prompt_tokens_total", "", static_cast<double>(a.req.prompt.size()));
   if (a.req.use_cache) {
@@ -390,10 +392,10 @@ bool Engine::AdvanceGrammar(Active& a, int32_t token) {
 
 int32_t Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t now_ns) {
   StreamEvent ev;
-  const bool early = a.num_generated < static_cast<size_t>(std::max(a.req.min_tokens, 0));
+  const bool early = a.num_generated() < static_cast<size_t>(std::max(a.req.min_tokens, 0));
   if (a.req.adjust.active() || early) {
     adjusted_logits_.assign(logits.begin(), logits.end());
-    AdjustLogits(a.req.adjust, a.tokens, a.num_generated, adjusted_logits_);
+    AdjustLogits(a.req.adjust, a.tokens(), a.num_generated(), adjusted_logits_);
     if (early) {
       for (int32_t id : tok_.vocab().end_of_generation)
         if (static_cast<size_t>(id) < adjusted_logits_.size()) adjusted_logits_[static_cast<size_t>(id)] = -INFINITY;
@@ -414,7 +416,7 @@ int32_t Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t 
   ev.token = a.sampler.Sample(logits);
   if (a.req.want_logprobs) ev.logprob = TokenLogprob(logits, ev.token);
   if (a.req.top_logprobs > 0) ev.top = TopLogprobs(logits, a.req.top_logprobs);
-  if (a.num_generated == 0) {
+  if (a.num_generated() == 0) {
     a.timings.ttft_ms = NsToMs(now_ns - a.arrival_ns);
     a.timings.prefill_ms = NsToMs(now_ns - a.admit_ns);
     metrics_.Observe("promptcache_ttft_seconds", "", a.timings.ttft_ms / 1e3);
@@ -425,13 +427,12 @@ int32_t Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t 
   }
   a.last_token_ns = now_ns;
   a.last_token = ev.token;
-  a.tokens.push_back(ev.token);
-  ++a.num_generated;
+  a.tokens().push_back(ev.token);
   const bool eos = (tok_.IsEndOfGeneration(ev.token) && !a.req.ignore_eos) ||
                    std::find(a.req.stop_token_ids.begin(), a.req.stop_token_ids.end(), ev.token) != a.req.stop_token_ids.end();
   // A constrained value that closed ends the request (finish "stop").
   const bool complete = !eos && AdvanceGrammar(a, ev.token);
-  const bool length = a.num_generated >= static_cast<size_t>(a.req.max_tokens);
+  const bool length = a.num_generated() >= static_cast<size_t>(a.req.max_tokens);
   std::string text = eos                                                     ? a.decoder.Flush()
                      : a.req.control_text && tok_.vocab().IsControl(ev.token) ? a.decoder.Flush() + tok_.vocab().text[size_t(ev.token)]
                                                                               : a.decoder.Push(ev.token);
@@ -454,10 +455,11 @@ int32_t Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t 
 // what it prefills then, and its sampler keeps its state.
 void Engine::Requeue(Active& a, bool preempted) {
   a.seq.reset();
-  a.keys = a.req.use_cache || request_log_ ? cache_.BlockHashes(a.tokens, a.req.salt) : std::vector<Hash128>{};
-  const size_t left = static_cast<size_t>(a.req.max_tokens) - a.num_generated;
+  a.keys = a.req.use_cache || request_log_ ? cache_.BlockHashes(a.tokens(), a.req.salt) : std::vector<Hash128>{};
+  const size_t left = static_cast<size_t>(a.req.max_tokens) - a.num_generated();
   std::vector<Hash128> sched_keys = a.req.use_cache ? a.keys : std::vector<Hash128>{};
-  scheduler_.Preempt(a.id, SchedRequest{a.id, a.tokens.size(), left, std::move(sched_keys), a.arrival_ns, TenantId(a.req.tenant)});
+  scheduler_.Preempt(a.id, SchedRequest{a.id, a.tokens().size(), left, std::move(sched_keys), a.arrival_ns,
+                                        TenantId(a.req.tenant), a.progress});
   if (preempted) {
     ++a.num_preemptions;
     metrics_.Add("promptcache_preemptions_total", "", 1);
@@ -552,8 +554,8 @@ StepShape Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<A
     Active& a = *acts[i];
     const size_t start = a.seq->num_computed();
     if (work[i].decode) chunks[i] = {a.last_token};
-    else chunks[i].assign(a.tokens.begin() + static_cast<std::ptrdiff_t>(start),
-                          a.tokens.begin() + static_cast<std::ptrdiff_t>(start + work[i].num_tokens));
+    else chunks[i].assign(a.tokens().begin() + static_cast<std::ptrdiff_t>(start),
+                          a.tokens().begin() + static_cast<std::ptrdiff_t>(start + work[i].num_tokens));
     const Status st = a.seq->Reserve(start + chunks[i].size());
     PC_CHECK(st.ok());  // PlanWithBlocks reserved them
   }
@@ -578,15 +580,15 @@ StepShape Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<A
       row += chunks[i].size();
       continue;
     }
-    a.seq->Computed(chunks[i]);
     {
       MutexLock lock(mu_);
-      scheduler_.Advanced(a.id, chunks[i].size());
+      scheduler_.Advanced(a.id, chunks[i].size());  // counts them in the shared record
     }
+    a.seq->IndexComputed();
     if (work[i].decode || work[i].last_prompt_chunk) {
       const std::span<const float> row_logits = std::span<const float>(logits).subspan(row * n_vocab, n_vocab);
       if (work[i].last_prompt_chunk && UsesLogitsMemo(a)) {
-        logits_memo_.Put(cache_.PromptKey(a.tokens, a.req.salt, a.keys), row_logits);
+        logits_memo_.Put(cache_.PromptKey(a.tokens(), a.req.salt, a.keys), row_logits);
       }
       SampleAndEmit(a, row_logits, now);
       ++row;

@@ -18,16 +18,20 @@ namespace pc {
 // A request from submission to its done event. Touched only by the loop
 // thread once inserted (Submit inserts under mu_).
 struct Engine::Active {
-  Active(uint64_t id_, EngineRequest r, const Tokenizer& tok)
-      : id(id_), req(std::move(r)), tokens(req.prompt), sampler(req.sampling), decoder(tok), stop(req.stop),
+  Active(uint64_t id_, EngineRequest r, std::shared_ptr<RequestProgress> p, const Tokenizer& tok)
+      : id(id_), req(std::move(r)), progress(std::move(p)), sampler(req.sampling), decoder(tok), stop(req.stop),
         draft(static_cast<size_t>(std::max(req.draft_tokens, 0))) {
     if (req.grammar && req.grammar_trigger.empty()) grammar = std::make_unique<structured::SeqMatcher>(req.grammar.get());
   }
   uint64_t id;
   EngineRequest req;
-  // The prompt, then every generated token: what a preempted sequence
-  // prefills again when it resumes.
-  std::vector<int32_t> tokens;
+  // Its tokens (the prompt, then every generated token: what a preempted
+  // sequence prefills again when it resumes) and how many have K/V: the
+  // record the scheduler and its cache sequence share (request_progress.h).
+  std::shared_ptr<RequestProgress> progress;
+  std::vector<int32_t>& tokens() { return progress->tokens; }
+  const std::vector<int32_t>& tokens() const { return progress->tokens; }
+  size_t num_generated() const { return progress->tokens.size() - req.prompt.size(); }
   // Chained block hashes of `tokens` under the salt as last queued: the
   // prompt's, computed once at Submit, until a preemption appends the
   // generated tokens (their first entries are still the prompt's, which the
@@ -42,7 +46,7 @@ struct Engine::Active {
   StopMatcher stop;
   int64_t arrival_ns = 0, admit_ns = 0, last_token_ns = 0;
   int32_t last_token = -1;
-  size_t num_generated = 0, num_cached = 0;
+  size_t num_cached = 0;
   RequestTimings timings;
   bool loading = false;  // waiting for its prefix from the spill tiers
   std::vector<float> memo_logits;  // its first token's logits, from LogitsMemo (EmitFromMemo)

@@ -24,11 +24,11 @@ std::vector<size_t> Engine::AddDrafts(const std::vector<WorkItem>& work, const s
   for (size_t i = 0; i < work.size(); ++i) {
     Active& a = *acts[i];
     if (!work[i].decode || a.req.draft_tokens <= 0) continue;
-    const size_t left = static_cast<size_t>(a.req.max_tokens) - a.num_generated;  // >= 1: it decodes now
+    const size_t left = static_cast<size_t>(a.req.max_tokens) - a.num_generated();  // >= 1: it decodes now
     size_t k = std::min({a.draft.Want(cost_ratio), left - 1, opt_.max_batch_tokens - step_tokens});
     if (k == 0) continue;
     const DraftOptions lookup{static_cast<size_t>(a.req.draft_tokens)};
-    std::vector<int32_t> d = FindLookupDraft(a.tokens, lookup, k);
+    std::vector<int32_t> d = FindLookupDraft(a.tokens(), lookup, k);
     const size_t pos = a.seq->num_computed();
     while (!d.empty() && opt_.max_step_ms > 0 && priced) {
       StepShape with = shape;
@@ -54,11 +54,11 @@ void Engine::VerifyDecode(Active& a, std::span<const int32_t> chunk, std::span<c
   a.num_drafted += drafted;
   for (size_t j = 0; j < chunk.size(); ++j) {
     if (j > 0) ++accepted, ++a.num_accepted;
-    a.seq->Computed(chunk.subspan(j, 1));
     {
       MutexLock lock(mu_);
-      scheduler_.Advanced(a.id, 1);
+      scheduler_.Advanced(a.id, 1);  // chunk[j] is the record's next token
     }
+    a.seq->IndexComputed();
     const int32_t t = SampleAndEmit(a, logits.subspan(j * n_vocab, n_vocab), now_ns);
     if (t < 0) {
       alive = false;  // the request ended (and `a` with it)

@@ -20,7 +20,7 @@ void Engine::LogRequest(const Active& a) {
   pending_log_.push_back(fmt::format(
       "{{\"t_ms\":{:.3f},\"input_tokens\":{},\"output_tokens\":{},\"prefix_blocks\":[{}],\"block_size\":{},"
       "\"cached_tokens\":{},\"queue_ms\":{:.1f},\"ttft_ms\":{:.1f}}}\n",
-      NsToMs(a.arrival_ns - start_ns_), a.req.prompt.size(), a.num_generated, blocks, cache_.block_size(), a.num_cached,
+      NsToMs(a.arrival_ns - start_ns_), a.req.prompt.size(), a.num_generated(), blocks, cache_.block_size(), a.num_cached,
       a.timings.queue_ms, a.timings.ttft_ms));
 }
 

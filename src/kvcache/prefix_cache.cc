@@ -44,8 +44,19 @@ PrefixCache::PrefixCache(const KvShape& c, const Hash128& fingerprint, const Cac
 Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32_t> prompt,
                                                            std::string_view salt, bool use_cache,
                                                            std::span<const Hash128> keys, bool have_last_logits) {
+  auto progress = std::make_shared<RequestProgress>();
+  progress->tokens.assign(prompt.begin(), prompt.end());
+  return Start(std::move(progress), salt, use_cache, keys, have_last_logits);
+}
+
+Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::shared_ptr<RequestProgress> progress,
+                                                           std::string_view salt, bool use_cache,
+                                                           std::span<const Hash128> keys, bool have_last_logits) {
+  PC_CHECK(progress != nullptr);
+  const std::span<const int32_t> prompt = progress->tokens;
   if (prompt.empty()) return Status::Error("the prompt is empty");
-  std::unique_ptr<CachedSequence> seq(new CachedSequence(*this, ChainRoot(fingerprint_, salt), use_cache));
+  progress->num_computed = 0;
+  std::unique_ptr<CachedSequence> seq(new CachedSequence(*this, progress, ChainRoot(fingerprint_, salt), use_cache));
   if (!use_cache) return seq;
   const size_t bs = block_size();
   const bool have_keys = keys.size() == prompt.size() / bs;
@@ -69,12 +80,12 @@ Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32
   const size_t matched = seq->table_.size() * bs;
   seq->last_hash_ = h;
   seq->num_hashed_blocks_ = seq->table_.size();
-  seq->tokens_.assign(prompt.begin(), prompt.begin() + static_cast<std::ptrdiff_t>(matched));
+  size_t adopted = matched;
   // At least one token is left to compute (its logits start the output),
   // unless the caller has those logits.
   const size_t keep = have_last_logits ? 0 : 1;
   if (matched < prompt.size() && prompt.size() - matched > keep) {
-    AdoptPartialBlock(*seq, prompt.subspan(matched), std::min(bs - 1, prompt.size() - matched - keep));
+    adopted += AdoptPartialBlock(*seq, prompt.subspan(matched), std::min(bs - 1, prompt.size() - matched - keep));
   }
   if (matched == prompt.size() && !have_last_logits) {
     // The whole prompt is cached. The last prompt token is recomputed to get
@@ -92,9 +103,9 @@ Result<std::unique_ptr<CachedSequence>> PrefixCache::Start(std::span<const int32
     }
     pool_.Unref(shared);
     seq->table_.back() = *copy;
-    seq->tokens_.pop_back();
+    --adopted;
   }
-  seq->num_cached_tokens_ = seq->tokens_.size();
+  progress->num_computed = seq->num_cached_tokens_ = adopted;
   return seq;
 }
 
@@ -213,7 +224,6 @@ size_t PrefixCache::AdoptPartialBlock(CachedSequence& seq, std::span<const int32
       std::memcpy(store_.BlockV(l, *copy), store_.BlockV(l, from), store_.block_layer_bytes());
     }
     seq.table_.push_back(*copy);
-    seq.tokens_.insert(seq.tokens_.end(), rest.begin(), rest.begin() + static_cast<std::ptrdiff_t>(best));
   }
   pool_.Unref(from);
   return copy ? best : 0;
@@ -232,12 +242,12 @@ void PrefixCache::RegisterPartial(int32_t b, const Hash128& parent, std::span<co
 
 CachedSequence::~CachedSequence() {
   const size_t bs = cache_.block_size();
-  const size_t tail = tokens_.size() % bs;
+  const std::span<const int32_t> done = computed_tokens();
+  const size_t tail = done.size() % bs;
   // Only a tail this sequence computed rows of (not one it merely adopted).
-  if (use_cache_ && tail > 0 && tokens_.size() > num_cached_tokens_ && num_hashed_blocks_ == tokens_.size() / bs &&
+  if (use_cache_ && tail > 0 && done.size() > num_cached_tokens_ && num_hashed_blocks_ == done.size() / bs &&
       table_.size() > num_hashed_blocks_) {
-    cache_.RegisterPartial(table_[num_hashed_blocks_], last_hash_,
-                           std::span<const int32_t>(tokens_).subspan(tokens_.size() - tail));
+    cache_.RegisterPartial(table_[num_hashed_blocks_], last_hash_, done.subspan(done.size() - tail));
   }
   for (int32_t b : table_) cache_.pool_.Unref(b);
 }
@@ -259,12 +269,26 @@ Status CachedSequence::Reserve(size_t num_tokens) {
 }
 
 void CachedSequence::Computed(std::span<const int32_t> tokens) {
-  tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
+  std::vector<int32_t>& all = progress_->tokens;
+  const size_t from = progress_->num_computed;
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    if (from + i < all.size()) {
+      PC_CHECK(all[from + i] == tokens[i]);  // the record's own tokens
+    } else {
+      all.push_back(tokens[i]);
+    }
+  }
+  progress_->num_computed += tokens.size();
+  IndexComputed();
+}
+
+void CachedSequence::IndexComputed() {
+  const std::span<const int32_t> done = computed_tokens();
   const size_t bs = cache_.block_size();
   // Register every block that just became full (prompt and generated tokens).
-  while ((num_hashed_blocks_ + 1) * bs <= tokens_.size()) {
+  while ((num_hashed_blocks_ + 1) * bs <= done.size()) {
     const size_t k = num_hashed_blocks_;
-    const std::span<const int32_t> block = std::span<const int32_t>(tokens_).subspan(k * bs, bs);
+    const std::span<const int32_t> block = done.subspan(k * bs, bs);
     const Hash128 parent = last_hash_;
     if (k < prompt_keys_.size()) {
       last_hash_ = prompt_keys_[k];  // hashed once, before Start

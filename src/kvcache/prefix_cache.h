@@ -25,6 +25,7 @@
 
 #include "kvcache/block_pool.h"
 #include "kvcache/kv_sequence.h"
+#include "sched/request_progress.h"
 
 namespace pc {
 
@@ -53,21 +54,31 @@ class CachedSequence : public KvSequence {
   ~CachedSequence() override;
   KvStore& store() override;
   std::span<const int32_t> block_table() const override { return table_; }
-  size_t num_computed() const override { return tokens_.size(); }
+  // The request's progress record counts what has K/V (request_progress.h):
+  // one count, shared with the scheduler.
+  size_t num_computed() const override { return progress_->num_computed; }
   Status Reserve(size_t num_tokens) override;
+  // For a caller that drives the sequence alone (Generate, tests): the
+  // record takes the tokens past its own (generated ones), counts them, and
+  // the blocks they fill are indexed.
   void Computed(std::span<const int32_t> tokens) override;
+  // Indexes every block the record's count has filled since (the engine:
+  // the scheduler counted the step's tokens).
+  void IndexComputed();
 
   size_t num_cached_tokens() const { return num_cached_tokens_; }
 
  private:
   friend class PrefixCache;
 
-  CachedSequence(PrefixCache& cache, Hash128 root, bool use_cache)
-      : cache_(cache), last_hash_(root), use_cache_(use_cache) {}
+  CachedSequence(PrefixCache& cache, std::shared_ptr<RequestProgress> progress, Hash128 root, bool use_cache)
+      : cache_(cache), progress_(std::move(progress)), last_hash_(root), use_cache_(use_cache) {}
+  // The tokens whose K/V are in table_.
+  std::span<const int32_t> computed_tokens() const { return {progress_->tokens.data(), progress_->num_computed}; }
 
   PrefixCache& cache_;
+  std::shared_ptr<RequestProgress> progress_;
   std::vector<int32_t> table_;
-  std::vector<int32_t> tokens_;  // tokens whose K/V are in table_
   Hash128 last_hash_;            // chain hash of the last full block
   size_t num_hashed_blocks_ = 0;
   std::vector<Hash128> prompt_keys_;  // the prompt's chain hashes, when Start was given them
@@ -87,6 +98,12 @@ class PrefixCache {
   // all of them were).
   // keys: the prompt's chain hashes (BlockHashes) when the caller has them
   // already, so a prompt is hashed once on its way in; empty: computed here.
+  // The prompt is the record's tokens (a resumed request's include what it
+  // generated); Start sets the record's count to what it adopted.
+  Result<std::unique_ptr<CachedSequence>> Start(std::shared_ptr<RequestProgress> progress, std::string_view salt,
+                                                bool use_cache = true, std::span<const Hash128> keys = {},
+                                                bool have_last_logits = false);
+  // The prompt alone, in a record of its own (tests, one-off callers).
   Result<std::unique_ptr<CachedSequence>> Start(std::span<const int32_t> prompt, std::string_view salt,
                                                 bool use_cache = true, std::span<const Hash128> keys = {},
                                                 bool have_last_logits = false);

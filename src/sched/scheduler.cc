@@ -23,6 +23,7 @@ size_t Scheduler::BlocksNeeded(const SchedRequest& r) const {
 SubmitResult Scheduler::Submit(SchedRequest req) {
   if (BlocksNeeded(req) > opt_.num_blocks) return SubmitResult::kTooLarge;
   if (waiting_.size() >= opt_.max_waiting) return SubmitResult::kQueueFull;
+  if (!req.progress) req.progress = std::make_shared<RequestProgress>();
   CountWaiting(req, +1);
   waiting_.push_back(std::move(req));
   return SubmitResult::kQueued;
@@ -51,7 +52,7 @@ size_t Scheduler::PromptBlocks(const SchedRequest& r, size_t cached_leading) con
 // uncached prompt blocks until it starts, then those not yet computed.
 size_t Scheduler::Promised(const Running& r) const {
   if (r.started && !r.in_prefill()) return 0;
-  const size_t done = std::max(r.cached_blocks_at_admit, r.num_computed / opt_.block_size);
+  const size_t done = std::max(r.cached_blocks_at_admit, r.num_computed() / opt_.block_size);
   return PromptBlocks(r.req, done);
 }
 
@@ -198,7 +199,7 @@ Scheduler::PrefillSlots Scheduler::PrefillSlotsNow() const {
   for (const auto& [id, r] : running_) {
     if (!r.in_prefill()) continue;
     ++p.held;
-    const size_t done = r.started ? r.num_computed
+    const size_t done = r.started ? r.num_computed()
                                   : std::min(r.cached_blocks_at_admit * opt_.block_size, r.req.num_prompt_tokens);
     p.least_left_ms = std::min(p.least_left_ms, CostMs(done, r.req.num_prompt_tokens - done));
   }
@@ -238,7 +239,7 @@ void Scheduler::ReleasePending(Running& r, size_t old_computed) {
   const size_t bs = opt_.block_size;
   const size_t n_hashes = r.req.block_hashes.size();
   const size_t from = std::min(old_computed / bs, n_hashes);
-  const size_t to = std::min(r.num_computed / bs, n_hashes);
+  const size_t to = std::min(r.num_computed() / bs, n_hashes);
   for (size_t k = from; k < to; ++k) {
     auto it = pending_.find(r.req.block_hashes[k]);
     PC_CHECK(it != pending_.end());
@@ -248,12 +249,18 @@ void Scheduler::ReleasePending(Running& r, size_t old_computed) {
 
 void Scheduler::Started(uint64_t id, size_t num_cached_tokens) {
   auto it = running_.find(id);
+  PC_CHECK(it != running_.end());
+  it->second.req.progress->num_computed = num_cached_tokens;
+  Started(id);
+}
+
+void Scheduler::Started(uint64_t id) {
+  auto it = running_.find(id);
   PC_CHECK(it != running_.end() && !it->second.started);
   Running& r = it->second;
   // All of them: its first token comes from kept logits (LogitsMemo).
-  PC_CHECK(num_cached_tokens <= r.req.num_prompt_tokens);
+  PC_CHECK(r.num_computed() <= r.req.num_prompt_tokens);
   r.started = true;
-  r.num_computed = num_cached_tokens;
   ReleasePending(r, 0);
 }
 
@@ -266,7 +273,7 @@ size_t Scheduler::NumDecoding() const {
 double Scheduler::DecodeContext() const {
   double n = 0;
   for (const auto& [id, r] : running_) {
-    if (r.started && !r.in_prefill()) n += static_cast<double>(r.num_computed + r.num_generated);
+    if (r.started && !r.in_prefill()) n += static_cast<double>(r.num_computed());
   }
   return n;
 }
@@ -274,7 +281,7 @@ double Scheduler::DecodeContext() const {
 size_t Scheduler::PrefillDepth() const {
   size_t depth = SIZE_MAX;
   for (const auto& [id, r] : running_) {
-    if (r.started && r.in_prefill()) depth = std::min(depth, r.num_computed);
+    if (r.started && r.in_prefill()) depth = std::min(depth, r.num_computed());
   }
   return depth == SIZE_MAX ? 0 : depth;
 }
@@ -323,7 +330,7 @@ std::vector<size_t> Scheduler::WaitersOf(std::span<const std::pair<uint64_t, con
   std::unordered_map<Hash128, size_t, Hash128Hasher> computing;  // block -> index into in_prefill
   for (size_t k = 0; k < in_prefill.size(); ++k) {
     const Running& r = *in_prefill[k].second;
-    for (size_t b = r.num_computed / opt_.block_size; b < r.req.block_hashes.size(); ++b) {
+    for (size_t b = r.num_computed() / opt_.block_size; b < r.req.block_hashes.size(); ++b) {
       computing.try_emplace(r.req.block_hashes[b], k);
     }
   }
@@ -370,7 +377,7 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
     entries.reserve(in_prefill.size());
     for (size_t k = 0; k < in_prefill.size(); ++k) {
       const auto& [id, r] = in_prefill[k];
-      entries.push_back({r->req.arrival_ns, CostMs(r->num_computed, r->req.num_prompt_tokens - r->num_computed), PassedMs(id),
+      entries.push_back({r->req.arrival_ns, CostMs(r->num_computed(), r->req.num_prompt_tokens - r->num_computed()), PassedMs(id),
                          1 + served[k]});
     }
     const std::vector<size_t> order = CheapFirstOrder(entries, now_ns_, kPassAllowance);
@@ -404,18 +411,18 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
     const double cap_ms = std::min(cap->second.second, stop_ms);
     size_t allowed = std::min(budget, cap_tokens > used_tokens ? cap_tokens - used_tokens : 0);
     if (prefill.cost && allowed > 0) {
-      const size_t fits = prefill.cost->PrefillTokensWithin(cap_ms - used_ms, r.num_computed);
+      const size_t fits = prefill.cost->PrefillTokensWithin(cap_ms - used_ms, r.num_computed());
       // A step's first chunk is at least a token: prompts always advance,
       // however deep the position or slow the machine.
       allowed = std::min(allowed, std::max<size_t>(fits, used_tokens == 0 ? 1 : 0));
     }
     if (allowed == 0) continue;
-    const size_t left = r.req.num_prompt_tokens - r.num_computed;
+    const size_t left = r.req.num_prompt_tokens - r.num_computed();
     const size_t n = std::min(left, allowed);
     work.push_back({id, n, false, n == left});
     budget -= n;
     used_tokens += n;
-    if (prefill.cost) used_ms += prefill.cost->PrefillMs(r.num_computed, n);
+    if (prefill.cost) used_ms += prefill.cost->PrefillMs(r.num_computed(), n);
     if (n == left) stop_ms = prefill.after_first_token_ms;
   }
   return work;
@@ -425,22 +432,21 @@ void Scheduler::Advanced(uint64_t id, size_t num_tokens) {
   auto it = running_.find(id);
   PC_CHECK(it != running_.end() && it->second.started);
   Running& r = it->second;
-  if (r.in_prefill()) {
-    PC_CHECK(r.num_computed + num_tokens <= r.req.num_prompt_tokens);
-    const size_t old = r.num_computed;
-    r.num_computed += num_tokens;
+  const size_t old = r.num_computed();
+  const bool prefill = r.in_prefill();
+  PC_CHECK(!prefill || old + num_tokens <= r.req.num_prompt_tokens);
+  r.req.progress->num_computed += num_tokens;
+  if (prefill) {
     ReleasePending(r, old);
     last_chunks_.emplace_back(id, CostMs(old, num_tokens));
     advanced_.insert(id);
     served_[r.req.tenant] += static_cast<double>(num_tokens);
-  } else {
-    r.num_generated += num_tokens;
   }
 }
 
 // Blocks it never computed are no longer pending on its account.
 void Scheduler::DropPending(const Running& r) {
-  const size_t done_blocks = r.started ? std::min(r.num_computed / opt_.block_size, r.req.block_hashes.size()) : 0;
+  const size_t done_blocks = r.started ? std::min(r.num_computed() / opt_.block_size, r.req.block_hashes.size()) : 0;
   for (size_t k = done_blocks; k < r.req.block_hashes.size(); ++k) {
     auto p = pending_.find(r.req.block_hashes[k]);
     PC_CHECK(p != pending_.end());
@@ -495,6 +501,8 @@ size_t Scheduler::NumStarted() const {
 void Scheduler::Preempt(uint64_t id, SchedRequest resumed) {
   PC_CHECK(resumed.id == id && running_.count(id) != 0);
   Finish(id);
+  if (!resumed.progress) resumed.progress = std::make_shared<RequestProgress>();
+  resumed.progress->num_computed = 0;
   CountWaiting(resumed, +1);
   waiting_.push_front(std::move(resumed));
 }

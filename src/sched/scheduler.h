@@ -4,7 +4,8 @@
 //   Submit(req)                 a request joins the waiting queue
 //   Admit(now_ns, pool) -> ids  requests to start now (the engine looks up
 //                               their cached prefix and calls Started)
-//   Started(id, num_cached)     prefix-cache hit length of an admitted request
+//   Started(id)                 an admitted request starts with the K/V its
+//                               progress record says it has (the cache's hit)
 //   Plan(prefill) -> work       one step: 1 decode token for every running
 //                               sequence past its prompt, then prefill
 //                               chunks (tenants in turn, within a tenant
@@ -12,7 +13,9 @@
 //                               ms at the chunk's depth, by the standing of
 //                               the tenant whose turn it is: StepBudget)
 //                               and the step's token budget
-//   Advanced(id, n)             n tokens of that work item were computed
+//   Advanced(id, n)             n tokens of that work item were computed: the
+//                               progress record counts them (its one writer
+//                               once started)
 //   Preempt(id, resumed)        the pool ran short: the sequence goes back to
 //                               the head of the queue as `resumed` (its prompt
 //                               now includes what it generated)
@@ -65,6 +68,7 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -72,6 +76,7 @@
 #include <vector>
 
 #include "base/hash128.h"
+#include "sched/request_progress.h"
 #include "sched/step_budget.h"
 
 namespace pc {
@@ -101,6 +106,9 @@ struct SchedRequest {
   std::vector<Hash128> block_hashes;
   int64_t arrival_ns = 0;
   uint64_t tenant = 0;  // API-key tenant (hashed); 0 without keys
+  // Its progress (request_progress.h), shared with the engine and the
+  // cache; Submit makes one when it is null (tests, one-off callers).
+  std::shared_ptr<RequestProgress> progress;
 };
 
 // The pool as admission sees it. The defaults admit on the running cap alone.
@@ -128,6 +136,10 @@ class Scheduler {
 
   SubmitResult Submit(SchedRequest req);
   std::vector<uint64_t> Admit(int64_t now_ns, const PoolView& pool = {});
+  // The request starts with the K/V its progress record counts (the prefix
+  // cache wrote it); the second form writes that count first (the
+  // simulation, tests: no cache).
+  void Started(uint64_t id);
   void Started(uint64_t id, size_t num_cached_tokens);
   std::vector<WorkItem> Plan(size_t max_prefill_tokens = SIZE_MAX) const;
   std::vector<WorkItem> Plan(const PrefillBudget& budget) const;
@@ -156,8 +168,9 @@ class Scheduler {
   // The most recently admitted running sequence that has started, if any.
   std::optional<uint64_t> NewestStarted() const;
   size_t NumStarted() const;
-  // Removes a running sequence and puts `resumed` (same id) at the head of
-  // the queue, past the queue bound: it was admitted once already.
+  // Removes a running sequence and puts `resumed` (same id and progress
+  // record, its count back to 0 until it starts again) at the head of the
+  // queue, past the queue bound: it was admitted once already.
   void Preempt(uint64_t id, SchedRequest resumed);
 
   size_t num_waiting() const { return waiting_.size(); }
@@ -175,12 +188,11 @@ class Scheduler {
 
  private:
   struct Running {
-    SchedRequest req;
-    size_t num_computed = 0;  // prompt tokens with K/V (cached or prefilled)
-    size_t num_generated = 0;
+    SchedRequest req;  // req.progress: what it has computed
     size_t cached_blocks_at_admit = 0;  // leading prompt blocks the pool held then
     bool started = false;
-    bool in_prefill() const { return num_computed < req.num_prompt_tokens; }
+    size_t num_computed() const { return req.progress->num_computed; }
+    bool in_prefill() const { return num_computed() < req.num_prompt_tokens; }
   };
   // Running prompts still in prefill, against the slots they may hold: all
   // but a quarter of max_running. The reserved quarter admits only a prompt

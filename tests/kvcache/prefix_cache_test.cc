@@ -371,6 +371,47 @@ INSTANTIATE_TEST_SUITE_P(Models, PrefixCacheTest,
 // lookup; eviction happens under pressure. After each: pool invariants,
 // exact refcounts, shared blocks only when indexed; every 250 operations,
 // every indexed block's K/V bytes equal a fresh computation of its prefix.
+// A sequence started from a request's record reads that record: Start
+// writes what it adopted there, the blocks are indexed as the record's
+// count passes them (IndexComputed: the engine's scheduler counted the
+// step), and Computed (a caller driving the sequence alone) appends the
+// tokens past the record's own. The cache alone: no model runs.
+TEST(PrefixCacheProgress, TheSequenceReadsTheRequestsRecord) {
+  const KvShape shape{2, 8, 256};
+  CacheOptions o;
+  o.block_size = 4;
+  o.mem_bytes = 16 * 2 * shape.n_layer * o.block_size * shape.kv_dim * 2;  // 16 F16 blocks
+  PrefixCache cache(shape, Hash128{1, 2}, o);
+  const std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  auto rec = std::make_shared<RequestProgress>();
+  rec->tokens = prompt;
+  rec->num_computed = 7;  // stale: Start says what it found
+  auto seq = cache.Start(rec, "");
+  ASSERT_TRUE(seq.ok());
+  EXPECT_EQ(rec->num_computed, 0u);
+  ASSERT_TRUE((*seq)->Reserve(prompt.size()).ok());
+  rec->num_computed = prompt.size();  // the scheduler counted a step of 10 tokens
+  EXPECT_EQ((*seq)->num_computed(), 10u);
+  EXPECT_EQ(cache.NumPoolLeading(cache.BlockHashes(prompt, "")), 0u);  // not indexed until asked
+  (*seq)->IndexComputed();
+  EXPECT_EQ(cache.NumPoolLeading(cache.BlockHashes(prompt, "")), 2u);
+  // A second request with the same prompt adopts both blocks, in its record.
+  auto rec2 = std::make_shared<RequestProgress>();
+  rec2->tokens = prompt;
+  auto seq2 = cache.Start(rec2, "");
+  ASSERT_TRUE(seq2.ok());
+  EXPECT_EQ(rec2->num_computed, 8u);
+  EXPECT_EQ((*seq2)->num_cached_tokens(), 8u);
+  // Driven alone: Computed counts the prompt's last tokens and appends a
+  // generated one to the record.
+  ASSERT_TRUE((*seq2)->Reserve(12).ok());
+  (*seq2)->Computed(std::vector<int32_t>{9, 10, 77, 78});
+  EXPECT_EQ(rec2->num_computed, 12u);
+  EXPECT_EQ(rec2->tokens, (std::vector<int32_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 77, 78}));
+  std::vector<int32_t> longer = rec2->tokens;
+  EXPECT_EQ(cache.NumPoolLeading(cache.BlockHashes(longer, "")), 3u);
+}
+
 TEST(PrefixCacheStress, TenThousandRandomOperations) {
   PC_SHARED_OR_SKIP(path, "models/stories260K.gguf");
   auto model = Model::Load(path, 1);

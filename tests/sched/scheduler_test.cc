@@ -10,7 +10,9 @@ namespace pc {
 namespace {
 
 SchedRequest Req(uint64_t id, size_t prompt, size_t max_new, std::vector<Hash128> hashes = {}) {
-  return SchedRequest{id, prompt, max_new, std::move(hashes), 0};
+  SchedRequest r;
+  r.id = id, r.num_prompt_tokens = prompt, r.max_new_tokens = max_new, r.block_hashes = std::move(hashes);
+  return r;
 }
 
 std::vector<Hash128> Chain(uint64_t tag, size_t n) {
@@ -27,6 +29,43 @@ SchedulerOptions Opts(size_t budget = 64, size_t blocks = 100, size_t running = 
   o.max_waiting = waiting;
   o.block_size = 16;
   return o;
+}
+
+// The scheduler keeps no count of its own: it starts from what the shared
+// record says was adopted, counts each step's tokens there (prompt and
+// decode alike), and a preempted request's record is back at 0 until the
+// cache says what it found again.
+TEST(Scheduler, CountsProgressInTheSharedRecord) {
+  Scheduler s(Opts(64));
+  SchedRequest r = Req(1, 40, 5);
+  auto rec = std::make_shared<RequestProgress>();
+  r.progress = rec;
+  ASSERT_EQ(s.Submit(r), SubmitResult::kQueued);
+  ASSERT_EQ(s.Admit(0), std::vector<uint64_t>{1});
+  rec->num_computed = 16;  // the cache adopted a block
+  s.Started(1);
+  std::vector<WorkItem> w = s.Plan();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].num_tokens, 24u);
+  EXPECT_EQ(s.PrefillDepth(), 16u);
+  s.Advanced(1, 24);
+  EXPECT_EQ(rec->num_computed, 40u);
+  w = s.Plan();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_TRUE(w[0].decode);
+  s.Advanced(1, 1);
+  EXPECT_EQ(rec->num_computed, 41u);
+  EXPECT_EQ(s.DecodeContext(), 41.0);
+  SchedRequest resumed = Req(1, 41, 4);
+  resumed.progress = rec;
+  s.Preempt(1, resumed);
+  EXPECT_EQ(rec->num_computed, 0u);
+  ASSERT_EQ(s.Admit(0), std::vector<uint64_t>{1});
+  s.Started(1, 32);  // the second form writes the record (no cache here)
+  EXPECT_EQ(rec->num_computed, 32u);
+  w = s.Plan();
+  ASSERT_EQ(w.size(), 1u);
+  EXPECT_EQ(w[0].num_tokens, 9u);
 }
 
 TEST(Scheduler, DecodesFirstThenFillsBudgetWithPrefillChunks) {

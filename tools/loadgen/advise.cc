@@ -211,7 +211,10 @@ class CachePolicy {
 // An admitted request in the simulation.
 struct Live {
   double ready_ms;  // its tier loads are done
-  size_t computed;  // tokens with K/V (cached, prefilled, generated)
+  size_t cached;    // tokens its cache lookup found
+  // The count the scheduler keeps (cached, then prefilled and generated
+  // tokens with K/V), as it keeps the engine's.
+  std::shared_ptr<RequestProgress> progress;
   bool started = false;
   size_t generated = 0;
   double last_token_ms = 0;
@@ -252,7 +255,7 @@ double StepCostMs(const std::vector<WorkItem>& work, const std::unordered_map<ui
   double summed_ms = 0, depth_ms = 0;
   size_t logits_rows = 0;
   for (const WorkItem& w : work) {
-    const size_t pos = live.at(w.id).computed;
+    const size_t pos = live.at(w.id).progress->num_computed;
     summed_ms += cost.ChunkMs(pos, w.num_tokens);
     if (w.decode) {
       shape->AddDecode(pos);
@@ -308,6 +311,7 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
   budget.SetKvPass(cost.kv_pass_ms_per_position, cost.prefill_chunk_tokens);
   budget.SetPrefillProfile(cost.prefill_ms_per_token);
   std::unordered_map<uint64_t, Live> live;  // admitted requests, by index
+  std::vector<std::shared_ptr<RequestProgress>> progress(reqs.size());  // submitted, not yet admitted
   double now_ms = 0;
   PoolView pool;
   pool.cost = &budget;
@@ -322,17 +326,18 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
       if (cfg.caching) {
         for (size_t k = 0; k < std::min(q.keys.size(), q.input_tokens / tpk); ++k) keys.push_back(Hash128{q.keys[k], 1});
       }
+      progress[next] = std::make_shared<RequestProgress>();
       sched.Submit(SchedRequest{next, q.input_tokens, std::max<size_t>(q.output_tokens, 1), std::move(keys),
-                                static_cast<int64_t>(q.arrival_s * 1e9), 0});
+                                static_cast<int64_t>(q.arrival_s * 1e9), 0, progress[next]});
     }
     for (uint64_t id : sched.Admit(static_cast<int64_t>(now_ms * 1e6), pool)) {
       SimOutcome& o = res.requests[id];
       const double load_ms = policy.Admit(reqs[id], now_ms / 1e3, cost, &o);
-      live.emplace(id, Live{now_ms + load_ms, o.cached_tokens, false, 0, 0, {}});
+      live.emplace(id, Live{now_ms + load_ms, o.cached_tokens, std::move(progress[id]), false, 0, 0, {}});
     }
     double next_event_ms = next < reqs.size() ? reqs[next].arrival_s * 1e3 : INFINITY;
     for (auto& [id, l] : live) {  // loads done: the request starts (the engine's Started)
-      if (!l.started && l.ready_ms <= now_ms) sched.Started(id, l.computed), l.started = true;
+      if (!l.started && l.ready_ms <= now_ms) sched.Started(id, l.cached), l.started = true;
       if (!l.started) next_event_ms = std::min(next_event_ms, l.ready_ms);
     }
     const std::vector<WorkItem> work = sched.PlanStep(budget);
@@ -348,7 +353,6 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
     for (const WorkItem& w : work) {
       sched.Advanced(w.id, w.num_tokens);
       Live& l = live.at(w.id);
-      l.computed += w.num_tokens;
       if (!w.decode && !w.last_prompt_chunk) continue;
       // A token: the first after the prompt's last chunk, or a decode step.
       const SimRequest& q = reqs[w.id];
