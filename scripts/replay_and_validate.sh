@@ -41,7 +41,8 @@ pool_tokens=$(curl -s "localhost:$port/metrics" | awk '/^promptcache_kv_pool_blo
 common=(--token-scale "$ts" --time-scale "$tm" --trace-sample "$sample" --trace-skip "$skip")
 "$bin" bench --url "http://127.0.0.1:$port" -w trace --trace "$trace" "${common[@]}" --requests "$n" \
   --max-output-tokens 64 --warmup 2 --json "$out/bench.json" --html "$out/bench.html" --no-progress | tee "$out/bench.txt"
-"$bin" advise --trace "$trace" --profile "$out/profile.json" "${common[@]}" --max-requests "$n" \
+# bench asks for temperature 0: --greedy prices argmax, not a random draw, per row
+"$bin" advise --trace "$trace" --profile "$out/profile.json" "${common[@]}" --max-requests "$n" --greedy \
   --max-output-tokens 64 --pool-tokens "$pool_tokens" --json "$out/advise.json" --html "$out/advise.html" | tee "$out/advise.txt"
 python3 - "$out" <<'PY'
 import json, sys

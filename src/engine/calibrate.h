@@ -31,6 +31,7 @@ struct BatchCurve {
   // A draw from one row of logits with the OpenAI API's defaults
   // (temperature 1, no top-k/top-p): the engine samples every row it asked for.
   double sample_ms_per_row = 0;
+  double greedy_ms_per_row = 0;  // the same row at temperature 0 (argmax)
 };
 BatchCurve CalibrateBatchSizes(Model& model, const CacheOptions& opt, size_t max_tokens = 256);
 

@@ -1,5 +1,7 @@
 // The advisor's simulator on hand-built traces with known answers, and the
 // advice on the shared traces.
+#include <algorithm>
+
 #include "advise.h"
 #include "test_support.h"
 
@@ -30,7 +32,8 @@ SimRequest Req(double t, std::vector<uint64_t> keys, size_t input = 0, size_t ou
 // A pool of that many tokens; no step-time target (serve --max-step-ms 0:
 // steps fill the token budget), so step costs are easy to add up by hand.
 SimConfig Pool(size_t tokens) {
-  SimConfig c{true, {{"pool", tokens, 0}}};
+  SimConfig c;
+  c.tiers = {{"pool", tokens, 0}};
   c.step_ms = 0;
   return c;
 }
@@ -116,6 +119,67 @@ TEST(AdviseSim, AdmissionIsTheServersScheduler) {
 // The step-time target is the server's StepBudget: a stream decoding while
 // a 4,000-token prompt prefills keeps short gaps with it (the prompt goes in
 // chunks beside the decodes) and long ones without (255 tokens a step).
+// The simulation plans with the server's Scheduler and StepBudget, not a
+// copy: driving those classes from src/sched by hand with the same
+// arrivals and the step durations the simulation reported gives the very
+// steps it ran, item for item. A simulator with a scheduler of its own (the
+// drift issue 31 found: -46% TTFT) fails here as soon as the two plan one
+// step differently, whichever side changes.
+TEST(AdviseSim, PlansEveryStepWithTheServersScheduler) {
+  std::vector<SimRequest> rs;
+  for (uint64_t i = 0; i < 24; ++i) rs.push_back(Req(0.004 * double(i * i % 7) + 0.01 * double(i), {}, 40 + 37 * (i % 5), 3 + i % 6));
+  std::sort(rs.begin(), rs.end(), [](const SimRequest& a, const SimRequest& b) { return a.arrival_s < b.arrival_s; });
+  CostProfile p = Profile();
+  p.step_ms_by_tokens = {{1, 2.0}, {256, 40.0}};
+  SimConfig c = Pool(1 << 20);
+  c.caching = false;
+  c.max_running = 6;
+  c.batch_tokens = 96;
+  c.step_ms = 12;
+  c.admission = Admission::kFifo;
+  std::vector<SimStep> steps;
+  c.on_step = [&](const SimStep& s) { steps.push_back(s); };
+  const SimResult r = Simulate(rs, p, c);
+  ASSERT_GT(steps.size(), 40u);
+
+  SchedulerOptions so;
+  so.max_batch_tokens = c.batch_tokens, so.max_running = c.max_running, so.max_waiting = SIZE_MAX / 4;
+  so.num_blocks = SIZE_MAX / 4, so.block_size = 16, so.admission = c.admission;
+  Scheduler sched(so);
+  StepBudget budget(StepBudgetOptions{c.step_ms, so.max_batch_tokens, 16});
+  budget.SetKvPass(p.kv_pass_ms_per_position, p.prefill_chunk_tokens);
+  budget.SetPrefillProfile(p.prefill_ms_per_token);
+  std::vector<std::shared_ptr<RequestProgress>> rec(rs.size());
+  std::vector<size_t> generated(rs.size(), 0);
+  size_t next = 0, mixed = 0;
+  for (const SimStep& st : steps) {
+    for (; next < rs.size() && rs[next].arrival_s * 1e3 <= st.start_ms; ++next) {
+      rec[next] = std::make_shared<RequestProgress>();
+      sched.Submit(SchedRequest{next, rs[next].input_tokens, rs[next].output_tokens, {}, static_cast<int64_t>(rs[next].arrival_s * 1e9), 0, rec[next]});
+    }
+    for (uint64_t id : sched.Admit(static_cast<int64_t>(st.start_ms * 1e6))) sched.Started(id, 0);
+    const std::vector<WorkItem> planned = sched.PlanStep(budget);
+    ASSERT_EQ(planned.size(), st.work.size()) << "at " << st.start_ms << " ms";
+    StepShape shape;
+    for (size_t i = 0; i < planned.size(); ++i) {
+      const WorkItem &a = planned[i], &b = st.work[i];
+      ASSERT_TRUE(a.id == b.id && a.num_tokens == b.num_tokens && a.decode == b.decode && a.last_prompt_chunk == b.last_prompt_chunk)
+          << "step at " << st.start_ms << " ms, item " << i;
+      if (a.decode) shape.AddDecode(rec[a.id]->num_computed);
+      else shape.AddChunk(rec[a.id]->num_computed, a.num_tokens);
+    }
+    mixed += shape.n_decode > 0 && shape.n_prefill > 0;
+    budget.Observe(shape, st.duration_ms);
+    for (const WorkItem& w : planned) {
+      sched.Advanced(w.id, w.num_tokens);
+      if ((w.decode || w.last_prompt_chunk) && ++generated[w.id] == rs[w.id].output_tokens) sched.Finish(w.id);
+    }
+  }
+  EXPECT_GT(mixed, 5u);  // decodes and prefill chunks shared steps: the budget decided their split
+  EXPECT_EQ(sched.num_running() + sched.num_waiting(), 0u);
+  EXPECT_GT(r.ttft_ms.p50, 0);
+}
+
 TEST(AdviseSim, TheStepTargetIsTheServersBudget) {
   // The stream's first 13 gaps come before the prompt arrives, the other 16
   // beside it.
@@ -135,7 +199,8 @@ TEST(AdviseSim, TheStepTargetIsTheServersBudget) {
 
 TEST(AdviseSim, EvictedBlocksComeBackFromTheHostTier) {
   std::vector<SimRequest> rs = {Req(0, {1, 2, 3, 4}), Req(1, {5, 6, 7, 8}), Req(2, {1, 2, 3, 4})};
-  SimConfig cfg{true, {{"pool", 64, 0}, {"host", 1 << 20, 0}}};
+  SimConfig cfg;
+  cfg.tiers = {{"pool", 64, 0}, {"host", 1 << 20, 0}};
   const SimResult r = Simulate(rs, Profile(), cfg);
   EXPECT_EQ(r.requests[2].cached_tokens, 63u);
   EXPECT_EQ(r.requests[2].cached_by_tier.at("host"), 63u);
@@ -147,7 +212,8 @@ TEST(AdviseSim, EvictedBlocksComeBackFromTheHostTier) {
 TEST(AdviseSim, TtlExpiresRedisEntries) {
   // The pool holds one 2-block prompt; Redis keeps entries for 10 s.
   std::vector<SimRequest> rs = {Req(0, {1, 2}), Req(1, {3, 4}), Req(5, {1, 2}), Req(50, {3, 4}), Req(100, {1, 2})};
-  SimConfig cfg{true, {{"pool", 32, 0}, {"redis", 1 << 20, 10}}};
+  SimConfig cfg;
+  cfg.tiers = {{"pool", 32, 0}, {"redis", 1 << 20, 10}};
   const SimResult r = Simulate(rs, Profile(), cfg);
   EXPECT_EQ(r.requests[2].cached_by_tier.at("redis"), 31u);  // written at 0, read at 5
   EXPECT_EQ(r.requests[3].cached_tokens, 0u);                // written at 1, expired by 50

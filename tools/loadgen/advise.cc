@@ -77,11 +77,11 @@ double CostProfile::ChunkMs(size_t pos, size_t n) const {
 
 double CostProfile::DecodeMs(size_t context) const { return InterpolateLinear(decode_ms_per_token, static_cast<double>(context)); }
 
-double CostProfile::BatchMs(size_t n_tokens, size_t logits_rows) const {
+double CostProfile::BatchMs(size_t n_tokens, size_t logits_rows, bool greedy) const {
   if (n_tokens == 0) return 0;
   return InterpolateLinear(step_ms_by_tokens, static_cast<double>(n_tokens)) +
          logits_ms_per_row * static_cast<double>(logits_rows > 1 ? logits_rows - 1 : 0) +
-         sample_ms_per_row * static_cast<double>(logits_rows);
+         (greedy ? greedy_ms_per_row : sample_ms_per_row) * static_cast<double>(logits_rows);
 }
 
 double CostProfile::LoadMs(const std::string& tier, size_t num_blocks) const {
@@ -96,7 +96,8 @@ json CostProfile::ToJson() const {
   return {{"model", model}, {"block_size", block_size}, {"prefill_ms_per_token", prefill_ms_per_token},
           {"decode_ms_per_token", decode_ms_per_token}, {"kv_pass_ms_per_position", kv_pass_ms_per_position},
           {"prefill_chunk_tokens", prefill_chunk_tokens}, {"step_ms_by_tokens", step_ms_by_tokens},
-          {"logits_ms_per_row", logits_ms_per_row}, {"sample_ms_per_row", sample_ms_per_row}, {"tiers", t}};
+          {"logits_ms_per_row", logits_ms_per_row}, {"sample_ms_per_row", sample_ms_per_row},
+          {"greedy_ms_per_row", greedy_ms_per_row}, {"tiers", t}};
 }
 
 Result<CostProfile> CostProfile::FromJson(const json& j) {
@@ -113,6 +114,7 @@ Result<CostProfile> CostProfile::FromJson(const json& j) {
     }
     p.logits_ms_per_row = j.value("logits_ms_per_row", 0.0);
     p.sample_ms_per_row = j.value("sample_ms_per_row", 0.0);
+    p.greedy_ms_per_row = j.value("greedy_ms_per_row", 0.0);
     for (const auto& [n, c] : j.at("tiers").items()) p.tiers[n] = {c.at("latency_ms").get<double>(), c.at("ms_per_block").get<double>()};
   } catch (const std::exception& e) {
     return Errorf("not a cost profile: {}", e.what());
@@ -126,8 +128,8 @@ Result<CostProfile> CostProfile::FromJson(const json& j) {
   for (const auto& [n, ms] : p.step_ms_by_tokens) {
     if (!(n >= 1) || !(ms >= 0) || !std::isfinite(ms)) return Status::Error("not a cost profile: a step_ms_by_tokens sample is not (tokens >= 1, ms >= 0)");
   }
-  for (double v : {p.logits_ms_per_row, p.sample_ms_per_row}) {
-    if (!(v >= 0) || !std::isfinite(v)) return Status::Error("not a cost profile: logits_ms_per_row or sample_ms_per_row is not a non-negative number");
+  for (double v : {p.logits_ms_per_row, p.sample_ms_per_row, p.greedy_ms_per_row}) {
+    if (!(v >= 0) || !std::isfinite(v)) return Status::Error("not a cost profile: a per-row time is not a non-negative number");
   }
   return p;
 }
@@ -250,7 +252,7 @@ void Summarize(const std::vector<SimRequest>& reqs, SimResult* res) {
 // the step's size at depth 0, plus what depth adds to each item. shape is
 // what the step budget is told.
 double StepCostMs(const std::vector<WorkItem>& work, const std::unordered_map<uint64_t, Live>& live,
-                  const CostProfile& cost, StepShape* shape) {
+                  const CostProfile& cost, bool greedy, StepShape* shape) {
   *shape = {};
   double summed_ms = 0, depth_ms = 0;
   size_t logits_rows = 0;
@@ -268,7 +270,7 @@ double StepCostMs(const std::vector<WorkItem>& work, const std::unordered_map<ui
   }
   double ms = summed_ms;
   if (!cost.step_ms_by_tokens.empty()) {
-    ms = cost.BatchMs(shape->n_decode + shape->n_prefill, logits_rows) + depth_ms;
+    ms = cost.BatchMs(shape->n_decode + shape->n_prefill, logits_rows, greedy) + depth_ms;
   } else if (shape->n_decode > 0) {
     const double mean_ctx = shape->decode_context / static_cast<double>(shape->n_decode);
     ms = std::max(ms, cost.DecodeMs(static_cast<size_t>(mean_ctx)));
@@ -347,7 +349,8 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
       continue;
     }
     StepShape shape;
-    const double step_ms = StepCostMs(work, live, cost, &shape);
+    const double step_ms = StepCostMs(work, live, cost, cfg.greedy, &shape);
+    if (cfg.on_step) cfg.on_step(SimStep{now_ms, step_ms, work});
     budget.Observe(shape, step_ms);
     now_ms += step_ms;
     for (const WorkItem& w : work) {

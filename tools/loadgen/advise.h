@@ -24,6 +24,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -51,7 +52,8 @@ struct CostProfile {
   // empty in older profiles: a step then costs its tokens' prices summed.
   std::vector<std::pair<double, double>> step_ms_by_tokens;  // (tokens, ms)
   double logits_ms_per_row = 0;
-  double sample_ms_per_row = 0;  // a token drawn from a row of logits
+  double sample_ms_per_row = 0;  // a token drawn from a row of logits (temperature 1)
+  double greedy_ms_per_row = 0;  // the same at temperature 0
   struct Tier {
     double latency_ms = 0, ms_per_block = 0;
   };
@@ -61,8 +63,9 @@ struct CostProfile {
   // A chunk of n prompt tokens from position pos, its K/V pass included.
   double ChunkMs(size_t pos, size_t n) const;
   double DecodeMs(size_t context) const;
-  // A step of n_tokens tokens at depth 0, logits_rows of them with logits.
-  double BatchMs(size_t n_tokens, size_t logits_rows) const;
+  // A step of n_tokens tokens at depth 0, logits_rows of them with logits,
+  // a token drawn from each (greedily or not).
+  double BatchMs(size_t n_tokens, size_t logits_rows, bool greedy = false) const;
   double LoadMs(const std::string& tier, size_t num_blocks) const;
   nlohmann::json ToJson() const;
   static Result<CostProfile> FromJson(const nlohmann::json& j);
@@ -74,6 +77,13 @@ struct TierSpec {
   double ttl_s = 0;           // 0: no expiry
 };
 
+// One simulated step: when it started, how long it took, what it ran
+// (request indices as ids).
+struct SimStep {
+  double start_ms = 0, duration_ms = 0;
+  std::vector<WorkItem> work;
+};
+
 struct SimConfig {
   bool caching = true;
   std::vector<TierSpec> tiers;  // the pool first
@@ -81,6 +91,10 @@ struct SimConfig {
   size_t batch_tokens = 256;    // serve --batch-tokens
   double step_ms = 25;          // serve --max-step-ms
   Admission admission = Admission::kCacheAware;  // serve --admission
+  // The clients ask for greedy tokens (temperature 0, as bench does); a
+  // trace does not say, and the API's default temperature is 1.
+  bool greedy = false;
+  std::function<void(const SimStep&)> on_step;   // optional: every step, as planned
 };
 
 struct SimRequest {
@@ -123,6 +137,7 @@ struct AdviceOptions {
   size_t max_running = 32, batch_tokens = 256;
   double step_ms = 25;
   Admission admission = Admission::kCacheAware;
+  bool greedy = false;  // SimConfig::greedy
 };
 
 struct Advice {

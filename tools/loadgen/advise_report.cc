@@ -71,8 +71,8 @@ std::string Verdict(const Advice& a, const std::vector<SimRequest>& reqs) {
 
 Advice Advise(const std::vector<SimRequest>& reqs, const CostProfile& cost, const AdviceOptions& opt) {
   Advice a;
-  a.with_cache = Simulate(reqs, cost, {true, opt.tiers, opt.max_running, opt.batch_tokens, opt.step_ms, opt.admission});
-  a.without_cache = Simulate(reqs, cost, {false, opt.tiers, opt.max_running, opt.batch_tokens, opt.step_ms, opt.admission});
+  a.with_cache = Simulate(reqs, cost, {true, opt.tiers, opt.max_running, opt.batch_tokens, opt.step_ms, opt.admission, opt.greedy, {}});
+  a.without_cache = Simulate(reqs, cost, {false, opt.tiers, opt.max_running, opt.batch_tokens, opt.step_ms, opt.admission, opt.greedy, {}});
   std::set<uint64_t> distinct;
   for (const SimRequest& r : reqs) distinct.insert(r.keys.begin(), r.keys.end());
   a.has_prefix_info = !distinct.empty();
@@ -86,7 +86,7 @@ Advice Advise(const std::vector<SimRequest>& reqs, const CostProfile& cost, cons
     std::vector<std::pair<size_t, double>> curve, gains;
     for (double f = 1.0 / 256; f <= 2.0 + 1e-9; f *= 2) {
       const size_t cap = std::max<size_t>(tpk, static_cast<size_t>(static_cast<double>(working_set) * f));
-      SimConfig c{true, {opt.tiers[0]}, opt.max_running, opt.batch_tokens, opt.step_ms, opt.admission};
+      SimConfig c{true, {opt.tiers[0]}, opt.max_running, opt.batch_tokens, opt.step_ms, opt.admission, opt.greedy, {}};
       if (i == 0) c.tiers[0].capacity_tokens = cap;
       else c.tiers.push_back(TierSpec{opt.tiers[i].name, cap, opt.tiers[i].ttl_s});
       const SimResult r = Simulate(reqs, cost, c);

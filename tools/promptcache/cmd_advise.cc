@@ -2,6 +2,7 @@
 // per token by position, decode per token by context, step time by step
 // size, tier loads) into a JSON profile. promptcache advise: replay a traffic log through the cache
 // policy with those costs and say what caching buys.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -35,13 +36,14 @@ std::vector<std::pair<double, double>> DecodeSamples(Model& model, const CacheOp
   std::vector<std::pair<double, double>> out;
   for (size_t ctx : ctxs) {
     const BatchToken t{1, static_cast<int32_t>(ctx), table, true};
-    double best = 1e300;
+    std::vector<double> ms;  // the median of five, as for the step sizes (engine/calibrate.cc)
     for (int rep = 0; rep < 5; ++rep) {
       const int64_t t0 = NowNs();
       model.Forward({&t, 1}, kv, &logits);
-      best = std::min(best, NsToMs(NowNs() - t0));
+      ms.push_back(NsToMs(NowNs() - t0));
     }
-    out.emplace_back(static_cast<double>(ctx), best);
+    std::nth_element(ms.begin(), ms.begin() + 2, ms.end());
+    out.emplace_back(static_cast<double>(ctx), ms[2]);
   }
   return out;
 }
@@ -68,6 +70,7 @@ int Calibrate(const CalibrateFlags& f) {
   p.step_ms_by_tokens = std::move(batch.step_ms_by_tokens);
   p.logits_ms_per_row = batch.logits_ms_per_row;
   p.sample_ms_per_row = batch.sample_ms_per_row;
+  p.greedy_ms_per_row = batch.greedy_ms_per_row;
   std::vector<std::unique_ptr<KvTier>> tiers;
   if (f.host) tiers.push_back(std::make_unique<HostTier>(uint64_t{1} << 30));
   if (!f.disk_dir.empty()) {
@@ -105,6 +108,7 @@ struct AdviseFlags {
   double redis_ttl_s = 0, step_ms = 25;
   std::string admission = "cache-aware";
   bool time_scale_set = false;
+  bool greedy = false;
 };
 
 int Advise(AdviseFlags f) {
@@ -121,6 +125,7 @@ int Advise(AdviseFlags f) {
   opt.max_running = f.max_running;
   opt.batch_tokens = f.batch_tokens;
   opt.step_ms = f.step_ms;
+  opt.greedy = f.greedy;
   opt.admission = f.admission == "fifo" ? Admission::kFifo : Admission::kCacheAware;
   opt.tiers.push_back({"pool", f.pool_tokens, 0});
   if (f.host_tokens) opt.tiers.push_back({"host", f.host_tokens, 0});
@@ -185,6 +190,7 @@ void RegisterAdvise(CLI::App& app, int* exit_code) {
   c->add_option("--max-running", f->max_running, "The server's --max-running");
   c->add_option("--batch-tokens", f->batch_tokens, "The server's --batch-tokens");
   c->add_option("--max-step-ms", f->step_ms, "The server's --max-step-ms")->check(CLI::Range(0.0, 60000.0));
+  c->add_flag("--greedy", f->greedy, "The clients ask for temperature 0 (as bench does); default: the API's temperature 1");
   c->add_option("--admission", f->admission, "The server's --admission")->check(CLI::IsMember({"cache-aware", "fifo"}));
   c->add_option("--token-scale", f->tp.token_scale, "Multiply token counts and block size by this");
   c->add_option("--time-scale", f->tp.time_scale, "Multiply arrival times by this (default: as recorded, spread "
