@@ -15,6 +15,27 @@ TEST(Sampler, GreedyPicksTheLargestLowestIdOnTies) {
   for (int i = 0; i < 10; ++i) EXPECT_EQ(s.Sample(logits), 1);
 }
 
+// Argmax keeps 16 lanes; it must pick what a plain scan picks (the first
+// index of the largest, NaN never winning) at every length and on ties.
+TEST(Sampler, ArgmaxIsThePlainScansPick) {
+  auto scan = [](const std::vector<float>& x) {
+    int32_t b = 0;
+    for (size_t i = 1; i < x.size(); ++i) if (x[i] > x[size_t(b)]) b = int32_t(i);
+    return b;
+  };
+  uint64_t state = 3;
+  auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull; };
+  for (size_t n : {1u, 2u, 15u, 16u, 17u, 33u, 100u, 1000u, 49153u}) {
+    for (int kind = 0; kind < 4; ++kind) {
+      std::vector<float> x(n);
+      for (float& v : x) v = kind == 1 ? float((next() >> 40) % 3) : float((next() >> 40) % 100000) * 1e-3f;
+      if (kind == 2) x[n / 2] = NAN, x[n - 1] = INFINITY;
+      if (kind == 3) x[0] = NAN;
+      EXPECT_EQ(Argmax(x), scan(x)) << n << " kind " << kind;
+    }
+  }
+}
+
 TEST(Sampler, SameSeedSameTokensDifferentSeedDifferentTokens) {
   std::vector<float> logits(100);
   for (size_t i = 0; i < logits.size(); ++i) logits[i] = static_cast<float>(i % 7) * 0.3f;
