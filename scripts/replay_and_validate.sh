@@ -33,7 +33,7 @@ if [ -n "${LOAD:-}" ]; then  # utilization scales as 1 / time scale
   tm=$(python3 -c "import json,sys; u=json.load(open('$out/load.json'))['meta']['utilization_at_trace_rate']; print(u / float(sys.argv[1]))" "$LOAD")
   echo "LOAD=$LOAD: time scale $tm"
 fi
-"$bin" serve -m "$model" --port "$port" --block-size "$bs" --request-log "$out/requests.jsonl" 2>"$out/serve.log" &
+"$bin" serve -m "$model" --port "$port" --block-size "$bs" --request-log "$out/requests.jsonl" --step-log "$out/steps.jsonl" 2>"$out/serve.log" &
 server=$!
 trap 'kill $server 2>/dev/null || true' EXIT
 for _ in $(seq 100); do grep -q listening "$out/serve.log" && break; sleep 0.2; done
@@ -43,7 +43,7 @@ common=(--token-scale "$ts" --time-scale "$tm" --trace-sample "$sample" --trace-
   --max-output-tokens 64 --warmup 2 --json "$out/bench.json" --html "$out/bench.html" --no-progress | tee "$out/bench.txt"
 # bench asks for temperature 0: --greedy prices argmax, not a random draw, per row
 "$bin" advise --trace "$trace" --profile "$out/profile.json" "${common[@]}" --max-requests "$n" --greedy \
-  --max-output-tokens 64 --pool-tokens "$pool_tokens" --json "$out/advise.json" --html "$out/advise.html" | tee "$out/advise.txt"
+  --max-output-tokens 64 --pool-tokens "$pool_tokens" --json "$out/advise.json" --html "$out/advise.html" --step-log "$out/advise-steps.jsonl" | tee "$out/advise.txt"
 python3 - "$out" <<'PY'
 import json, sys
 out = sys.argv[1]

@@ -74,13 +74,8 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
   step_budget_.SetPrefillProfile(opt_.prefill_profile);
   if (opt_.tiers) cache_.set_listener(opt_.tiers);
   start_ns_ = NowNs();
-  if (!opt_.request_log_path.empty()) {
-    request_log_ = std::make_unique<std::ofstream>(opt_.request_log_path, std::ios::app);
-    if (!*request_log_) {
-      fmt::print(stderr, "promptcache: cannot open the request log '{}'; not logging\n", opt_.request_log_path);
-      request_log_.reset();
-    }
-  }
+  request_log_ = OpenLog(opt_.request_log_path, "request");
+  step_log_ = OpenLog(opt_.step_log_path, "step");
   DescribeMetrics();
   RefreshPoolSnapshot();  // no other thread yet
   loop_ = std::thread([this] { Loop(); });
@@ -519,9 +514,11 @@ bool Engine::Step() {
   }
   const StepShape shape = ShapeOf(work, acts);
   NotePlannedStep(shape, lone);
+  const std::string items = StepItems(work, acts);
   const int64_t t0 = NowNs();
   const StepShape ran = RunStep(work, acts, shape);  // with the drafts it verified
   const double ms = NsToMs(NowNs() - t0);
+  LogStep(items, ran, t0, ms);  // before Observe: the prediction it was planned with
   step_budget_.Observe(ran, ms);
   metrics_.Observe("promptcache_step_seconds", "", ms / 1e3);
   metrics_.Add("promptcache_step_tokens_total", "kind=\"decode\"", static_cast<double>(ran.n_decode));

@@ -74,6 +74,10 @@ struct EngineOptions {
   // Opt-in request log, JSON Lines in the ../shared/traces format (arrival
   // t_ms, token counts, prefix block ids, block_size): never prompt text.
   std::string request_log_path;
+  // Opt-in step log, JSON Lines: each step's items (decode positions,
+  // prompt chunks as [position, tokens]), predicted and measured ms; what
+  // `advise --step-log` writes for its simulated steps, to compare the two.
+  std::string step_log_path;
   // Prompt-lookup drafts per step for requests that do not say (0: off;
   // --draft lookup[:N]). Off under Numerics::kGgmlCompat, whose roundings
   // differ between a one-token and a several-token pass, so drafts would
@@ -224,6 +228,11 @@ class Engine {
   void DescribeMetrics();
   void LogRequest(const Active& a);
   void FlushRequestLog();
+  // The step's items before it runs ("decodes":[...],"chunks":[...]); empty without a step log.
+  std::string StepItems(const std::vector<WorkItem>& work, const std::vector<Active*>& acts) const;
+  void LogStep(const std::string& items, const StepShape& ran, int64_t t0_ns, double ms);
+  // An opt-in log opened for appending; null (and said on stderr) when the path is empty or unwritable.
+  static std::unique_ptr<std::ofstream> OpenLog(const std::string& path, const char* what);
 
   Model& model_;
   const Tokenizer& tok_;
@@ -244,6 +253,7 @@ class Engine {
   EngineSnapshot pool_snapshot_ PC_GUARDED_BY(mu_);
   std::unique_ptr<std::ofstream> request_log_;
   std::vector<std::string> pending_log_;  // loop thread only
+  std::unique_ptr<std::ofstream> step_log_;  // loop thread only
   int64_t start_ns_ = 0;
   std::thread loop_;
 };

@@ -32,6 +32,36 @@ void Engine::FlushRequestLog() {
   pending_log_.clear();
 }
 
+std::unique_ptr<std::ofstream> Engine::OpenLog(const std::string& path, const char* what) {
+  if (path.empty()) return nullptr;
+  auto f = std::make_unique<std::ofstream>(path, std::ios::app);
+  if (*f) return f;
+  fmt::print(stderr, "promptcache: cannot open the {} log '{}'; not logging\n", what, path);
+  return nullptr;
+}
+
+std::string Engine::StepItems(const std::vector<WorkItem>& work, const std::vector<Active*>& acts) const {
+  if (!step_log_) return {};
+  std::string decodes, chunks;
+  for (size_t i = 0; i < work.size(); ++i) {
+    const size_t pos = acts[i]->seq->num_computed();
+    if (work[i].decode) decodes += fmt::format("{}{}", decodes.empty() ? "" : ",", pos);
+    else chunks += fmt::format("{}[{},{}]", chunks.empty() ? "" : ",", pos, work[i].num_tokens);
+  }
+  return fmt::format("\"decodes\":[{}],\"chunks\":[{}]", decodes, chunks);
+}
+
+// One line per step: when it started (ms since the engine started), its
+// items, its tokens (with the drafts it verified), the budget's prediction and the
+// measured time. Written at once: a step takes milliseconds, a line
+// microseconds.
+void Engine::LogStep(const std::string& items, const StepShape& ran, int64_t t0_ns, double ms) {
+  if (!step_log_) return;
+  *step_log_ << fmt::format("{{\"t_ms\":{:.3f},{},\"tokens\":{},\"predicted_ms\":{:.3f},\"ms\":{:.3f}}}\n",
+                            NsToMs(t0_ns - start_ns_), items, ran.n_decode + ran.n_prefill, step_budget_.StepMs(ran), ms);
+  step_log_->flush();
+}
+
 // Steps predicted past the target, by what put them there: the decodes
 // alone, or the one-token floor a prompt always gets. Both are what the
 // CPU cannot do at this target; the budget does not drift to hide them.

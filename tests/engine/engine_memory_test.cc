@@ -219,5 +219,38 @@ TEST(EngineLog, EveryFinishedRequestIsLoggedWithItsBlocks) {
   }
 }
 
+// The step log (serve --step-log): one line per step with what it held, at
+// the positions it started from, and its measured time; what `advise
+// --step-log` writes for simulated steps, so the two can be set side by side.
+TEST(EngineLog, EveryStepIsLoggedWithItsItems) {
+  test::MadeModel l = MakeTiny();
+  const std::string path = test::TempPath("engine-steps.jsonl");
+  std::remove(path.c_str());
+  {
+    EngineOptions eo;
+    eo.cache.mem_bytes = PoolBytes(l.model->config(), 64);
+    eo.max_batch_tokens = 32;  // no step target: each step takes 32 tokens
+    eo.step_log_path = path;
+    Engine e(*l.model, *l.tok, eo);
+    EXPECT_EQ(Drain(*e.Submit(Greedy(Prompt(9, 64), 3)).stream).finish, FinishReason::kLength);
+  }
+  std::istringstream in(test::ReadText(path));
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  ASSERT_EQ(lines.size(), 4u);  // two prompt chunks (the second yields the first token), two decodes
+  EXPECT_EQ(lines[0]["chunks"], nlohmann::json::parse("[[0,32]]"));
+  EXPECT_EQ(lines[1]["chunks"], nlohmann::json::parse("[[32,32]]"));
+  EXPECT_EQ(lines[2]["decodes"], nlohmann::json::parse("[64]"));
+  EXPECT_EQ(lines[3]["decodes"], nlohmann::json::parse("[65]"));
+  EXPECT_TRUE(lines[0]["decodes"].empty());
+  EXPECT_EQ(lines[0]["tokens"], 32);
+  EXPECT_EQ(lines[3]["tokens"], 1);
+  for (size_t i = 0; i < lines.size(); ++i) {
+    EXPECT_GT(lines[i]["ms"].get<double>(), 0.0);
+    if (i == 0) continue;
+    EXPECT_GE(lines[i]["t_ms"].get<double>(), lines[i - 1]["t_ms"].get<double>() + lines[i - 1]["ms"].get<double>() - 0.01);
+  }
+}
+
 }  // namespace
 }  // namespace pc

@@ -165,6 +165,7 @@ TEST(AdviseSim, PlansEveryStepWithTheServersScheduler) {
       const WorkItem &a = planned[i], &b = st.work[i];
       ASSERT_TRUE(a.id == b.id && a.num_tokens == b.num_tokens && a.decode == b.decode && a.last_prompt_chunk == b.last_prompt_chunk)
           << "step at " << st.start_ms << " ms, item " << i;
+      ASSERT_EQ(st.positions.at(i), rec[a.id]->num_computed);  // what --step-log writes
       if (a.decode) shape.AddDecode(rec[a.id]->num_computed);
       else shape.AddChunk(rec[a.id]->num_computed, a.num_tokens);
     }
@@ -178,6 +179,17 @@ TEST(AdviseSim, PlansEveryStepWithTheServersScheduler) {
   EXPECT_GT(mixed, 5u);  // decodes and prefill chunks shared steps: the budget decided their split
   EXPECT_EQ(sched.num_running() + sched.num_waiting(), 0u);
   EXPECT_GT(r.ttft_ms.p50, 0);
+}
+
+// advise --step-log: a simulated step in the server's step-log format.
+TEST(AdviseSim, StepLogLineMatchesTheServersFormat) {
+  SimStep st{12.5, 4.25, {WorkItem{3, 1, true, false}, WorkItem{7, 16, false, true}}, {70, 32}};
+  const nlohmann::json j = nlohmann::json::parse(StepLogLine(st));
+  EXPECT_EQ(j["decodes"], nlohmann::json::parse("[70]"));
+  EXPECT_EQ(j["chunks"], nlohmann::json::parse("[[32,16]]"));
+  EXPECT_EQ(j["tokens"], 17);
+  EXPECT_DOUBLE_EQ(j["t_ms"].get<double>(), 12.5);
+  EXPECT_DOUBLE_EQ(j["ms"].get<double>(), 4.25);
 }
 
 TEST(AdviseSim, TheStepTargetIsTheServersBudget) {

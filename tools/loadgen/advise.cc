@@ -350,7 +350,11 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
     }
     StepShape shape;
     const double step_ms = StepCostMs(work, live, cost, cfg.greedy, &shape);
-    if (cfg.on_step) cfg.on_step(SimStep{now_ms, step_ms, work});
+    if (cfg.on_step) {
+      std::vector<size_t> positions;
+      for (const WorkItem& w : work) positions.push_back(live.at(w.id).progress->num_computed);
+      cfg.on_step(SimStep{now_ms, step_ms, work, std::move(positions)});
+    }
     budget.Observe(shape, step_ms);
     now_ms += step_ms;
     for (const WorkItem& w : work) {
@@ -374,6 +378,19 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
   }
   Summarize(reqs, &res);
   return res;
+}
+
+std::string StepLogLine(const SimStep& s) {
+  std::string decodes, chunks;
+  size_t tokens = 0;
+  for (size_t i = 0; i < s.work.size(); ++i) {
+    const WorkItem& w = s.work[i];
+    tokens += w.num_tokens;
+    if (w.decode) decodes += fmt::format("{}{}", decodes.empty() ? "" : ",", s.positions[i]);
+    else chunks += fmt::format("{}[{},{}]", chunks.empty() ? "" : ",", s.positions[i], w.num_tokens);
+  }
+  return fmt::format("{{\"t_ms\":{:.3f},\"decodes\":[{}],\"chunks\":[{}],\"tokens\":{},\"ms\":{:.3f}}}\n", s.start_ms, decodes,
+                     chunks, tokens, s.duration_ms);
 }
 
 }  // namespace pc::loadgen

@@ -82,6 +82,7 @@ struct TierSpec {
 struct SimStep {
   double start_ms = 0, duration_ms = 0;
   std::vector<WorkItem> work;
+  std::vector<size_t> positions;  // per work item: its tokens with K/V when the step started
 };
 
 struct SimConfig {
@@ -127,6 +128,9 @@ struct SimResult {
 // Converts trace requests (workload.h) to simulator requests.
 std::vector<SimRequest> ToSimRequests(const std::vector<BenchRequest>& reqs);
 SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost, const SimConfig& cfg);
+// A simulated step as one JSON line in the format of `serve --step-log`
+// (t_ms, decodes, chunks, tokens, ms), to set beside the server's.
+std::string StepLogLine(const SimStep& s);
 // Compute the trace asks of one server without caching (all prefill plus one
 // decode step per output token) over the trace's span: above 1 the queue
 // grows without bound.
@@ -138,6 +142,7 @@ struct AdviceOptions {
   double step_ms = 25;
   Admission admission = Admission::kCacheAware;
   bool greedy = false;  // SimConfig::greedy
+  std::function<void(const SimStep&)> on_step;  // SimConfig::on_step, for the run with the cache as configured
 };
 
 struct Advice {

@@ -71,7 +71,7 @@ std::string Verdict(const Advice& a, const std::vector<SimRequest>& reqs) {
 
 Advice Advise(const std::vector<SimRequest>& reqs, const CostProfile& cost, const AdviceOptions& opt) {
   Advice a;
-  a.with_cache = Simulate(reqs, cost, {true, opt.tiers, opt.max_running, opt.batch_tokens, opt.step_ms, opt.admission, opt.greedy, {}});
+  a.with_cache = Simulate(reqs, cost, {true, opt.tiers, opt.max_running, opt.batch_tokens, opt.step_ms, opt.admission, opt.greedy, opt.on_step});
   a.without_cache = Simulate(reqs, cost, {false, opt.tiers, opt.max_running, opt.batch_tokens, opt.step_ms, opt.admission, opt.greedy, {}});
   std::set<uint64_t> distinct;
   for (const SimRequest& r : reqs) distinct.insert(r.keys.begin(), r.keys.end());

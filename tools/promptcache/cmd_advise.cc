@@ -102,7 +102,7 @@ int Calibrate(const CalibrateFlags& f) {
 }
 
 struct AdviseFlags {
-  std::string trace, profile, json_path, html_path;
+  std::string trace, profile, json_path, html_path, step_log;
   loadgen::TraceParams tp;
   size_t pool_tokens = 65536, host_tokens = 0, disk_tokens = 0, redis_tokens = 0, max_running = 32, batch_tokens = 256;
   double redis_ttl_s = 0, step_ms = 25;
@@ -140,6 +140,12 @@ int Advise(AdviseFlags f) {
   if (!f.time_scale_set && util > 0.9) {
     spread = util / 0.7;
     for (loadgen::SimRequest& r : sim) r.arrival_s *= spread;
+  }
+  std::unique_ptr<std::ofstream> step_log;
+  if (!f.step_log.empty()) {
+    step_log = std::make_unique<std::ofstream>(f.step_log);
+    if (!*step_log) return Fail(fmt::format("cannot write the step log '{}'", f.step_log));
+    opt.on_step = [&step_log](const loadgen::SimStep& s) { *step_log << loadgen::StepLogLine(s); };
   }
   loadgen::Advice a = loadgen::Advise(sim, *cost, opt);
   if (spread > 1) {
@@ -202,6 +208,8 @@ void RegisterAdvise(CLI::App& app, int* exit_code) {
   c->add_option("--max-output-tokens", f->tp.max_output_tokens, "Cap output lengths (as bench does when replaying)");
   c->add_option("--json", f->json_path, "Write the advice as JSON");
   c->add_option("--html", f->html_path, "Write an HTML report");
+  c->add_option("--step-log", f->step_log, "Write the simulated steps (with the cache as configured) as JSON Lines, "
+                "in the format of `serve --step-log`");
   c->callback([f, exit_code] { *exit_code = Advise(*f); });
 }
 

@@ -33,6 +33,7 @@ struct ServeFlags {
   std::string tier_secret_file;
   bool tier_trust_unauthenticated = false;
   std::string request_log;
+  std::string step_log;
   std::string draft = "none";
 };
 
@@ -172,6 +173,7 @@ int Serve(const ServeFlags& f) {
   eo.max_running = f.max_running;
   eo.max_waiting = f.max_queue;
   eo.request_log_path = f.request_log;
+  eo.step_log_path = f.step_log;
   Result<DraftOptions> draft = ParseDraftSpec(f.draft);
   if (!draft.ok()) return Fail(draft.status().message());
   eo.draft_tokens = draft->max_tokens;
@@ -273,6 +275,9 @@ void RegisterServe(CLI::App& app, int* exit_code) {
   c->add_option("--redis-ttl", f->redis_ttl_s, "Redis entry TTL in seconds")->check(CLI::Range(1, 1 << 30));
   c->add_option("--request-log", f->request_log,
                 "Append one JSON line per request (arrival, token counts, prefix block ids; never text) for `advise`");
+  c->add_option("--step-log", f->step_log,
+                "Append one JSON line per engine step (decode positions, prompt chunks, predicted and measured ms), "
+                "comparable with `advise --step-log`");
   c->add_option("--draft", f->draft,
                 "Prompt-lookup drafts: 'lookup[:N]' verifies up to N (default 8) tokens copied from the request's own "
                 "tokens per step (greedy output unchanged; per request: speculative.n_max), 'none' (default)");
