@@ -13,8 +13,10 @@ namespace pc {
 // each position need not be meaningful for timing): position 0 and the
 // deepest always, the others until max_ms have passed; then one-token steps
 // at position 0 and the deepest (the K/V pass per position). About a second
-// on a small model.
-CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens = 32, double max_ms = 3000);
+// on a small model. rounds: timed passes per position after a warm-up one,
+// the median kept.
+CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens = 32, double max_ms = 3000,
+                           int rounds = 1);
 
 // What a step costs by how many tokens it holds, at depth 0: the weights
 // stream once per step whatever its size, and a small batch's matrix

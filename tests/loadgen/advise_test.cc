@@ -1,6 +1,8 @@
 // The advisor's simulator on hand-built traces with known answers, and the
 // advice on the shared traces.
 #include <algorithm>
+#include <numeric>
+#include <sstream>
 
 #include "advise.h"
 #include "test_support.h"
@@ -42,6 +44,42 @@ TEST(AdviseSim, DistinctPromptsNeverHit) {
   std::vector<SimRequest> rs;
   for (uint64_t i = 0; i < 50; ++i) rs.push_back(Req(i, {i * 10, i * 10 + 1, i * 10 + 2}));
   EXPECT_EQ(Simulate(rs, Profile(), Pool(1 << 20)).cached_fraction, 0);
+}
+
+// The pool holds what the server's does: a reply's blocks are registered
+// too (for the next turn), so they take room beside the prompts. Pool of 8
+// blocks: A's 4 prompt blocks, then B's 2 prompt blocks; a short B leaves A
+// whole for its repeat, a B generating 64 tokens (4 more blocks) evicts A's
+// oldest blocks, and the repeat finds nothing.
+TEST(AdviseSim, RepliesTakeRoomInThePool) {
+  for (size_t b_output : {size_t{1}, size_t{65}}) {
+    const std::vector<SimRequest> rs = {Req(0, {1, 2, 3, 4}, 64, 1), Req(10, {7, 8}, 32, b_output),
+                                        Req(100, {1, 2, 3, 4}, 64, 1)};
+    const SimResult r = Simulate(rs, Profile(), Pool(8 * 16));
+    EXPECT_EQ(r.requests[2].cached_tokens, b_output == 1 ? 63u : 0u) << "B generating " << b_output;
+  }
+}
+
+// A step after the engine idled pays the profile's wake-up extras (the
+// first step most), interpolated over the pause; steps back to back none.
+TEST(AdviseSim, StepsAfterAPausePayTheWakeUp) {
+  CostProfile p = Profile();
+  p.idle_wake_ms = {{200, {3.0, 1.0}}};
+  EXPECT_DOUBLE_EQ(p.WakeMs(0, 0), 0);
+  EXPECT_DOUBLE_EQ(p.WakeMs(100, 0), 1.5);
+  EXPECT_DOUBLE_EQ(p.WakeMs(5000, 0), 3.0);
+  EXPECT_DOUBLE_EQ(p.WakeMs(200, 1), 1.0);
+  EXPECT_DOUBLE_EQ(p.WakeMs(200, 2), 0);
+  const std::vector<SimRequest> rs = {Req(0, {}, 16, 3)};
+  const SimResult woken = Simulate(rs, p, Pool(1 << 20));
+  const SimResult warm = Simulate(rs, Profile(), Pool(1 << 20));
+  EXPECT_NEAR(woken.requests[0].ttft_ms, warm.requests[0].ttft_ms + 3.0, 1e-9);  // the engine starts idle
+  ASSERT_EQ(woken.requests[0].gaps_ms.size(), 2u);
+  EXPECT_NEAR(woken.requests[0].gaps_ms[0], warm.requests[0].gaps_ms[0] + 1.0, 1e-9);
+  EXPECT_NEAR(woken.requests[0].gaps_ms[1], warm.requests[0].gaps_ms[1], 1e-9);
+  Result<CostProfile> back = CostProfile::FromJson(p.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_DOUBLE_EQ(back->WakeMs(100, 0), 1.5);
 }
 
 TEST(AdviseSim, IdenticalPromptsHitAllButTheFirst) {
@@ -290,6 +328,66 @@ TEST(AdviseSim, StepsCostTheBatchCurve) {
   EXPECT_EQ(q->sample_ms_per_row, 0.25);
   j["step_ms_by_tokens"] = {{1, -4.0}};
   EXPECT_FALSE(CostProfile::FromJson(j).ok());
+}
+
+// advise --steps: a server's step log scales the profile's prices by the
+// least-squares ratio of measured to priced step times, per kind of step
+// (decodes only, decodes and prompt tokens, prompt tokens only). Steps that
+// verified drafts (more tokens than their items) are left out; a line that
+// is not a step-log line is an error naming it; a kind the log lacks takes
+// the fit over all steps.
+TEST(AdviseSim, StepLogScalesThePrices) {
+  CostProfile p = Profile();
+  p.step_ms_by_tokens = {{1, 4.0}, {256, 131.5}};
+  p.logits_ms_per_row = 0.05, p.greedy_ms_per_row = 0.01;
+  using Chunks = std::vector<std::pair<size_t, size_t>>;
+  const std::vector<std::pair<std::vector<size_t>, Chunks>> steps = {
+      {{100}, {}}, {{100, 900, 2000}, {}}, {{}, {{0, 256}}}, {{512}, {{1024, 40}}}, {{}, {{3000, 16}, {0, 5}}}};
+  auto log_of = [&](double decode_k, double mixed_k, double prefill_k) {
+    std::string log;
+    double t_ms = 0;
+    for (const auto& [d, c] : steps) {
+      const double k = c.empty() ? decode_k : d.empty() ? prefill_k : mixed_k;
+      const double ms = k * p.StepMs(d, c, d.size(), true);
+      nlohmann::json j = {{"t_ms", t_ms}, {"decodes", d}, {"chunks", c}, {"ms", ms}};
+      j["tokens"] = d.size() + std::accumulate(c.begin(), c.end(), size_t{0}, [](size_t n, const auto& x) { return n + x.second; });
+      log += j.dump() + "\n";
+      t_ms += ms;  // back to back: no idle pause
+    }
+    return log;
+  };
+  std::istringstream in(log_of(0.9, 1.1, 1.25) + R"({"t_ms":1e6,"decodes":[7],"chunks":[],"tokens":5,"ms":1000})" "\n");  // 4 drafts
+  Result<StepFit> fit = FitStepLog(in, p, true);
+  ASSERT_TRUE(fit.ok()) << fit.status().message();
+  EXPECT_EQ(fit->steps, steps.size());
+  EXPECT_EQ(fit->kind_steps[CostProfile::kDecodeStep], 2u);
+  EXPECT_EQ(fit->kind_steps[CostProfile::kMixedStep], 1u);
+  EXPECT_NEAR(fit->scale[CostProfile::kDecodeStep], 0.9, 1e-9);
+  EXPECT_NEAR(fit->scale[CostProfile::kMixedStep], 1.1, 1e-9);
+  EXPECT_NEAR(fit->scale[CostProfile::kPrefillStep], 1.25, 1e-9);
+
+  CostProfile q = p;
+  fit->ApplyTo(&q);
+  const std::vector<size_t> d = {300, 700};
+  const Chunks c = {{2048, 32}};
+  EXPECT_NEAR(q.StepMs(d, c, 2, false), 1.1 * p.StepMs(d, c, 2, false), 1e-9);
+  EXPECT_NEAR(q.StepMs({}, c, 1, false), 1.25 * p.StepMs({}, c, 1, false), 1e-9);
+  EXPECT_NEAR(q.StepMs(d, {}, 2, false), 0.9 * p.StepMs(d, {}, 2, false), 1e-9);
+  Result<CostProfile> back = CostProfile::FromJson(q.ToJson());
+  ASSERT_TRUE(back.ok());
+  EXPECT_NEAR(back->StepMs(d, c, 2, false), q.StepMs(d, c, 2, false), 1e-9);
+
+  std::istringstream decodes_only(R"({"t_ms":0,"decodes":[10],"chunks":[],"tokens":1,"ms":)" +
+                                  std::to_string(2 * p.StepMs(std::vector<size_t>{10}, {}, 1, true)) + "}\n");
+  Result<StepFit> one = FitStepLog(decodes_only, p, true);
+  ASSERT_TRUE(one.ok());
+  EXPECT_NEAR(one->scale[CostProfile::kPrefillStep], 2.0, 1e-6);
+  std::istringstream bad("{\"t_ms\":0,\"decodes\":[1]}\n");
+  Result<StepFit> b = FitStepLog(bad, p, true);
+  ASSERT_FALSE(b.ok());
+  EXPECT_NE(b.status().message().find("line 1"), std::string::npos);
+  std::istringstream empty("");
+  EXPECT_FALSE(FitStepLog(empty, p, true).ok());
 }
 
 TEST(Advise, VerdictsFollowTheTraffic) {

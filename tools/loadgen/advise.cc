@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <list>
+#include <numeric>
 #include <set>
 #include <unordered_map>
 
@@ -84,6 +85,86 @@ double CostProfile::BatchMs(size_t n_tokens, size_t logits_rows, bool greedy) co
          (greedy ? greedy_ms_per_row : sample_ms_per_row) * static_cast<double>(logits_rows);
 }
 
+double CostProfile::StepMs(std::span<const size_t> decodes, std::span<const std::pair<size_t, size_t>> chunks,
+                           size_t logits_rows, bool greedy) const {
+  double summed_ms = 0, depth_ms = 0;
+  size_t tokens = 0;
+  for (size_t pos : decodes) {
+    summed_ms += ChunkMs(pos, 1);
+    depth_ms += std::max(DecodeMs(pos) - DecodeMs(0), 0.0);
+    ++tokens;
+  }
+  for (const auto& [pos, n] : chunks) {
+    summed_ms += ChunkMs(pos, n);
+    depth_ms += std::max(ChunkMs(pos, n) - ChunkMs(0, n), 0.0);
+    tokens += n;
+  }
+  const double scale = step_scale[KindOf(!decodes.empty(), !chunks.empty())];
+  if (!step_ms_by_tokens.empty()) return std::max(scale * (BatchMs(tokens, logits_rows, greedy) + depth_ms), 1e-6);
+  double ms = summed_ms;  // older profiles: the tokens' prices summed, a decode step at least one decode
+  if (!decodes.empty()) {
+    double mean_ctx = 0;
+    for (size_t pos : decodes) mean_ctx += static_cast<double>(pos) / static_cast<double>(decodes.size());
+    ms = std::max(ms, DecodeMs(static_cast<size_t>(mean_ctx)));
+  }
+  return std::max(scale * ms, 1e-6);
+}
+
+double CostProfile::WakeMs(double idle_ms, size_t k) const {
+  if (idle_wake_ms.empty() || !(idle_ms > 0)) return 0;
+  std::vector<std::pair<double, double>> curve = {{0.0, 0.0}};  // no pause, no extra
+  for (const auto& [pause_ms, extra] : idle_wake_ms) curve.emplace_back(pause_ms, k < extra.size() ? extra[k] : 0.0);
+  return std::max(InterpolateLinear(curve, std::min(idle_ms, curve.back().first)), 0.0);
+}
+
+Result<StepFit> FitStepLog(std::istream& in, const CostProfile& cost, bool greedy) {
+  StepFit fit;
+  std::array<double, CostProfile::kStepKinds> xy = {0, 0, 0}, xx = {0, 0, 0};
+  size_t line_no = 0;
+  // Pauses as the simulation has them: the engine idle between two steps
+  // (its own work between steps takes well under a millisecond).
+  constexpr double kPauseMs = 1.0;
+  double last_end_ms = -INFINITY, pause_ms = 0;
+  size_t since_pause = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++line_no;
+    if (line.empty()) continue;
+    const json j = json::parse(line, nullptr, false);
+    std::vector<size_t> decodes;
+    std::vector<std::pair<size_t, size_t>> chunks;
+    size_t tokens = 0;
+    double ms = 0, t_ms = 0;
+    try {
+      decodes = j.at("decodes").get<std::vector<size_t>>();
+      chunks = j.at("chunks").get<std::vector<std::pair<size_t, size_t>>>();
+      tokens = j.at("tokens").get<size_t>();
+      ms = j.at("ms").get<double>();
+      t_ms = j.at("t_ms").get<double>();
+    } catch (const std::exception&) {
+      return Errorf("step log line {}: not a `serve --step-log` line", line_no);
+    }
+    if (!(ms > 0) || !std::isfinite(ms) || !std::isfinite(t_ms)) continue;
+    if (t_ms - last_end_ms > kPauseMs) pause_ms = t_ms - last_end_ms, since_pause = 0;
+    const double wake_ms = cost.WakeMs(pause_ms, since_pause++);
+    last_end_ms = t_ms + ms;
+    size_t planned = decodes.size();
+    for (const auto& c : chunks) planned += c.second;
+    if (tokens != planned) continue;  // drafts verified: priced otherwise
+    const double priced = cost.StepMs(decodes, chunks, decodes.size(), greedy) + wake_ms;
+    fit.measured_ms += ms;
+    fit.priced_ms += priced;
+    const size_t kind = CostProfile::KindOf(!decodes.empty(), !chunks.empty());
+    xy[kind] += priced * ms;
+    xx[kind] += priced * priced;
+    ++fit.kind_steps[kind];
+    ++fit.steps;
+  }
+  const double sxx = std::accumulate(xx.begin(), xx.end(), 0.0), sxy = std::accumulate(xy.begin(), xy.end(), 0.0);
+  if (!(sxx > 0)) return Status::Error("the step log holds no steps to fit");
+  for (size_t k = 0; k < xx.size(); ++k) fit.scale[k] = xx[k] > 0 ? xy[k] / xx[k] : sxy / sxx;
+  return fit;
+}
+
 double CostProfile::LoadMs(const std::string& tier, size_t num_blocks) const {
   auto it = tiers.find(tier);
   if (it == tiers.end()) return 0;
@@ -97,7 +178,7 @@ json CostProfile::ToJson() const {
           {"decode_ms_per_token", decode_ms_per_token}, {"kv_pass_ms_per_position", kv_pass_ms_per_position},
           {"prefill_chunk_tokens", prefill_chunk_tokens}, {"step_ms_by_tokens", step_ms_by_tokens},
           {"logits_ms_per_row", logits_ms_per_row}, {"sample_ms_per_row", sample_ms_per_row},
-          {"greedy_ms_per_row", greedy_ms_per_row}, {"tiers", t}};
+          {"greedy_ms_per_row", greedy_ms_per_row}, {"idle_wake_ms", idle_wake_ms}, {"step_scale", step_scale}, {"tiers", t}};
 }
 
 Result<CostProfile> CostProfile::FromJson(const json& j) {
@@ -115,6 +196,10 @@ Result<CostProfile> CostProfile::FromJson(const json& j) {
     p.logits_ms_per_row = j.value("logits_ms_per_row", 0.0);
     p.sample_ms_per_row = j.value("sample_ms_per_row", 0.0);
     p.greedy_ms_per_row = j.value("greedy_ms_per_row", 0.0);
+    if (j.contains("step_scale")) p.step_scale = j.at("step_scale").get<std::array<double, kStepKinds>>();  // older: none
+    if (j.contains("idle_wake_ms")) {  // older profiles: none
+      p.idle_wake_ms = j.at("idle_wake_ms").get<std::vector<std::pair<double, std::vector<double>>>>();
+    }
     for (const auto& [n, c] : j.at("tiers").items()) p.tiers[n] = {c.at("latency_ms").get<double>(), c.at("ms_per_block").get<double>()};
   } catch (const std::exception& e) {
     return Errorf("not a cost profile: {}", e.what());
@@ -128,8 +213,16 @@ Result<CostProfile> CostProfile::FromJson(const json& j) {
   for (const auto& [n, ms] : p.step_ms_by_tokens) {
     if (!(n >= 1) || !(ms >= 0) || !std::isfinite(ms)) return Status::Error("not a cost profile: a step_ms_by_tokens sample is not (tokens >= 1, ms >= 0)");
   }
+  for (double k : p.step_scale) {
+    if (!(k > 0) || !std::isfinite(k)) return Status::Error("not a cost profile: a step_scale is not a positive number");
+  }
   for (double v : {p.logits_ms_per_row, p.sample_ms_per_row, p.greedy_ms_per_row}) {
     if (!(v >= 0) || !std::isfinite(v)) return Status::Error("not a cost profile: a per-row time is not a non-negative number");
+  }
+  std::sort(p.idle_wake_ms.begin(), p.idle_wake_ms.end());
+  for (const auto& [pause_ms, extra] : p.idle_wake_ms) {
+    const bool finite = std::all_of(extra.begin(), extra.end(), [](double e) { return std::isfinite(e) && e > -1e6; });
+    if (!(pause_ms > 0) || !std::isfinite(pause_ms) || !finite) return Status::Error("not a cost profile: an idle_wake_ms entry is not (pause > 0, [extra ms...])");
   }
   return p;
 }
@@ -163,8 +256,12 @@ class CachePolicy {
     }
     return k;
   }
-  // Looks the request up at time now_s and stores its blocks; fills the
-  // outcome's cached tokens by tier and returns the tier load time.
+  // Looks the request up at time now_s and keeps the blocks it found (the
+  // pool's and those loaded from tiers) in the pool; fills the outcome's
+  // cached tokens by tier and returns the tier load time. The blocks it
+  // computes enter the cache as they are computed (Store), as in the
+  // server: a request arriving while its prefix is still being prefilled
+  // by another finds only what is done.
   double Admit(const SimRequest& r, double now_s, const CostProfile& cost, SimOutcome* o) {
     const size_t full = std::min(r.keys.size(), r.input_tokens / tpk_);
     size_t k = 0;
@@ -182,16 +279,7 @@ class CachePolicy {
         o->cached_by_tier[cfg_.tiers[t].name] += n * tpk_;
         k += n;
       }
-      // Every full block lands in the pool; evictions go down to the host
-      // tier; computed blocks are written behind to the persistent tiers.
-      for (size_t i = 0; i < full; ++i) {
-        for (uint64_t ev : lrus_[0].Put(r.keys[i], now_s)) {
-          if (host_ > 0) lrus_[static_cast<size_t>(host_)].Put(ev, now_s);
-        }
-        for (size_t t = 1; t < lrus_.size(); ++t) {
-          if (static_cast<int>(t) != host_ && i >= k) lrus_[t].Put(r.keys[i], now_s);
-        }
-      }
+      for (size_t i = 0; i < k; ++i) PutPool(r.keys[i], now_s);
     }
     o->cached_tokens = std::min(k * tpk_, r.input_tokens > 0 ? r.input_tokens - 1 : 0);
     size_t excess = k * tpk_ - o->cached_tokens;  // the last prompt token is always computed
@@ -202,8 +290,29 @@ class CachePolicy {
     }
     return load_ms;
   }
+  // Block i of request id's tokens has been computed: it lands in the pool
+  // (evictions go down to the host tier) and is written behind to the
+  // persistent tiers. Blocks past the prompt's full ones (generated tokens)
+  // are cached too, as the server registers them for the next turn: a
+  // replay's replies are its own, so they get keys no prompt shares, but
+  // they take their room (outputs of 64 tokens: 4 blocks each).
+  void Store(uint64_t id, const SimRequest& r, size_t i, double now_s) {
+    if (!cfg_.caching || lrus_.empty()) return;
+    const bool prompt = i < std::min(r.keys.size(), r.input_tokens / tpk_);
+    const uint64_t key = prompt ? r.keys[i] : (uint64_t{1} << 63) | (id << 24) | i;
+    PutPool(key, now_s);
+    for (size_t t = 1; t < lrus_.size(); ++t) {
+      if (static_cast<int>(t) != host_) lrus_[t].Put(key, now_s);
+    }
+  }
 
  private:
+  void PutPool(uint64_t key, double now_s) {
+    for (uint64_t ev : lrus_[0].Put(key, now_s)) {
+      if (host_ > 0) lrus_[static_cast<size_t>(host_)].Put(ev, now_s);
+    }
+  }
+
   const SimConfig& cfg_;
   size_t tpk_;
   std::vector<Lru> lrus_;
@@ -218,6 +327,7 @@ struct Live {
   // tokens with K/V), as it keeps the engine's.
   std::shared_ptr<RequestProgress> progress;
   bool started = false;
+  size_t stored = 0;  // leading prompt blocks in the cache (found, or computed since)
   size_t generated = 0;
   double last_token_ms = 0;
   std::vector<double> gaps;
@@ -248,34 +358,26 @@ void Summarize(const std::vector<SimRequest>& reqs, SimResult* res) {
   res->ttft_misses_ms = loadgen::Summarize(misses);
 }
 
-// One simulated step's cost from the calibrated profile (see the header):
-// the step's size at depth 0, plus what depth adds to each item. shape is
-// what the step budget is told.
+// One simulated step's cost from the calibrated profile; shape is what the
+// step budget is told.
 double StepCostMs(const std::vector<WorkItem>& work, const std::unordered_map<uint64_t, Live>& live,
                   const CostProfile& cost, bool greedy, StepShape* shape) {
   *shape = {};
-  double summed_ms = 0, depth_ms = 0;
+  std::vector<size_t> decodes;
+  std::vector<std::pair<size_t, size_t>> chunks;
   size_t logits_rows = 0;
   for (const WorkItem& w : work) {
     const size_t pos = live.at(w.id).progress->num_computed;
-    summed_ms += cost.ChunkMs(pos, w.num_tokens);
     if (w.decode) {
       shape->AddDecode(pos);
-      depth_ms += std::max(cost.DecodeMs(pos) - cost.DecodeMs(0), 0.0);
+      decodes.push_back(pos);
     } else {
       shape->AddChunk(pos, w.num_tokens);
-      depth_ms += std::max(cost.ChunkMs(pos, w.num_tokens) - cost.ChunkMs(0, w.num_tokens), 0.0);
+      chunks.emplace_back(pos, w.num_tokens);
     }
     logits_rows += w.decode || w.last_prompt_chunk ? 1 : 0;
   }
-  double ms = summed_ms;
-  if (!cost.step_ms_by_tokens.empty()) {
-    ms = cost.BatchMs(shape->n_decode + shape->n_prefill, logits_rows, greedy) + depth_ms;
-  } else if (shape->n_decode > 0) {
-    const double mean_ctx = shape->decode_context / static_cast<double>(shape->n_decode);
-    ms = std::max(ms, cost.DecodeMs(static_cast<size_t>(mean_ctx)));
-  }
-  return std::max(ms, 1e-6);
+  return cost.StepMs(decodes, chunks, logits_rows, greedy);
 }
 
 }  // namespace
@@ -321,6 +423,10 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
     return cfg.caching ? policy.PoolLeading(reqs[r.id], now_ms / 1e3) : 0;
   };
   size_t next = 0;  // next arrival
+  // The engine starts idle; a step after a pause pays the profile's wake-up
+  // extras, the first most (the steps after it run back to back).
+  double last_end_ms = -INFINITY, pause_ms = 0;
+  size_t since_pause = 0;
   while (next < reqs.size() || sched.num_running() + sched.num_waiting() > 0) {
     for (; next < reqs.size() && reqs[next].arrival_s * 1e3 <= now_ms; ++next) {
       const SimRequest& q = reqs[next];
@@ -335,7 +441,7 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
     for (uint64_t id : sched.Admit(static_cast<int64_t>(now_ms * 1e6), pool)) {
       SimOutcome& o = res.requests[id];
       const double load_ms = policy.Admit(reqs[id], now_ms / 1e3, cost, &o);
-      live.emplace(id, Live{now_ms + load_ms, o.cached_tokens, std::move(progress[id]), false, 0, 0, {}});
+      live.emplace(id, Live{now_ms + load_ms, o.cached_tokens, std::move(progress[id]), false, o.cached_tokens / tpk, 0, 0, {}});
     }
     double next_event_ms = next < reqs.size() ? reqs[next].arrival_s * 1e3 : INFINITY;
     for (auto& [id, l] : live) {  // loads done: the request starts (the engine's Started)
@@ -349,7 +455,8 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
       continue;
     }
     StepShape shape;
-    const double step_ms = StepCostMs(work, live, cost, cfg.greedy, &shape);
+    if (now_ms > last_end_ms) pause_ms = now_ms - last_end_ms, since_pause = 0;
+    const double step_ms = StepCostMs(work, live, cost, cfg.greedy, &shape) + cost.WakeMs(pause_ms, since_pause++);
     if (cfg.on_step) {
       std::vector<size_t> positions;
       for (const WorkItem& w : work) positions.push_back(live.at(w.id).progress->num_computed);
@@ -357,9 +464,11 @@ SimResult Simulate(const std::vector<SimRequest>& reqs, const CostProfile& cost,
     }
     budget.Observe(shape, step_ms);
     now_ms += step_ms;
+    last_end_ms = now_ms;
     for (const WorkItem& w : work) {
       sched.Advanced(w.id, w.num_tokens);
       Live& l = live.at(w.id);
+      for (; (l.stored + 1) * tpk <= l.progress->num_computed; ++l.stored) policy.Store(w.id, reqs[w.id], l.stored, now_ms / 1e3);
       if (!w.decode && !w.last_prompt_chunk) continue;
       // A token: the first after the prompt's last chunk, or a decode step.
       const SimRequest& q = reqs[w.id];

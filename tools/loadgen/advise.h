@@ -24,8 +24,11 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <functional>
 #include <map>
+#include <istream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -54,6 +57,13 @@ struct CostProfile {
   double logits_ms_per_row = 0;
   double sample_ms_per_row = 0;  // a token drawn from a row of logits (temperature 1)
   double greedy_ms_per_row = 0;  // the same at temperature 0
+  // What a step costs more when the engine has been idle (calibrate: a
+  // pause, then one-token steps back to back, less a warm one's time): by
+  // the pause (ms, ascending), the extra ms of the first, second, ... step
+  // after it (2-core Xeon guest, bench-135m, after 200 ms: +3.2, +2.2,
+  // +1.7, +1.4 ms on a 3.3 ms step: threads parked, caches and clocks
+  // cold). Empty in older profiles: no extra.
+  std::vector<std::pair<double, std::vector<double>>> idle_wake_ms;
   struct Tier {
     double latency_ms = 0, ms_per_block = 0;
   };
@@ -67,9 +77,45 @@ struct CostProfile {
   // a token drawn from each (greedily or not).
   double BatchMs(size_t n_tokens, size_t logits_rows, bool greedy = false) const;
   double LoadMs(const std::string& tier, size_t num_blocks) const;
+  // A step of decodes at these positions and prompt chunks (position,
+  // tokens), a row of logits per decode: its size at depth 0 plus what
+  // depth adds to each item (the simulation's price of a step).
+  double StepMs(std::span<const size_t> decodes, std::span<const std::pair<size_t, size_t>> chunks, size_t logits_rows,
+                bool greedy) const;
+  // The extra ms of the k-th step (0: the first) after an idle pause of
+  // idle_ms: idle_wake_ms interpolated over the pause (none at 0).
+  double WakeMs(double idle_ms, size_t k) const;
+  // What a server's steps took against these prices (FitStepLog), by the
+  // step's kind: decodes only, decodes and prompt tokens, prompt tokens
+  // only (2-core Xeon guest, bench-135m replays: 1.0, 1.05 and 0.96).
+  // Multiplies StepMs.
+  enum StepKind { kDecodeStep, kMixedStep, kPrefillStep, kStepKinds };
+  std::array<double, kStepKinds> step_scale = {1, 1, 1};
+  static StepKind KindOf(bool decodes, bool prompt_tokens) {
+    return !prompt_tokens ? kDecodeStep : decodes ? kMixedStep : kPrefillStep;
+  }
   nlohmann::json ToJson() const;
   static Result<CostProfile> FromJson(const nlohmann::json& j);
 };
+
+// What the server's own steps say of a profile: `serve --step-log` lines
+// priced by CostProfile::StepMs against their measured times. calibrate
+// times the model alone on an idle machine; the server's steps also carry
+// its HTTP threads, the clients beside it and the machine's moment (2-core
+// Xeon guest, replays of bench-135m: 10-19% over the calibrated prices).
+struct StepFit {
+  size_t steps = 0;       // lines used (steps with verified drafts are left out)
+  double measured_ms = 0, priced_ms = 0;
+  // Least squares, measured ~ scale x priced, per kind of step
+  // (CostProfile::StepKind); a kind the log lacks takes the all-steps fit.
+  std::array<double, CostProfile::kStepKinds> scale = {1, 1, 1};
+  std::array<size_t, CostProfile::kStepKinds> kind_steps = {0, 0, 0};
+  // The profile with the scales applied.
+  void ApplyTo(CostProfile* p) const {
+    for (size_t k = 0; k < scale.size(); ++k) p->step_scale[k] *= scale[k];
+  }
+};
+Result<StepFit> FitStepLog(std::istream& in, const CostProfile& cost, bool greedy);
 
 struct TierSpec {
   std::string name;           // "pool", "host", "disk", "redis"

@@ -161,7 +161,13 @@ json AdviceJson(const Advice& a, const json& meta) {
     classes.push_back({{"name", c.name}, {"num_requests", c.num_requests}, {"ttft_saved_fraction", c.ttft_saved_fraction},
                        {"e2e_saved_fraction", c.e2e_saved_fraction}});
   }
-  return {{"meta", meta},           {"with_cache", sim(a.with_cache)}, {"without_cache", sim(a.without_cache)},
+  // Each request's predicted TTFT and cached tokens with the cache as
+  // configured, in trace order: to set beside a replay's request by request.
+  json requests = json::array();
+  for (const SimOutcome& o : a.with_cache.requests) requests.push_back({o.ttft_ms, o.cached_tokens});
+  json with_cache = sim(a.with_cache);
+  with_cache["requests_ttft_ms_cached"] = std::move(requests);
+  return {{"meta", meta},           {"with_cache", with_cache}, {"without_cache", sim(a.without_cache)},
           {"hit_curve", a.hit_curve}, {"capacity_for_90pct", a.capacity_for_90pct}, {"classes", classes},
           {"has_prefix_info", a.has_prefix_info}, {"verdict", a.verdict}};
 }

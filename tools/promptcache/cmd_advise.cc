@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <thread>
 
 #include "advise.h"
 #include "base/clock.h"
@@ -24,10 +25,18 @@ struct CalibrateFlags {
   size_t chunk_tokens = 256;
 };
 
+// One-token steps at depths every 128 positions to 4,096, then every 1,024
+// to 16,384 (within the model's context): a decode step's attention splits
+// the context into spans run on the threads, so its cost rises in stairs
+// (bench-135m, 2 threads: flat from 512 to 1,024, +40% from 1,024 to
+// 1,536), and samples at powers of two alone sit on the stairs' edges (the
+// advisor priced depth 1,200 at 5.1 ms where the server took 7.2). Each
+// depth's steps back to back, as a stream's are, the median of five after
+// a warm-up.
 std::vector<std::pair<double, double>> DecodeSamples(Model& model, const CacheOptions& co) {
   const ModelConfig& c = model.config();
-  std::vector<size_t> ctxs = {0};
-  for (size_t p = 512; p < static_cast<size_t>(c.n_ctx) && p <= 16384; p *= 2) ctxs.push_back(p);
+  std::vector<size_t> ctxs;
+  for (size_t p = 0; p < static_cast<size_t>(c.n_ctx) && p <= 16384; p += p < 4096 ? 128 : 1024) ctxs.push_back(p);
   KvStore kv(static_cast<size_t>(c.n_layer), static_cast<size_t>(c.kv_dim()), co.block_size,
              (ctxs.back() + 1 + co.block_size - 1) / co.block_size, co.dtype);
   std::vector<int32_t> table(kv.num_blocks());
@@ -36,14 +45,52 @@ std::vector<std::pair<double, double>> DecodeSamples(Model& model, const CacheOp
   std::vector<std::pair<double, double>> out;
   for (size_t ctx : ctxs) {
     const BatchToken t{1, static_cast<int32_t>(ctx), table, true};
-    std::vector<double> ms;  // the median of five, as for the step sizes (engine/calibrate.cc)
-    for (int rep = 0; rep < 5; ++rep) {
+    std::vector<double> ms;
+    for (int rep = 0; rep < 6; ++rep) {
       const int64_t t0 = NowNs();
       model.Forward({&t, 1}, kv, &logits);
-      ms.push_back(NsToMs(NowNs() - t0));
+      if (rep > 0) ms.push_back(NsToMs(NowNs() - t0));
     }
     std::nth_element(ms.begin(), ms.begin() + 2, ms.end());
     out.emplace_back(static_cast<double>(ctx), ms[2]);
+  }
+  return out;
+}
+
+// What a step costs more after the engine has idled: for pauses of 2, 20
+// and 200 ms, five times each, the pause and then four one-token steps back
+// to back; per step after the pause, the median of its time less a warm
+// step's (the median of steps run back to back). A server at moderate load
+// idles between requests, and its next request's first steps are slower.
+std::vector<std::pair<double, std::vector<double>>> IdleWake(Model& model, const CacheOptions& co) {
+  const ModelConfig& c = model.config();
+  KvStore kv(static_cast<size_t>(c.n_layer), static_cast<size_t>(c.kv_dim()), co.block_size, 1, co.dtype);
+  const std::vector<int32_t> table = {0};
+  std::vector<float> logits;
+  auto step_ms = [&] {
+    const BatchToken t{1, 0, table, true};
+    const int64_t t0 = NowNs();
+    model.Forward({&t, 1}, kv, &logits);
+    return NsToMs(NowNs() - t0);
+  };
+  auto median = [](std::vector<double> v) {
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  };
+  std::vector<double> warm;
+  for (int i = 0; i < 12; ++i) warm.push_back(step_ms());
+  const double warm_ms = median(std::vector<double>(warm.begin() + 4, warm.end()));
+  constexpr size_t kSteps = 4;
+  std::vector<std::pair<double, std::vector<double>>> out;
+  for (double pause_ms : {2.0, 20.0, 200.0}) {
+    std::vector<std::vector<double>> ms(kSteps);
+    for (int trial = 0; trial < 5; ++trial) {
+      std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(pause_ms * 1e3)));
+      for (size_t k = 0; k < kSteps; ++k) ms[k].push_back(step_ms());
+    }
+    std::vector<double> extra;
+    for (size_t k = 0; k < kSteps; ++k) extra.push_back(std::max(median(ms[k]) - warm_ms, 0.0));
+    out.emplace_back(pause_ms, std::move(extra));
   }
   return out;
 }
@@ -59,7 +106,7 @@ int Calibrate(const CalibrateFlags& f) {
   std::fprintf(stderr, "calibrating prefill...\n");
   // Chunks the size of the server's default step budget: per-token cost
   // falls with chunk size (bigger GEMMs), so measure what the server runs.
-  const CostModel prefill = CalibratePrefill(**model, co, f.chunk_tokens);
+  const CostModel prefill = CalibratePrefill(**model, co, f.chunk_tokens, 20000, 5);
   p.prefill_ms_per_token = prefill.prefill_samples();
   p.kv_pass_ms_per_position = prefill.kv_pass_ms_per_position();
   p.prefill_chunk_tokens = prefill.sample_chunk_tokens();
@@ -71,6 +118,8 @@ int Calibrate(const CalibrateFlags& f) {
   p.logits_ms_per_row = batch.logits_ms_per_row;
   p.sample_ms_per_row = batch.sample_ms_per_row;
   p.greedy_ms_per_row = batch.greedy_ms_per_row;
+  std::fprintf(stderr, "calibrating wake-up after idle...\n");
+  p.idle_wake_ms = IdleWake(**model, co);
   std::vector<std::unique_ptr<KvTier>> tiers;
   if (f.host) tiers.push_back(std::make_unique<HostTier>(uint64_t{1} << 30));
   if (!f.disk_dir.empty()) {
@@ -102,7 +151,7 @@ int Calibrate(const CalibrateFlags& f) {
 }
 
 struct AdviseFlags {
-  std::string trace, profile, json_path, html_path, step_log;
+  std::string trace, profile, json_path, html_path, step_log, steps;
   loadgen::TraceParams tp;
   size_t pool_tokens = 65536, host_tokens = 0, disk_tokens = 0, redis_tokens = 0, max_running = 32, batch_tokens = 256;
   double redis_ttl_s = 0, step_ms = 25;
@@ -117,6 +166,20 @@ int Advise(AdviseFlags f) {
   nlohmann::json pj = nlohmann::json::parse(in, nullptr, false);
   Result<loadgen::CostProfile> cost = loadgen::CostProfile::FromJson(pj);
   if (!cost.ok()) return Fail(f.profile + ": " + cost.status().message());
+  nlohmann::json fit_meta;
+  if (!f.steps.empty()) {  // the server's measured steps scale the calibrated prices
+    std::ifstream sin(f.steps);
+    if (!sin) return Fail("cannot read the step log '" + f.steps + "'");
+    Result<loadgen::StepFit> fit = loadgen::FitStepLog(sin, *cost, f.greedy);
+    if (!fit.ok()) return Fail(f.steps + ": " + fit.status().message());
+    fit->ApplyTo(&*cost);
+    fit_meta = {{"log", f.steps}, {"steps", fit->kind_steps}, {"scale", fit->scale}, {"measured_s", fit->measured_ms / 1e3},
+                {"priced_s", fit->priced_ms / 1e3}};
+    std::printf("%s: steps of decodes only (%zu), of decodes and prompt tokens (%zu) and of prompt tokens only (%zu) took "
+                "%.2fx, %.2fx and %.2fx the profile's prices (least squares); prices scaled by those\n\n",
+                f.steps.c_str(), fit->kind_steps[0], fit->kind_steps[1], fit->kind_steps[2], fit->scale[0], fit->scale[1],
+                fit->scale[2]);
+  }
   f.tp.path = f.trace;
   const int64_t t0 = NowNs();
   Result<std::vector<loadgen::BenchRequest>> reqs = loadgen::LoadTrace(f.tp);
@@ -157,6 +220,7 @@ int Advise(AdviseFlags f) {
                          {"token_scale", f.tp.token_scale}, {"time_scale", f.tp.time_scale},
                          {"sample_every", f.tp.sample_every}, {"seconds", NsToMs(NowNs() - t0) / 1e3}};
   for (const auto& t : opt.tiers) meta["capacity_tokens"][t.name] = t.capacity_tokens;
+  if (!fit_meta.is_null()) meta["step_fit"] = fit_meta;
   std::printf("%s: %zu requests, advised in %.1f s; compute demand at the trace's rate: %.2f of one server%s\n\n%s",
               f.trace.c_str(), sim.size(), NsToMs(NowNs() - t0) / 1e3, util,
               spread > 1 ? fmt::format(" (arrivals spread x{:.1f})", spread).c_str() : "", loadgen::AdviceTable(a).c_str());
@@ -208,6 +272,8 @@ void RegisterAdvise(CLI::App& app, int* exit_code) {
   c->add_option("--max-output-tokens", f->tp.max_output_tokens, "Cap output lengths (as bench does when replaying)");
   c->add_option("--json", f->json_path, "Write the advice as JSON");
   c->add_option("--html", f->html_path, "Write an HTML report");
+  c->add_option("--steps", f->steps, "A `serve --step-log` of this model on this machine: the profile's prices are scaled "
+                "to what those steps took (the server's threads, clients and moment included)");
   c->add_option("--step-log", f->step_log, "Write the simulated steps (with the cache as configured) as JSON Lines, "
                 "in the format of `serve --step-log`");
   c->callback([f, exit_code] { *exit_code = Advise(*f); });
