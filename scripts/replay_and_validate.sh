@@ -15,8 +15,9 @@
 # Env: TRACE (default ../shared/traces/mooncake_synthetic.jsonl), TOKEN_SCALE
 # (0.03125: 512-token trace blocks become 16-token KV blocks), TIME_SCALE
 # (0.7), LOAD (instead of TIME_SCALE: the compute demand wanted, as a share
-# of one server by the advisor's calibrated costs, e.g. 0.4 moderate, 0.8
-# near saturation; the arrival times are scaled to give it), SAMPLE (13:
+# of one server by the advisor's costs, e.g. 0.4 moderate, 0.8 near
+# saturation; the arrival times are scaled to give it: the warm-up by
+# calibrate's prices, the replay by those its steps fitted), SAMPLE (13:
 # every 13th request, spread over the trace's hour),
 # REQUESTS (300), SKIP (0: lines to skip first), BLOCK_SIZE (16: the server's
 # KV block; make it block_size x TOKEN_SCALE), PORT (18200), WARMUP (100:
@@ -56,6 +57,12 @@ start_server warmup-
 "$bin" bench --url "http://127.0.0.1:$port" -w trace --trace "$trace" "${warm[@]}" --requests "${WARMUP:-100}" \
   --max-output-tokens 64 --warmup 2 --json "$out/warmup-bench.json" --no-progress >/dev/null
 stop_server
+if [ -n "${LOAD:-}" ]; then  # the load again, by the prices the warm-up's steps fitted
+  "$bin" advise --trace "$trace" --profile "$out/profile.json" --steps "$out/warmup-steps.jsonl" --greedy --token-scale "$ts" \
+    --time-scale 1 --trace-sample "$sample" --trace-skip "$skip" --max-requests "$n" --max-output-tokens 64 --json "$out/load.json" >/dev/null
+  tm=$(python3 -c "import json,sys; u=json.load(open('$out/load.json'))['meta']['utilization_at_trace_rate']; print(u / float(sys.argv[1]))" "$LOAD")
+  echo "LOAD=$LOAD by the warm-up's prices: time scale $tm"
+fi
 start_server ""
 pool_tokens=$(curl -s "localhost:$port/metrics" | awk '/^promptcache_kv_pool_blocks\{state="total"\}/{b=$2} /^promptcache_kv_block_size_tokens /{s=$2} END{print b*s}')
 common=(--token-scale "$ts" --time-scale "$tm" --trace-sample "$sample" --trace-skip "$skip")

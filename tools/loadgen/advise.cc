@@ -385,9 +385,12 @@ double StepCostMs(const std::vector<WorkItem>& work, const std::unordered_map<ui
 double Utilization(const std::vector<SimRequest>& reqs, const CostProfile& cost) {
   if (reqs.size() < 2) return 0;
   double demand_ms = 0;
+  // Prompts at the prompt-only steps' scale, tokens generated at the decode
+  // steps' (1 unless --steps fitted them).
   for (const SimRequest& r : reqs) {
-    demand_ms += cost.PrefillMs(0, r.input_tokens);
-    demand_ms += static_cast<double>(r.output_tokens) * cost.PrefillMs(r.input_tokens, r.input_tokens + 1);
+    demand_ms += cost.step_scale[CostProfile::kPrefillStep] * cost.PrefillMs(0, r.input_tokens);
+    demand_ms += cost.step_scale[CostProfile::kDecodeStep] * static_cast<double>(r.output_tokens) *
+                 cost.PrefillMs(r.input_tokens, r.input_tokens + 1);
   }
   const double span_ms = (reqs.back().arrival_s - reqs.front().arrival_s) * 1e3;
   return span_ms > 0 ? demand_ms / span_ms : INFINITY;
