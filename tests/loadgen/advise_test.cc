@@ -80,6 +80,20 @@ TEST(AdviseSim, StepsAfterAPausePayTheWakeUp) {
   Result<CostProfile> back = CostProfile::FromJson(p.ToJson());
   ASSERT_TRUE(back.ok());
   EXPECT_DOUBLE_EQ(back->WakeMs(100, 0), 1.5);
+  // A profile file is untrusted: malformed wake-up entries and step scales
+  // are refused with a message, never used.
+  for (const char* bad : {R"([[200, [-1.0]]])", R"([[0, [1.0]]])", R"([[200, "x"]])", R"({"a": 1})"}) {
+    nlohmann::json j = p.ToJson();
+    j["idle_wake_ms"] = nlohmann::json::parse(bad);
+    const Result<CostProfile> r = CostProfile::FromJson(j);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("not a cost profile"), std::string::npos) << bad;
+  }
+  for (const char* bad : {"[1, 1]", "[1, 0, 1]", "[1, -2, 1]", R"("x")"}) {
+    nlohmann::json j = p.ToJson();
+    j["step_scale"] = nlohmann::json::parse(bad);
+    EXPECT_FALSE(CostProfile::FromJson(j).ok()) << bad;
+  }
 }
 
 TEST(AdviseSim, IdenticalPromptsHitAllButTheFirst) {

@@ -221,8 +221,8 @@ Result<CostProfile> CostProfile::FromJson(const json& j) {
   }
   std::sort(p.idle_wake_ms.begin(), p.idle_wake_ms.end());
   for (const auto& [pause_ms, extra] : p.idle_wake_ms) {
-    const bool finite = std::all_of(extra.begin(), extra.end(), [](double e) { return std::isfinite(e) && e > -1e6; });
-    if (!(pause_ms > 0) || !std::isfinite(pause_ms) || !finite) return Status::Error("not a cost profile: an idle_wake_ms entry is not (pause > 0, [extra ms...])");
+    const bool finite = std::all_of(extra.begin(), extra.end(), [](double e) { return std::isfinite(e) && e >= 0; });
+    if (!(pause_ms > 0) || !std::isfinite(pause_ms) || !finite) return Status::Error("not a cost profile: an idle_wake_ms entry is not (pause > 0, [extra ms >= 0...])");
   }
   return p;
 }
