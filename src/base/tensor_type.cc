@@ -23,7 +23,7 @@ constexpr TypeInfo kTypes[] = {
     {TensorType::kQ5_K, "q5_k", 256, 176},    {TensorType::kQ6_K, "q6_k", 256, 210},
     {TensorType::kQ8_K, "q8_k", 256, 292},    {TensorType::kIQ4_NL, "iq4_nl", 32, 18},
     {TensorType::kIQ4_XS, "iq4_xs", 256, 136}, {TensorType::kBF16, "bf16", 1, 2},
-    {TensorType::kQ8A, "q8a", 32, 40},
+    {TensorType::kMXFP4, "mxfp4", 32, 17},    {TensorType::kQ8A, "q8a", 32, 40},
 };
 
 const TypeInfo* Info(TensorType t) {
@@ -38,7 +38,7 @@ constexpr std::pair<uint32_t, const char*> kOtherGgmlTypes[] = {
     {4, "q4_2 (removed)"}, {5, "q4_3 (removed)"}, {9, "q8_1"},     {16, "iq2_xxs"}, {17, "iq2_xs"},
     {18, "iq3_xxs"},       {19, "iq1_s"},         {21, "iq3_s"},   {22, "iq2_s"},   {24, "i8"},
     {25, "i16"},           {26, "i32"},           {27, "i64"},     {28, "f64"},     {29, "iq1_m"},
-    {34, "tq1_0"},         {35, "tq2_0"},         {39, "mxfp4"},
+    {34, "tq1_0"},         {35, "tq2_0"},
 };
 
 }  // namespace

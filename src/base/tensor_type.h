@@ -29,6 +29,7 @@ enum class TensorType : uint32_t {
   kIQ4_NL = 20,
   kIQ4_XS = 23,
   kBF16 = 30,
+  kMXFP4 = 39,
   kQ8A = 0x10000,
 };
 const char* TensorTypeName(TensorType t);

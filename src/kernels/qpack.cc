@@ -17,11 +17,13 @@ const X16Kernels* X16KernelsFor(Isa isa) {
 
 namespace {
 
-// Stored q of the x16 layout: the grid index for the IQ4 formats.
-int StoredQ(const DecodedBlock& d, int e, bool table) {
-  if (!table) return d.q[e];
+// Stored q of the x16 layout: the grid index for the grid formats (the
+// first index of that value: MXFP4's -0 comes back as +0).
+int StoredQ(const DecodedBlock& d, int e, Grid grid) {
+  if (grid == Grid::kNone) return d.q[e];
+  const int8_t* values = GridValues(grid);
   for (int i = 0; i < 16; ++i) {
-    if (kIq4Values[i] + 128 == d.q[e]) return i;
+    if (values[i] + 128 == d.q[e]) return i;
   }
   PC_CHECK(false);
   return 0;
@@ -88,7 +90,7 @@ void RepackX16(TensorType t, const uint8_t* rows, size_t row_bytes, size_t nb, u
         blk[l.sc + static_cast<size_t>(j) * 16 + r] = static_cast<uint8_t>(static_cast<int8_t>(d.sc[j]));
         if (l.sub_mins) blk[l.mn + static_cast<size_t>(j) * 16 + r] = static_cast<uint8_t>(d.mn[j]);
       }
-      for (int e = 0; e < l.n; ++e) Put(l, blk, r, e, StoredQ(d, e, l.table));
+      for (int e = 0; e < l.n; ++e) Put(l, blk, r, e, StoredQ(d, e, l.grid));
     }
   }
 }
@@ -111,7 +113,7 @@ void UnpackX16Row(TensorType t, const uint8_t* group, size_t nb, int r, uint8_t*
     }
     for (int e = 0; e < l.n; ++e) {
       const int q = Get(l, blk, r, e);
-      d.q[e] = static_cast<uint8_t>(l.table ? kIq4Values[q] + 128 : q);
+      d.q[e] = static_cast<uint8_t>(l.table ? GridValues(l.grid)[q] + 128 : q);
     }
     EncodeBlock(t, d, row_out + b * bb);
   }

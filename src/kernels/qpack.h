@@ -10,7 +10,7 @@
 // stream, read once per token tile.
 //
 // An x16 block, in order (sizes in bytes; r = row 0..15):
-//   dh[16]          fp16 block scales, row order                      32
+//   dh[16]          fp16 block scales, row order (bf16 for MXFP4)     32
 //   mh[16]          fp16 minima (formats with a minimum)              32
 //   sc[nsub][16]    int8 sub-block scales (256-element formats)       16 * nsub
 //   mn[nsub][16]    uint8 sub-block minima (Q2_K, Q4_K, Q5_K)         16 * nsub
@@ -21,7 +21,7 @@
 //   high            the rest of q:
 //     Q5 (bit 4), Q3_K (bit 2): [n/32][16] uint32, byte k bit v = that bit of q[32c + 4v + k]
 //     Q6_K (bits 4-5): [n/16][16][4] 2-bit fields as the 2-bit low layout
-// q is the DecodedBlock value (unsigned; the IQ4 formats store grid indices).
+// q is the DecodedBlock value (unsigned; the grid formats store grid indices).
 // Thread-safety: pure functions.
 #pragma once
 #include <cstddef>
@@ -37,11 +37,16 @@ constexpr size_t kX16Rows = 16;
 struct X16Layout {
   int n = 0, sub = 0, bits = 0, offset = 0;
   bool has_min = false, sub_scales = false, sub_mins = false, table = false;
+  Grid grid = Grid::kNone;
+  bool bf16_scale = false;  // dh holds bf16 (MXFP4's E8M0 scales), else fp16
   size_t dh = 0, mh = 0, sc = 0, mn = 0, low = 0, high = 0, bytes = 0;
 };
 
-constexpr X16Layout MakeX16Layout(int n, int sub, int bits, int offset, bool has_min, bool table) {
+constexpr X16Layout MakeX16Layout(int n, int sub, int bits, int offset, bool has_min, Grid grid, bool bf16_scale) {
   X16Layout l;
+  const bool table = grid != Grid::kNone;
+  l.grid = grid;
+  l.bf16_scale = bf16_scale;
   l.n = n;
   l.sub = sub;
   l.bits = bits;
@@ -68,7 +73,7 @@ constexpr X16Layout MakeX16Layout(int n, int sub, int bits, int offset, bool has
 constexpr X16Layout X16LayoutFor(TensorType t) {
   const QuantFormat f = QuantFormatFor(t);
   if (f.bits == 0) return X16Layout{};
-  return MakeX16Layout(f.n, f.sub, f.bits, f.offset, f.has_min, f.table);
+  return MakeX16Layout(f.n, f.sub, f.bits, f.offset, f.has_min, f.grid, f.e8m0);
 }
 inline X16Layout X16LayoutOf(TensorType t) { return X16LayoutFor(t); }
 

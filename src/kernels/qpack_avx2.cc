@@ -25,6 +25,10 @@ struct Avx2Half {
     return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * H)));
   }
   static F LanesF16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * H))); }
+  static F LanesBf16(const uint16_t* p) {
+    const V w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * H)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
   static V DotU(V acc, V w, int32_t x4) {
     const V prod = _mm256_maddubs_epi16(w, _mm256_set1_epi32(x4));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(prod, _mm256_set1_epi16(1)));
@@ -47,8 +51,7 @@ struct Avx2Half {
   static V Add(V a, V b) { return _mm256_add_epi32(a, b); }
   static V Sub(V a, V b) { return _mm256_sub_epi32(a, b); }
   static V MulLo(V a, V b) { return _mm256_mullo_epi32(a, b); }
-  static V Lut(V idx, bool is_signed) {
-    const void* grid = is_signed ? static_cast<const void*>(kIq4Values) : static_cast<const void*>(kIq4ValuesPlus128);
+  static V Lut(V idx, const void* grid) {
     return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(grid))), idx);
   }
   static F ZeroF() { return _mm256_setzero_ps(); }

@@ -18,6 +18,10 @@ struct Avx512 {
   static V LanesU8(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static V LanesI8(const uint8_t* p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static F LanesF16(const uint16_t* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p))); }
+  static F LanesBf16(const uint16_t* p) {
+    const V w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
   static V DotU(V acc, V w, int32_t x4) { return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x4)); }
   static V DotS(V acc, V w, int32_t x4) { return _mm512_dpbusd_epi32(acc, w, _mm512_set1_epi32(x4)); }  // unused
   static V And(V a, V b) { return _mm512_and_si512(a, b); }
@@ -34,8 +38,7 @@ struct Avx512 {
   static V Add(V a, V b) { return _mm512_add_epi32(a, b); }
   static V Sub(V a, V b) { return _mm512_sub_epi32(a, b); }
   static V MulLo(V a, V b) { return _mm512_mullo_epi32(a, b); }
-  static V Lut(V idx, bool is_signed) {
-    const void* grid = is_signed ? static_cast<const void*>(kIq4Values) : static_cast<const void*>(kIq4ValuesPlus128);
+  static V Lut(V idx, const void* grid) {
     return _mm512_shuffle_epi8(_mm512_broadcast_i32x4(_mm_loadu_si128(static_cast<const __m128i*>(grid))), idx);
   }
   static F ZeroF() { return _mm512_setzero_ps(); }

@@ -12,7 +12,8 @@ namespace pc {
 // The types that have x16 kernels: every quantized weight type.
 constexpr TensorType kX16Types[] = {TensorType::kQ8_0,   TensorType::kQ4_0, TensorType::kQ4_1, TensorType::kQ5_0,
                                     TensorType::kQ5_1,   TensorType::kIQ4_NL, TensorType::kQ2_K, TensorType::kQ3_K,
-                                    TensorType::kQ4_K,   TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_XS};
+                                    TensorType::kQ4_K,   TensorType::kQ5_K, TensorType::kQ6_K, TensorType::kIQ4_XS,
+                                    TensorType::kMXFP4};
 constexpr int kNumX16Types = static_cast<int>(std::size(kX16Types));
 
 constexpr int X16Index(TensorType t) {

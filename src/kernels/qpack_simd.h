@@ -6,12 +6,12 @@
 // S has S::kLanes 32-bit lanes (16, or 8 for one half of the rows) and:
 //   V Load(p)          its lanes' part of a 64-byte [16 rows][4 bytes] vector
 //   V LanesU8(p), LanesI8(p)   16 bytes (one per row) -> int32 lanes
-//   F LanesF16(p)      16 fp16 (one per row) -> float lanes
+//   F LanesF16(p)      16 fp16 (one per row) -> float lanes; LanesBf16 the same from bf16
 //   V DotU(acc, w, x4) acc += per lane sum of 4 (w unsigned byte * x signed byte)
 //   V DotS(acc, w, x4) the same with signed w (|w| <= 128)
 //   bool kVnni         DotU is exact for any unsigned byte (else w < 128 only)
 //   integer ops And, Or, Xor8, Srl16/Sll16/Srl32/Sll32<N>, Add, Sub, MulLo,
-//   Set1x8, Set1x32, Lut (a 16-entry byte table per 128 bits), float ops
+//   Set1x8, Set1x32, Lut(idx, table) (a 16-entry byte table per 128 bits), float ops
 //   Cvt, Mul, Add, Set1, Neg, Store(float* y16, F): its lanes of 16 floats.
 #pragma once
 #include <cstring>
@@ -77,7 +77,7 @@ inline typename S::V Unpack(const uint8_t* blk, size_t c) {
     else hi = raw;
     q = S::Or(q, S::And(hi, S::Set1x8(0x30)));
   }
-  if constexpr (L.table) return S::Lut(q, Signed);
+  if constexpr (L.table) return S::Lut(q, Signed ? static_cast<const void*>(GridValues(L.grid)) : GridValuesPlus128(L.grid));
   if constexpr (Signed) return S::Sub8(q, static_cast<char>(L.offset));
   return q;
 }
@@ -146,7 +146,8 @@ void Kernel(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, 
         }
       });
     }
-    const F d = S::LanesF16(reinterpret_cast<const uint16_t*>(blk));
+    const F d = L.bf16_scale ? S::LanesBf16(reinterpret_cast<const uint16_t*>(blk))
+                             : S::LanesF16(reinterpret_cast<const uint16_t*>(blk));
     F mm = S::ZeroF();
     if constexpr (L.has_min) {
       mm = S::LanesF16(reinterpret_cast<const uint16_t*>(blk + L.mh));

@@ -11,8 +11,23 @@ namespace pc {
 
 const int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 const uint8_t kIq4ValuesPlus128[16] = {1, 24, 45, 63, 79, 93, 106, 118, 129, 141, 153, 166, 181, 197, 217, 241};
+const int8_t kMxfp4Values[16] = {0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
+const uint8_t kMxfp4ValuesPlus128[16] = {128, 129, 130, 131, 132, 134, 136, 140, 128, 127, 126, 125, 124, 122, 120, 116};
 
-float DecodedBlock::d() const { return Fp16ToFp32(dh); }
+// 2^(e - 128) as a float: exponent field e - 1 from e = 2; 2^-127 and
+// 2^-128 are the subnormals 0x00400000 and 0x00200000. bf16 keeps a float's
+// top 16 bits, which hold all of these.
+uint16_t E8m0HalfToBf16(uint8_t e) {
+  const uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<uint32_t>(e - 1) << 23;
+  return static_cast<uint16_t>(bits >> 16);
+}
+uint8_t Bf16ToE8m0Half(uint16_t bf16) {
+  if (bf16 == 0x0020) return 0;
+  if (bf16 == 0x0040) return 1;
+  return static_cast<uint8_t>((bf16 >> 7) + 1);
+}
+
+float DecodedBlock::d() const { return bf16_scale ? Bf16ToFp32(dh) : Fp16ToFp32(dh); }
 float DecodedBlock::m() const {
   const float v = Fp16ToFp32(mh);
   return neg_min ? -v : v;
@@ -24,7 +39,8 @@ const QuantFormat* QuantFormatOf(TensorType t) {
                            kQ5_1 = QuantFormatFor(TensorType::kQ5_1), kIQ4_NL = QuantFormatFor(TensorType::kIQ4_NL),
                            kQ2_K = QuantFormatFor(TensorType::kQ2_K), kQ3_K = QuantFormatFor(TensorType::kQ3_K),
                            kQ4_K = QuantFormatFor(TensorType::kQ4_K), kQ5_K = QuantFormatFor(TensorType::kQ5_K),
-                           kQ6_K = QuantFormatFor(TensorType::kQ6_K), kIQ4_XS = QuantFormatFor(TensorType::kIQ4_XS);
+                           kQ6_K = QuantFormatFor(TensorType::kQ6_K), kIQ4_XS = QuantFormatFor(TensorType::kIQ4_XS),
+                           kMXFP4 = QuantFormatFor(TensorType::kMXFP4);
   switch (t) {
     case TensorType::kQ8_0: return &kQ8_0;
     case TensorType::kQ4_0: return &kQ4_0;
@@ -38,17 +54,19 @@ const QuantFormat* QuantFormatOf(TensorType t) {
     case TensorType::kQ5_K: return &kQ5_K;
     case TensorType::kQ6_K: return &kQ6_K;
     case TensorType::kIQ4_XS: return &kIQ4_XS;
+    case TensorType::kMXFP4: return &kMXFP4;
     default: return nullptr;
   }
 }
 
 namespace {
 
-int GridIndex(int q) {  // q = grid value + 128
+int GridIndex(Grid g, int q) {  // q = grid value + 128; the first index holding it
+  const int8_t* values = GridValues(g);
   for (int i = 0; i < 16; ++i) {
-    if (kIq4Values[i] + 128 == q) return i;
+    if (values[i] + 128 == q) return i;
   }
-  PC_CHECK(false && "not an IQ4 grid value");
+  PC_CHECK(false && "not a grid value");
   return 0;
 }
 
@@ -59,6 +77,7 @@ void Start(TensorType t, DecodedBlock* b) {
   b->offset = f.offset;
   b->has_min = f.has_min;
   b->neg_min = f.has_min && b->n == 256;  // K-quants subtract dmin * m; Q4_1/Q5_1 add m
+  b->bf16_scale = f.e8m0;
   b->dh = b->mh = 0;
   for (int j = 0; j < 16; ++j) {
     b->sc[j] = 1;
@@ -143,6 +162,12 @@ bool DecodeSmall(TensorType t, const void* block, DecodedBlock* o) {
         const int nib = Nibble32(b.qs, e);
         o->q[e] = static_cast<uint8_t>(t == TensorType::kQ4_0 ? nib : kIq4Values[nib] + 128);
       }
+      return true;
+    }
+    case TensorType::kMXFP4: {
+      const auto& b = *static_cast<const BlockMXFP4*>(block);
+      o->dh = E8m0HalfToBf16(b.e);
+      for (int e = 0; e < 32; ++e) o->q[e] = kMxfp4ValuesPlus128[Nibble32(b.qs, e)];
       return true;
     }
     case TensorType::kQ4_1: {
@@ -259,7 +284,13 @@ bool EncodeSmall(TensorType t, const DecodedBlock& in, void* block) {
     case TensorType::kIQ4_NL: {
       auto& b = *static_cast<BlockQ4_0*>(block);
       b.d = in.dh;
-      for (int e = 0; e < 32; ++e) SetNibble32(b.qs, e, t == TensorType::kQ4_0 ? in.q[e] : GridIndex(in.q[e]));
+      for (int e = 0; e < 32; ++e) SetNibble32(b.qs, e, t == TensorType::kQ4_0 ? in.q[e] : GridIndex(Grid::kIq4, in.q[e]));
+      return true;
+    }
+    case TensorType::kMXFP4: {
+      auto& b = *static_cast<BlockMXFP4*>(block);
+      b.e = Bf16ToE8m0Half(in.dh);
+      for (int e = 0; e < 32; ++e) SetNibble32(b.qs, e, GridIndex(Grid::kMxfp4, in.q[e]));
       return true;
     }
     case TensorType::kQ4_1: {
@@ -347,7 +378,7 @@ bool EncodeSuper(TensorType t, const DecodedBlock& in, void* block) {
         b.scales_l[j / 2] |= static_cast<uint8_t>((ls & 15) << (4 * (j % 2)));
         b.scales_h |= static_cast<uint16_t>((ls >> 4) << (2 * j));
       }
-      for (int e = 0; e < 256; ++e) SetNibble32(b.qs + 16 * (e / 32), e % 32, GridIndex(in.q[e]));
+      for (int e = 0; e < 256; ++e) SetNibble32(b.qs + 16 * (e / 32), e % 32, GridIndex(Grid::kIq4, in.q[e]));
       return true;
     }
     default: return false;

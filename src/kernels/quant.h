@@ -42,6 +42,12 @@ struct BlockIQ4_NL {  // x = d * kIq4Values[nibble], nibbles as Q4_0
   uint16_t d;
   uint8_t qs[16];
 };
+// OCP microscaling FP4 (gpt-oss's experts): x = 2^(e - 128) * kMxfp4Values[nibble],
+// nibbles as Q4_0. The grid holds twice the E2M1 values, hence the halved scale.
+struct BlockMXFP4 {
+  uint8_t e;  // E8M0 exponent
+  uint8_t qs[16];
+};
 // 256 elements in 16 sub-blocks of 16: x = d * (scales & 15) * q - dmin * (scales >> 4), q 2 bits.
 struct BlockQ2_K {
   uint8_t scales[16];
@@ -84,12 +90,27 @@ struct BlockIQ4_XS {
 };
 static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22 && sizeof(BlockQ5_1) == 24 && sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockMXFP4) == 17);
 static_assert(sizeof(BlockQ2_K) == 84 && sizeof(BlockQ3_K) == 110 && sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176 && sizeof(BlockQ6_K) == 210 && sizeof(BlockIQ4_XS) == 136);
 
 // The 16 values of the IQ4 formats' non-linear grid.
 extern const int8_t kIq4Values[16];
 extern const uint8_t kIq4ValuesPlus128[16];  // the same + 128
+// MXFP4's grid: E2M1 values doubled (0, 0.5, 1, 1.5, 2, 3, 4, 6 and their
+// negatives; nibble 8 is -0).
+extern const int8_t kMxfp4Values[16];
+extern const uint8_t kMxfp4ValuesPlus128[16];
+
+// The grid a format's q indexes (none for the linear formats).
+enum class Grid : uint8_t { kNone, kIq4, kMxfp4 };
+inline const int8_t* GridValues(Grid g) { return g == Grid::kMxfp4 ? kMxfp4Values : kIq4Values; }
+inline const uint8_t* GridValuesPlus128(Grid g) { return g == Grid::kMxfp4 ? kMxfp4ValuesPlus128 : kIq4ValuesPlus128; }
+
+// E8M0 exponent e <-> the bf16 bits of 2^(e - 128) (MXFP4's halved scale;
+// every such power of two, the two subnormal ones included, is exact in bf16).
+uint16_t E8m0HalfToBf16(uint8_t e);
+uint8_t Bf16ToE8m0Half(uint16_t bf16);
 
 // Activations met by quantized weights. The 32-element formats take Q8A
 // (our Q8_0 with the scale as a float and the integer sum of the block); the
@@ -110,14 +131,16 @@ static_assert(sizeof(BlockQ8A) == 40 && sizeof(BlockQ8_K) == 292);
 // One block of any weight format in a common form: element e is
 //   x[e] = fp16(dh) * sc[e / sub] * (q[e] - offset) + m * mn[e / sub]
 // with m = fp16(mh), negated where the format subtracts its minimum. For
-// the IQ4 formats q is the grid value + 128 (offset 128), so every q is an
-// unsigned byte and every sum below is an exact integer.
+// the grid formats (IQ4, MXFP4) q is the grid value + 128 (offset 128), so
+// every q is an unsigned byte and every sum below is an exact integer.
+// MXFP4's dh holds bf16 bits (bf16_scale): its E8M0 scale is exact there.
 struct DecodedBlock {
   int n = 0;     // elements: 32 or 256
   int sub = 0;   // elements per sub-block (16 or 32; n for the 32-element formats)
   int offset = 0;
   uint16_t dh = 0, mh = 0;
   bool has_min = false, neg_min = false;
+  bool bf16_scale = false;  // dh is bf16 (MXFP4), else fp16
   uint8_t q[256];
   int32_t sc[16];  // n / sub used; 1 where the format has no sub-block scales
   int32_t mn[16];  // 0 where the format has no minimum
@@ -132,24 +155,27 @@ struct QuantFormat {
   int sub;      // elements per sub-block
   int offset;   // q - offset is the signed integer the scales multiply
   bool has_min;  // a float minimum (per block, or per sub-block times mn)
-  bool table;    // q indexes kIq4Values
+  Grid grid;     // q indexes GridValues(grid)
+  bool e8m0;     // the block scale is an E8M0 exponent (DecodedBlock::bf16_scale)
 };
 // The formats' constants (bits 0 for float and activation-only types).
 constexpr QuantFormat QuantFormatFor(TensorType t) {
-  switch (t) {  // elements, bits, sub-block, offset, minimum, grid
-    case TensorType::kQ8_0: return {32, 8, 32, 128, false, false};
-    case TensorType::kQ4_0: return {32, 4, 32, 8, false, false};
-    case TensorType::kQ4_1: return {32, 4, 32, 0, true, false};
-    case TensorType::kQ5_0: return {32, 5, 32, 16, false, false};
-    case TensorType::kQ5_1: return {32, 5, 32, 0, true, false};
-    case TensorType::kIQ4_NL: return {32, 4, 32, 128, false, true};
-    case TensorType::kQ2_K: return {256, 2, 16, 0, true, false};
-    case TensorType::kQ3_K: return {256, 3, 16, 4, false, false};
-    case TensorType::kQ4_K: return {256, 4, 32, 0, true, false};
-    case TensorType::kQ5_K: return {256, 5, 32, 0, true, false};
-    case TensorType::kQ6_K: return {256, 6, 16, 32, false, false};
-    case TensorType::kIQ4_XS: return {256, 4, 32, 128, false, true};
-    default: return {0, 0, 0, 0, false, false};
+  constexpr Grid kNo = Grid::kNone;
+  switch (t) {  // elements, bits, sub-block, offset, minimum, grid, E8M0 scale
+    case TensorType::kQ8_0: return {32, 8, 32, 128, false, kNo, false};
+    case TensorType::kQ4_0: return {32, 4, 32, 8, false, kNo, false};
+    case TensorType::kQ4_1: return {32, 4, 32, 0, true, kNo, false};
+    case TensorType::kQ5_0: return {32, 5, 32, 16, false, kNo, false};
+    case TensorType::kQ5_1: return {32, 5, 32, 0, true, kNo, false};
+    case TensorType::kIQ4_NL: return {32, 4, 32, 128, false, Grid::kIq4, false};
+    case TensorType::kMXFP4: return {32, 4, 32, 128, false, Grid::kMxfp4, true};
+    case TensorType::kQ2_K: return {256, 2, 16, 0, true, kNo, false};
+    case TensorType::kQ3_K: return {256, 3, 16, 4, false, kNo, false};
+    case TensorType::kQ4_K: return {256, 4, 32, 0, true, kNo, false};
+    case TensorType::kQ5_K: return {256, 5, 32, 0, true, kNo, false};
+    case TensorType::kQ6_K: return {256, 6, 16, 32, false, kNo, false};
+    case TensorType::kIQ4_XS: return {256, 4, 32, 128, false, Grid::kIq4, false};
+    default: return {0, 0, 0, 0, false, kNo, false};
   }
 }
 // Null for float and activation-only types.

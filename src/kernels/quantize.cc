@@ -15,12 +15,26 @@ namespace {
 
 int RoundClamp(float v, int lo, int hi) { return std::clamp(static_cast<int>(std::lround(v)), lo, hi); }
 
-int NearestGrid(float v) {  // returns grid value + 128
+int NearestGrid(Grid g, float v) {  // returns grid value + 128
+  const int8_t* values = GridValues(g);
   int best = 0;
   for (int i = 1; i < 16; ++i) {
-    if (std::fabs(v - kIq4Values[i]) < std::fabs(v - kIq4Values[best])) best = i;
+    if (std::fabs(v - values[i]) < std::fabs(v - values[best])) best = i;
   }
-  return kIq4Values[best] + 128;
+  return values[best] + 128;
+}
+
+// MXFP4: the smallest power-of-two scale 2^(e - 128) that brings the
+// block's largest magnitude within the grid's 12, then each element to its
+// nearest grid value.
+void FitBlockE8m0(const float* x, DecodedBlock* d) {
+  float amax = 0;
+  for (int e = 0; e < d->n; ++e) amax = std::max(amax, std::fabs(x[e]));
+  int exp = 0;
+  if (amax > 0) exp = std::clamp(static_cast<int>(std::ceil(std::log2(amax / 12.0f))) + 128, 0, 254);
+  d->dh = E8m0HalfToBf16(static_cast<uint8_t>(exp));
+  const float scale = d->d();
+  for (int e = 0; e < d->n; ++e) d->q[e] = static_cast<uint8_t>(NearestGrid(Grid::kMxfp4, amax > 0 ? x[e] / scale : 0.0f));
 }
 
 // Quantizes one block of x into d (d.n, d.sub, d.offset already set).
@@ -29,6 +43,8 @@ int NearestGrid(float v) {  // returns grid value + 128
 // block's largest (to 6 or 4 bits), or the block's own scale and minimum.
 // Symmetric formats: the signed extreme maps to the most negative value.
 void FitBlock(const QuantFormat& f, const float* x, DecodedBlock* d) {
+  if (f.e8m0) return FitBlockE8m0(x, d);
+  const bool table = f.grid != Grid::kNone;
   const int qmax = (1 << f.bits) - 1, nsub = d->n / d->sub;
   const bool sub_scales = d->n == 256;
   // Q4_K/Q5_K scales and minima have 6 bits, Q2_K's 4; signed ones 6 (Q3_K,
@@ -45,7 +61,7 @@ void FitBlock(const QuantFormat& f, const float* x, DecodedBlock* d) {
       minv[j] = -lo;
     } else {
       const float ext = SignedExtreme(xs, static_cast<size_t>(d->sub));
-      scale[j] = f.table ? ext / -127.0f : ext / -static_cast<float>(f.offset);
+      scale[j] = table ? ext / -127.0f : ext / -static_cast<float>(f.offset);
       minv[j] = 0;
     }
   }
@@ -66,7 +82,7 @@ void FitBlock(const QuantFormat& f, const float* x, DecodedBlock* d) {
       d->sc[j] = dr != 0 ? RoundClamp(scale[j] / dr, lo_sc, smax) : 0;
       if (f.has_min) d->mn[j] = mr != 0 ? RoundClamp(minv[j] / mr, 0, smax) : 0;
     }
-    if (f.bits == 3 || f.table) {  // Q3_K, IQ4_XS: -32..31
+    if (f.bits == 3 || table) {  // Q3_K, IQ4_XS: -32..31
       for (int j = 0; j < nsub; ++j) d->sc[j] = std::clamp(d->sc[j], -32, 31);
     }
   } else {
@@ -79,9 +95,9 @@ void FitBlock(const QuantFormat& f, const float* x, DecodedBlock* d) {
     const float step = dr * static_cast<float>(d->sc[j]);
     const float base = d->has_min ? mr * static_cast<float>(d->mn[j]) : 0.0f;
     if (step == 0.0f) {
-      d->q[e] = static_cast<uint8_t>(f.table ? NearestGrid(0) : d->offset);
-    } else if (f.table) {
-      d->q[e] = static_cast<uint8_t>(NearestGrid(x[e] / step));
+      d->q[e] = static_cast<uint8_t>(table ? NearestGrid(f.grid, 0) : d->offset);
+    } else if (table) {
+      d->q[e] = static_cast<uint8_t>(NearestGrid(f.grid, x[e] / step));
     } else {
       d->q[e] = static_cast<uint8_t>(RoundClamp((x[e] - base) / step + static_cast<float>(d->offset), 0, qmax));
     }

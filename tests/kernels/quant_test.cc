@@ -22,7 +22,8 @@ std::vector<TensorType> QuantTypes() { return {std::begin(kX16Types), std::end(k
 std::string Name(const ::testing::TestParamInfo<TensorType>& info) { return TensorTypeName(info.param); }
 
 // Random bytes for n elements of type t, with every fp16 scale field set to
-// a modest finite value (random bits would give infinities and NaNs).
+// a modest finite value (random bits would give infinities and NaNs; E8M0
+// scales to powers of two near one).
 std::vector<uint8_t> RandomBlocks(TensorType t, size_t n, std::mt19937& rng) {
   const size_t bb = BlockBytes(t), nb = n / BlockElems(t);
   std::vector<uint8_t> out(nb * bb);
@@ -31,6 +32,7 @@ std::vector<uint8_t> RandomBlocks(TensorType t, size_t n, std::mt19937& rng) {
     DecodedBlock d;
     DecodeBlock(t, out.data() + b * bb, &d);
     d.dh = Fp32ToFp16(0.001f * static_cast<float>(1 + rng() % 200));
+    if (d.bf16_scale) d.dh = E8m0HalfToBf16(static_cast<uint8_t>(110 + rng() % 30));  // 2^-18 .. 2^1
     if (d.has_min) d.mh = Fp32ToFp16(0.001f * static_cast<float>(rng() % 200) * (rng() % 2 ? 1 : -1));
     if (d.has_min && d.n == 256) d.mh &= 0x7fff;  // dmin >= 0 as quantizers write it (any sign is computed alike)
     EncodeBlock(t, d, out.data() + b * bb);
@@ -64,6 +66,13 @@ TEST_P(QuantFormats, DecodeEncodeRoundTripsRandomBytes) {
     DecodedBlock d;
     DecodeBlock(t, block.data(), &d);
     EncodeBlock(t, d, back.data());
+    if (t == TensorType::kMXFP4) {
+      // Nibble 8 is -0: the same value as nibble 0, which it encodes back to.
+      for (size_t j = 1; j < block.size(); ++j) {
+        if ((block[j] & 15) == 8) block[j] &= 0xF0;
+        if ((block[j] >> 4) == 8) block[j] &= 0x0F;
+      }
+    }
     ASSERT_EQ(block, back) << TensorTypeName(t) << " try " << i;
   }
 }
@@ -293,6 +302,28 @@ TEST(QuantLayouts, HandCheckedElements) {
     std::vector<float> y(256);
     DequantizeRow(TensorType::kIQ4_XS, &b, y.data(), 256);
     EXPECT_EQ(y[96 + 17], static_cast<float>((5 | (2 << 4)) - 32) * 113);
+  }
+  {  // MXFP4: exponent byte first, then Q4_0's nibbles; x = 2^(e - 128) * grid (E2M1 doubled)
+    BlockMXFP4 b{};
+    b.e = 130;                // 2^2
+    b.qs[3] = 0x7D;           // element 3: grid[13] = -6; element 19: grid[7] = 12
+    b.qs[4] = 0x08;           // element 4: -0
+    std::vector<float> y(32);
+    DequantizeRow(TensorType::kMXFP4, &b, y.data(), 32);
+    EXPECT_EQ(y[3], -24.0f);
+    EXPECT_EQ(y[19], 48.0f);
+    EXPECT_EQ(y[4], 0.0f);
+    EXPECT_EQ(y[0], 0.0f);
+  }
+}
+
+// Every E8M0 exponent is exact in bf16 (the x16 layout's scale field), the
+// two subnormal powers of two included, and comes back to the same byte.
+TEST(QuantLayouts, E8m0ScalesAreExactInBf16) {
+  for (int e = 0; e < 255; ++e) {
+    const uint16_t h = E8m0HalfToBf16(static_cast<uint8_t>(e));
+    EXPECT_EQ(Bf16ToFp32(h), std::ldexp(1.0f, e - 128)) << e;
+    EXPECT_EQ(Bf16ToE8m0Half(h), e);
   }
 }
 
