@@ -4,6 +4,7 @@
 #pragma once
 #include <memory>
 
+#include "kernels/ggml_compat.h"
 #include "model/forward.h"
 #include "model/make_model.h"
 #include "test_support.h"
@@ -19,5 +20,20 @@ struct MadeModel {
 };
 // copy: make-model --copy (layers 0-1 quote the prompt: induction_weights.h).
 MadeModel MakeTestModel(const ModelShape& shape, TensorType type, int vocab_size, bool copy = false);
+
+// The ggml numerics' target of a shared reference file (ReferenceGgmlTarget)
+// for the scope, then the one before.
+class ScopedGgmlTarget {
+ public:
+  explicit ScopedGgmlTarget(const std::string& model_name) : before_(ActiveGgmlTarget()) {
+    SetGgmlTarget(*ParseGgmlTarget(ReferenceGgmlTarget(model_name)));
+  }
+  ~ScopedGgmlTarget() { SetGgmlTarget(before_); }
+  ScopedGgmlTarget(const ScopedGgmlTarget&) = delete;
+  ScopedGgmlTarget& operator=(const ScopedGgmlTarget&) = delete;
+
+ private:
+  GgmlTarget before_;
+};
 
 }  // namespace pc::test

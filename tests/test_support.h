@@ -44,6 +44,14 @@ struct RefCase {
 };
 std::vector<RefCase> LoadReference(const std::string& path);
 
+// The build of the reference engine whose arithmetic recorded a shared
+// reference file (../shared/reference/README.md names the CPU of each set):
+// "avx512fp16" for the first set (stories260K, tiny-gqa F32/F16/Q8_0/Q4_0),
+// "avx512" for the later one (the tiny-gqa K-quants, qwen2, qwen3, phi3,
+// llama3), "avx2" for the families (gemma2/3, the mixtures of experts,
+// gpt-oss, YaRN). For --ggml-target and SetGgmlTarget.
+std::string ReferenceGgmlTarget(const std::string& model_name);
+
 // One generated step as an engine reports it: the chosen id and its top
 // alternatives (id, logprob), best first.
 struct GenStep {
@@ -58,10 +66,13 @@ using GenerateFn = std::function<std::vector<GenStep>(const std::vector<int32_t>
 // where the reference's top-1/top-2 gap is within tol, and generation then
 // restarts from the reference's tokens (teacher forcing by relaunch). The
 // reference engine ignored end-of-sequence by never choosing it: where we
-// choose `eos`, our best other id is compared with its choice.
+// choose `eos`, our best other id is compared with its choice (the margin
+// between its two best ids other than `eos`). jumps, if given, is a budget
+// of steps where the choice may differ past that margin (the README's
+// router near-ties of the mixtures of experts); each use is printed.
 // Returns the largest difference seen; records failures with gtest.
 float CheckGreedyAgainstReference(const RefCase& c, float tol, const GenerateFn& gen, const std::string& what,
-                                  int32_t eos = 2);
+                                  int32_t eos = 2, int* jumps = nullptr);
 
 // n normally distributed floats (mean 0, sd scale) from a fixed seed.
 std::vector<float> RandomFloats(size_t n, uint32_t seed, float scale = 1.0f);

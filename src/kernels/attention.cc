@@ -47,6 +47,17 @@ struct OnlineHead {
       k.axpy_f32(weight, static_cast<const float*>(kv.v) + elem, out, head_dim);
     }
   }
+  // An attention sink: a score with a zero value row (it only takes its
+  // share of the softmax's mass).
+  void AddSink(float score) {
+    if (score > max_score) {
+      const float correction = std::exp(max_score - score);
+      denom *= correction;
+      for (size_t i = 0; i < head_dim; ++i) out[i] *= correction;
+      max_score = score;
+    }
+    denom += std::exp(score - max_score);
+  }
   void Finish() const {
     const float inv = 1.0f / denom;
     for (size_t i = 0; i < head_dim; ++i) out[i] *= inv;
@@ -103,6 +114,7 @@ void AttendHeadExtras(const DotKernels& k, const float* q_head, const KvLayerVie
     if (x.softcap != 0) score = std::tanh(score * inv_cap) * x.softcap;
     head.Add(score, elem);
   }
+  if (x.has_sink) head.AddSink(x.sink);
   head.Finish();
 }
 

@@ -86,12 +86,16 @@ void AttendRows(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows
 
 // What some families add to attention: a sliding window (the query at pos
 // sees positions (pos - window, pos]; 0: every position up to pos), a score
-// scale, and soft-capping of the scaled scores (s -> softcap * tanh(s /
-// softcap); 0: none).
+// scale, soft-capping of the scaled scores (s -> softcap * tanh(s /
+// softcap); 0: none), and a sink (gpt-oss: one more scaled score per head
+// whose value row is zero, so the weights over the positions may sum to
+// less than one).
 struct AttnExtras {
   size_t window = 0;
   float scale = 0;  // 0: 1 / sqrt(head_dim)
   float softcap = 0;
+  bool has_sink = false;
+  float sink = 0;
 };
 // AttendHead with those extras: one head, online softmax, F16 or F32 K/V.
 void AttendHeadExtras(const DotKernels& k, const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head,

@@ -1,5 +1,6 @@
 // The arithmetic of the independent reference engine (llama.cpp's CPU
-// backend as built for AVX-512 with GCC), reproduced in portable scalar code
+// backend as built with GCC for one of three targets, GgmlTarget below),
+// reproduced in portable scalar code
 // so that our outputs can be compared with its outputs bit for bit
 // (Numerics::kGgmlCompat). Only the order and rounding of float operations
 // matter here, not speed: F16 rounding of Q/K/V and of the F16 attention
@@ -18,10 +19,19 @@
 // - SiLU: a vectorised exp approximation (range reduction by ln2 plus a
 //   degree-5 polynomial) on each row's first floor(n/16)*16 elements, libm
 //   expf on the rest.
+// Built for AVX2 (GgmlTarget::kAvx2) its F32 and F16 loops are 8 lanes wide
+// (VecDot8/GemmDot8 in ggml_compat_loops.h) and its F16 dots F32 arithmetic
+// on widened values; for AVX-512 without FP16 arithmetic (kAvx512) the
+// 16-lane F32 orders above on widened values; with AVX512-FP16
+// (kAvx512Fp16) the F16 arithmetic described at GgmlDotF16Vec.
+// The shared references name the CPU each set was recorded on.
 // Pure functions: no allocation, no threads.
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <string>
+
+#include "base/status.h"
 
 #include "kernels/attention.h"
 #include "kernels/kv_layout.h"
@@ -29,6 +39,17 @@
 #include "runtime/cpu_features.h"
 
 namespace pc {
+
+enum class GgmlTarget { kAvx512Fp16, kAvx512, kAvx2 };
+// The build the reference engine would run on this CPU (its AVX-512 build
+// with FP16 arithmetic where the CPU has it; AVX2 below AVX-512).
+GgmlTarget DefaultGgmlTarget();
+// Process-wide (initially DefaultGgmlTarget()); set before Forward calls,
+// never during one.
+void SetGgmlTarget(GgmlTarget t);
+GgmlTarget ActiveGgmlTarget();
+const char* GgmlTargetName(GgmlTarget t);  // "avx512fp16", "avx512", "avx2"
+Result<GgmlTarget> ParseGgmlTarget(const std::string& name);
 
 // Sum of 16 lanes in the order of the AVX-512 horizontal add:
 // halves (a[i] + a[i+8]), quarters, then (t0 + t2) + (t1 + t3).
@@ -73,6 +94,9 @@ void GgmlQuantizeRowQ8_K(const float* x, BlockQ8_K* y, size_t n);
 // 8-lane tree.
 float GgmlDotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks);
 
+// MXFP4 times Q8_0 (the same order for every target: its AVX2 code).
+float GgmlDotMxfp4(const BlockMXFP4* w, const BlockQ8_0* x, size_t num_blocks);
+
 // The hot loops above as a table per instruction-set level; every level
 // gives identical bits (fused multiply-adds are exact wherever computed).
 struct GgmlCompatKernels {
@@ -84,27 +108,39 @@ struct GgmlCompatKernels {
   float (*q8_0)(const BlockQ8_0* w, const BlockQ8_0* x, size_t num_blocks);
   float (*q4_0)(const BlockQ4_0* w, const BlockQ8_0* x, size_t num_blocks);
   float (*q6_k)(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks);
+  float (*mxfp4)(const BlockMXFP4* w, const BlockQ8_0* x, size_t num_blocks);
+  size_t gemm_multiple;  // the GEMM order needs the inner size a multiple of this
 };
-const GgmlCompatKernels& GgmlCompatKernelsFor(Isa isa);  // best available at or below isa
-const GgmlCompatKernels& ActiveGgmlCompatKernels();       // for ActiveIsa()
-const GgmlCompatKernels* GgmlCompatAvx2Kernels();         // null if not built
+// Best available at or below isa, for the target (default: the active one).
+const GgmlCompatKernels& GgmlCompatKernelsFor(Isa isa);
+const GgmlCompatKernels& GgmlCompatKernelsFor(Isa isa, GgmlTarget target);
+const GgmlCompatKernels& ActiveGgmlCompatKernels();  // for ActiveIsa() and ActiveGgmlTarget()
+const GgmlCompatKernels* GgmlCompatAvx2Kernels(GgmlTarget target = GgmlTarget::kAvx512Fp16);  // null if not built
 
 // exp(x) as the reference's vectorised approximation computes it (about
-// 1.5 ulp from the true value); std::exp outside |x| < 87.
+// 1.5 ulp from the true value), in the active target's form (the AVX2 build
+// rounds its polynomial differently); std::exp outside |x| < 87.
 float GgmlExpApprox(float x);
+// The target's vector width in floats (8 for AVX2, else 16), and the sum of
+// that many lanes in its horizontal-add order.
+size_t GgmlVectorLanes();
+float GgmlReduceLanes(const float* lanes);
 
 // out[r][i] = silu(gate[r][i]) * up[r][i] for num_rows rows of row_len
-// floats, with the reference's split between approximate and libm exp.
+// floats, with the reference's split between approximate and libm exp (the
+// first whole vectors of each row approximated).
 // out may alias gate.
 void GgmlSiluMul(const float* gate, const float* up, float* out, size_t num_rows, size_t row_len);
 
 // --- Attention in the reference's order (ggml_compat_attention.cc) ---
 
 // The same in the reference engine's flash-attention numerics (as
-// AttendHeadF16Accum below, on a CPU without F16 arithmetic): the scaled
-// query rounded to F16, F32 dots, soft-capping, the V accumulator held in
-// F16 (rounded after every rescale and every fused multiply-add). F16 K/V,
-// head_dim <= 512.
+// AttendHeadF16Accum below): the scaled query rounded to F16, dots with the
+// K rows by GgmlDotF16Vec (the target's order), soft-capping, a sink's share
+// after the positions, the V accumulator held in F16 (rounded after every
+// rescale and every fused multiply-add). The reference scales gemma's query
+// before the rounding and gpt-oss's scores after the dot: the same bits for
+// their power-of-two scales. F16 K/V, head_dim <= 512.
 void AttendHeadExtrasF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head, size_t head_dim,
                               const AttnExtras& x, float* out_head);
 
@@ -125,5 +161,10 @@ void AttendHeadF16Accum(const float* q_head, const KvLayerView& kv, size_t pos, 
 // head_dim <= 512. Scalar.
 void AttendHeadGgmlTiled(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head, size_t head_dim,
                          float* out_head);
+// The same with a window, soft-capping, a score scale and a sink (as
+// AttendHeadExtrasF16Accum; tiles wholly outside the window are skipped),
+// the probabilities summed over the target's vector width.
+void AttendHeadGgmlTiledExtras(const float* q_head, const KvLayerView& kv, size_t pos, size_t kv_head,
+                               size_t head_dim, const AttnExtras& x, float* out_head);
 
 }  // namespace pc

@@ -85,15 +85,17 @@ float DotF16VecAvx2(const uint16_t* w, const uint16_t* x, size_t n) { return F16
 
 }  // namespace
 
-const GgmlCompatKernels* GgmlCompatAvx2Kernels() {
-  static const GgmlCompatKernels kTable = [] {
-    GgmlCompatKernels k = MakeGgmlCompatKernels("avx2");
-    k.f16_vec = DotF16VecAvx2;
+const GgmlCompatKernels* GgmlCompatAvx2Kernels(GgmlTarget target) {
+  auto make = [](const char* name, GgmlTarget t) {
+    GgmlCompatKernels k = MakeGgmlCompatKernels(name, t, DotF16VecAvx2);
     k.q8_0 = DotQ8_0Avx2;
     k.q4_0 = DotQ4_0Avx2;
     return k;
-  }();
-  return &kTable;
+  };
+  static const GgmlCompatKernels kTables[3] = {make("avx2", GgmlTarget::kAvx512Fp16),
+                                               make("avx2/avx512", GgmlTarget::kAvx512),
+                                               make("avx2/avx2", GgmlTarget::kAvx2)};
+  return &kTables[static_cast<int>(target)];
 }
 
 }  // namespace pc

@@ -63,6 +63,49 @@ float GemmDot(const T* w, const T* x, size_t n, Load load) {
   return Reduce16(acc);
 }
 
+// The same two orders as built for AVX2 (8 lanes). Vector dot: 4
+// accumulators over steps of 32, acc0+acc2, acc1+acc3, their sum, then
+// t_i = a_i + a_{i+4} and two horizontal adds: (t0 + t1) + (t2 + t3).
+// GEMM (its tiled kernel, inner size a multiple of 8): one accumulator of 8
+// lanes, then the 128-bit halves added and (t0 + t2) + (t1 + t3).
+template <typename T, typename TailSum, typename Load>
+float VecDot8(const T* w, const T* x, size_t n, Load load) {
+  constexpr size_t kLanes = 8, kAccs = 4, kStep = kLanes * kAccs;
+  float acc[kAccs][kLanes] = {};
+  const size_t n_main = n - n % kStep;
+  for (size_t i = 0; i < n_main; i += kStep) {
+    for (size_t j = 0; j < kAccs; ++j) {
+      const size_t base = i + j * kLanes;
+      for (size_t l = 0; l < kLanes; ++l) acc[j][l] = std::fma(load(w[base + l]), load(x[base + l]), acc[j][l]);
+    }
+  }
+  for (size_t l = 0; l < kLanes; ++l) {
+    acc[0][l] += acc[2][l];
+    acc[1][l] += acc[3][l];
+  }
+  for (size_t l = 0; l < kLanes; ++l) acc[0][l] += acc[1][l];
+  float t[4];
+  for (size_t l = 0; l < 4; ++l) t[l] = acc[0][l] + acc[0][l + 4];
+  TailSum sum = (t[0] + t[1]) + (t[2] + t[3]);
+  for (size_t i = n_main; i < n; ++i) {
+    const float product = load(w[i]) * load(x[i]);
+    sum += static_cast<TailSum>(product);
+  }
+  return static_cast<float>(sum);
+}
+
+template <typename T, typename Load>
+float GemmDot8(const T* w, const T* x, size_t n, Load load) {
+  PC_CHECK(n % 8 == 0);
+  float acc[8] = {};
+  for (size_t i = 0; i < n; i += 8) {
+    for (size_t l = 0; l < 8; ++l) acc[l] = std::fma(load(w[i + l]), load(x[i + l]), acc[l]);
+  }
+  float t[4];
+  for (size_t l = 0; l < 4; ++l) t[l] = acc[l + 4] + acc[l];
+  return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
 // a * b + c rounded once to F16 (AVX512-FP16's fused multiply-add), for F16
 // values a, b, c held in floats: a * b is exact in float (22 significant
 // bits); TwoSum gives the float sum s and its exact error e; an inexact s gets
@@ -150,6 +193,45 @@ float QuantDot(const WeightBlock* w, const BlockQ8_0* x, size_t num_blocks, Unpa
   return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
+// MXFP4 times Q8_0 in the reference's AVX2 order: blocks in pairs, even and
+// odd blocks into two accumulators of 8 lanes (lane l: the exact sum of
+// products 4l..4l+3 with the grid values; fused multiply-add by d_x times the
+// block's power of two), the two accumulators added, the 8-lane tree; an odd
+// last block added as one fused multiply-add of d by its exact sum.
+inline float DotMxfp4Order(const BlockMXFP4* w, const BlockQ8_0* x, size_t num_blocks) {
+  float acc[2][8] = {};
+  auto lanes = [&](size_t b, int32_t* lane) {
+    for (size_t l = 0; l < 8; ++l) {
+      lane[l] = 0;
+      for (size_t i = 4 * l; i < 4 * l + 4; ++i) {
+        const int nib = i < 16 ? w[b].qs[i] & 15 : w[b].qs[i - 16] >> 4;
+        lane[l] += int32_t{kMxfp4Values[nib]} * x[b].qs[i];
+      }
+    }
+  };
+  auto scale = [&](size_t b) { return Fp16ToFp32(x[b].d) * Bf16ToFp32(E8m0HalfToBf16(w[b].e)); };
+  size_t b = 0;
+  for (; b + 1 < num_blocks; b += 2) {
+    for (size_t k = 0; k < 2; ++k) {
+      int32_t lane[8];
+      lanes(b + k, lane);
+      const float d = scale(b + k);
+      for (size_t l = 0; l < 8; ++l) acc[k][l] = std::fma(d, static_cast<float>(lane[l]), acc[k][l]);
+    }
+  }
+  float a[8], t[4];
+  for (size_t l = 0; l < 8; ++l) a[l] = acc[0][l] + acc[1][l];
+  for (size_t i = 0; i < 4; ++i) t[i] = a[i] + a[i + 4];
+  float sum = (t[0] + t[2]) + (t[1] + t[3]);
+  if (b < num_blocks) {
+    int32_t lane[8], total = 0;
+    lanes(b, lane);
+    for (int32_t v : lane) total += v;
+    sum = std::fma(scale(b), static_cast<float>(total), sum);
+  }
+  return sum;
+}
+
 inline void UnpackQ8_0(const BlockQ8_0& b, int8_t* q) { std::copy(b.qs, b.qs + kQuantBlock, q); }
 inline void UnpackQ4_0(const BlockQ4_0& b, int8_t* q) {
   for (size_t j = 0; j < kQuantBlock / 2; ++j) {
@@ -188,12 +270,28 @@ float DotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks) {
 float DotF32Vec(const float* w, const float* x, size_t n) { return VecDot<float, float>(w, x, n, LoadF32); }
 float DotF32Gemm(const float* w, const float* x, size_t n) { return GemmDot<float>(w, x, n, LoadF32); }
 float DotF16Gemm(const uint16_t* w, const uint16_t* x, size_t n) { return GemmDot<uint16_t>(w, x, n, LoadF16); }
-float DotF16Vec(const uint16_t* w, const uint16_t* x, size_t n) { return F16VecDot(w, x, n, PortableFma8{}); }
+[[maybe_unused]] float DotF16Vec(const uint16_t* w, const uint16_t* x, size_t n) { return F16VecDot(w, x, n, PortableFma8{}); }
 float DotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) { return QuantDot(w, x, nb, UnpackQ8_0); }
 float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) { return QuantDot(w, x, nb, UnpackQ4_0); }
 
-constexpr GgmlCompatKernels MakeGgmlCompatKernels(const char* name) {
-  return {name, DotF32Vec, DotF32Gemm, DotF16Gemm, DotF16Vec, DotQ8_0, DotQ4_0, DotQ6_K};
+float DotF32Vec8(const float* w, const float* x, size_t n) { return VecDot8<float, float>(w, x, n, LoadF32); }
+float DotF32Gemm8(const float* w, const float* x, size_t n) { return GemmDot8<float>(w, x, n, LoadF32); }
+float DotF16Vec8(const uint16_t* w, const uint16_t* x, size_t n) { return VecDot8<uint16_t, double>(w, x, n, LoadF16); }
+float DotF16Gemm8(const uint16_t* w, const uint16_t* x, size_t n) { return GemmDot8<uint16_t>(w, x, n, LoadF16); }
+float DotF16VecF32(const uint16_t* w, const uint16_t* x, size_t n) { return VecDot<uint16_t, double>(w, x, n, LoadF16); }
+
+// The table of one target, its F16 vector dot given (the targets' other
+// loops are the same code in both builds).
+constexpr GgmlCompatKernels MakeGgmlCompatKernels(const char* name, GgmlTarget target,
+                                                  float (*f16_vec_fp16)(const uint16_t*, const uint16_t*, size_t)) {
+  switch (target) {
+    case GgmlTarget::kAvx2:
+      return {name, DotF32Vec8, DotF32Gemm8, DotF16Gemm8, DotF16Vec8, DotQ8_0, DotQ4_0, DotQ6_K, DotMxfp4Order, 8};
+    case GgmlTarget::kAvx512:
+      return {name, DotF32Vec, DotF32Gemm, DotF16Gemm, DotF16VecF32, DotQ8_0, DotQ4_0, DotQ6_K, DotMxfp4Order, 16};
+    default:
+      return {name, DotF32Vec, DotF32Gemm, DotF16Gemm, f16_vec_fp16, DotQ8_0, DotQ4_0, DotQ6_K, DotMxfp4Order, 16};
+  }
 }
 
 }  // namespace

@@ -109,6 +109,14 @@ void GeluMulF16(const float* gate, const float* up, float* out, size_t n) {
   }
 }
 
+void SwigluOaiMul(const float* gate, const float* up, float* out, size_t n, float alpha, float limit) {
+  for (size_t i = 0; i < n; ++i) {
+    const float g = std::min(gate[i], limit);
+    const float u = std::clamp(up[i], -limit, limit);
+    out[i] = g / (1.0f + std::exp(alpha * -g)) * (u + 1.0f);
+  }
+}
+
 void SoftCap(float* x, size_t n, float cap) {
   const float inv = 1.0f / cap;
   for (size_t i = 0; i < n; ++i) x[i] = std::tanh(x[i] * inv) * cap;

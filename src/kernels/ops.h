@@ -51,6 +51,11 @@ void SiluMul(const float* gate, const float* up, float* out, size_t n);
 // the F16-rounded input and rounded to F16 (|x| < 10; 0 and x outside).
 void GeluMul(const float* gate, const float* up, float* out, size_t n);
 void GeluMulF16(const float* gate, const float* up, float* out, size_t n);
+// gpt-oss's clamped SwiGLU: g = min(gate, limit), u = clamp(up, -limit, limit),
+// out = g / (1 + exp(-alpha g)) * (u + 1); out may alias gate.
+constexpr float kSwigluOaiAlpha = 1.702f, kSwigluOaiLimit = 7.0f;
+void SwigluOaiMul(const float* gate, const float* up, float* out, size_t n, float alpha = kSwigluOaiAlpha,
+                  float limit = kSwigluOaiLimit);
 
 // x[i] = cap * tanh(x[i] / cap) (soft-capping of logits; the division as a
 // multiplication by 1 / cap, as the reference engine scales).

@@ -22,12 +22,14 @@ struct ArchInfo {
   bool gemma;       // GeGLU, post norms, scaled embeddings
   int swa_pattern;
   bool softcaps;    // reads attention and final logit soft-capping
+  bool oai;         // gpt-oss: clamped SwiGLU, FFN norm named post_attention_norm
 };
 constexpr ArchInfo kArchs[] = {
-    {"llama", false, false, true, false, 0, false},   {"mistral", false, false, false, false, 0, false},
-    {"qwen2", true, false, false, false, 0, false},   {"qwen3", true, false, false, false, 0, false},
-    {"qwen3moe", true, false, true, false, 0, false}, {"phi3", true, true, false, false, 0, false},
-    {"gemma2", true, false, false, true, 2, true},    {"gemma3", true, false, false, true, 6, false},
+    {"llama", false, false, true, false, 0, false, false},   {"mistral", false, false, false, false, 0, false, false},
+    {"qwen2", true, false, false, false, 0, false, false},   {"qwen3", true, false, false, false, 0, false, false},
+    {"qwen3moe", true, false, true, false, 0, false, false}, {"phi3", true, true, false, false, 0, false, false},
+    {"gemma2", true, false, false, true, 2, true, false},    {"gemma3", true, false, false, true, 6, false, false},
+    {"gpt-oss", true, false, true, false, 2, false, true},
 };
 
 // <arch>.* keys read below, and those that carry no arithmetic here
@@ -266,6 +268,11 @@ Result<ModelConfig> ReadModelConfig(const GgufFile& g) {
   PC_RETURN_IF_ERROR(ReadSlidingWindow(g, p, *arch, &c));
   PC_RETURN_IF_ERROR(ReadExperts(g, p, *arch, &c));
   PC_RETURN_IF_ERROR(ReadGemma(g, p, *arch, &c));
+  if (arch->oai) {
+    c.ffn_act = ModelConfig::Act::kSwigluOai;
+    c.ffn_norm_tensor = "post_attention_norm";
+    if (c.n_expert == 0) return Errorf("'{}expert_count' is missing: the {} recipe is a mixture of experts", p, c.arch);
+  }
   if (g.Find(p + "attention.layer_norm_rms_epsilon") != nullptr) {
     PC_ASSIGN_OR_RETURN(double eps, g.GetFloat(p + "attention.layer_norm_rms_epsilon"));
     if (!(eps > 0.0 && eps < 1.0)) return Errorf("layer_norm_rms_epsilon {} is out of range", eps);

@@ -9,7 +9,11 @@
 //                   gemma2 soft-caps attention and final logits, gemma3 has
 //                   q/k norms and its own rotation base on windowed layers
 //   qwen3moe, llama with experts (Mixtral)  a routed mixture of experts FFN
-// and, for every architecture that carries it, YaRN rope scaling.
+//   gpt-oss         experts with biases and the clamped SwiGLU, attention
+//                   sinks, windows on every other layer, its FFN norm named
+//                   post_attention_norm
+// and, for every architecture that carries them, YaRN rope scaling, q/k/v/o
+// biases and attention sinks (attn_sinks).
 // Metadata that would change the arithmetic and that the recipe does not
 // implement is refused by name, never ignored.
 #pragma once
@@ -61,8 +65,12 @@ struct ModelConfig {
   float final_softcap = 0;          // logits likewise
   bool embed_scale = false;         // gemma: embeddings times sqrt(n_embd)
   bool post_norms = false;          // gemma: RMSNorm of attention and FFN outputs before the residual add
-  enum class Act { kSilu, kGeluTanh };
-  Act ffn_act = Act::kSilu;         // the gate's activation (SwiGLU or GeGLU)
+  // The gate's activation: SwiGLU, GeGLU, or gpt-oss's clamped SwiGLU
+  // (gate g = min(g, 7), up u = clamp(u, -7, 7), g * sigmoid(1.702 g) * (u + 1)).
+  enum class Act { kSilu, kGeluTanh, kSwigluOai };
+  Act ffn_act = Act::kSilu;
+  // The FFN's input norm: blk.N.<this>.weight (gpt-oss: post_attention_norm).
+  std::string ffn_norm_tensor = "ffn_norm";
 
   // Mixture of experts: n_expert FFNs of n_ff_expert, n_expert_used per
   // token chosen by a router (softmax, top-k, weights renormalised). 0: dense.

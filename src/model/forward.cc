@@ -15,33 +15,9 @@
 #include "kernels/ops.h"
 #include "kernels/quant.h"
 #include "model/fingerprint.h"
+#include "model/forward_scratch.h"
 
 namespace pc {
-
-// Activations for one batch of n tokens (floats unless noted).
-struct Model::Scratch {
-  std::vector<float> x, xb, q, k, v, att, hb, hb2, out;
-  std::vector<float> rope_cs;      // [n][rope_dim]: each token's rotation angles (RopeAngles)
-  std::vector<float> rope_cs_swa;  // the same for windowed layers, when they rotate otherwise
-  std::vector<float> router;       // [n][n_expert] router logits
-  std::vector<float> ex, ey;       // one expert's gathered input rows and output rows
-  std::vector<float> moe_out;      // [n][n_expert_used][n_embd] weighted expert outputs
-  std::vector<uint8_t> xq;  // activation rows converted for a matmul (ggml numerics)
-  // Activation rows converted for the precise kernels, one buffer per
-  // activation type a matmul needs (weights of several types can share an
-  // input: Q4_K_M files mix Q4_K and Q6_K).
-  struct Converted {
-    TensorType type;
-    size_t row_bytes;
-    std::vector<uint8_t> data;
-  };
-  std::vector<Converted> acts;
-  std::vector<BlockQ8_0> q8_rows;  // one row per thread, on its way to Q8A
-  const X16Kernels* x16 = nullptr;
-  std::vector<float> attn_scratch;  // per-thread attention tiles
-  std::vector<float> attn_parts;    // split-KV: one softmax state per span
-  const DotKernels* kernels = nullptr;
-};
 
 Result<std::unique_ptr<Model>> Model::Load(const std::string& path, int num_threads, Numerics numerics) {
   PC_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::Open(path));
@@ -73,7 +49,7 @@ namespace {
 // in the file's layout); every other quantized type runs our kernels there too.
 bool HasGgmlOrder(TensorType t) {
   return t == TensorType::kF32 || t == TensorType::kF16 || t == TensorType::kQ8_0 || t == TensorType::kQ4_0 ||
-         t == TensorType::kQ6_K;
+         t == TensorType::kQ6_K || t == TensorType::kMXFP4;
 }
 bool AnyType(TensorType) { return true; }
 bool NoGgmlOrder(TensorType t) { return !HasGgmlOrder(t); }
@@ -176,7 +152,7 @@ void Model::LinearPrecise(std::span<const Projection> ps, const float* x, size_t
 
 // The reference engine's matmul orders (kernels/ggml_compat.h): F32/F16 in
 // the blocked-GEMM order for several rows when cols % 16 == 0, in the
-// vector-dot order otherwise; Q8_0/Q4_0 over Q8_0 activations. F16 weights
+// vector-dot order otherwise; Q8_0/Q4_0/MXFP4 over Q8_0 activations. F16 weights
 // take F16-rounded activations, as there.
 float Model::DotGgmlCompat(const GgmlCompatKernels& k, const WeightMatrix& w, size_t row, const float* x,
                            const void* xq, bool gemm) {
@@ -196,6 +172,8 @@ float Model::DotGgmlCompat(const GgmlCompatKernels& k, const WeightMatrix& w, si
       return k.q8_0(reinterpret_cast<const BlockQ8_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
     case TensorType::kQ4_0:
       return k.q4_0(reinterpret_cast<const BlockQ4_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
+    case TensorType::kMXFP4:
+      return k.mxfp4(reinterpret_cast<const BlockMXFP4*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
     case TensorType::kQ6_K:
       return k.q6_k(reinterpret_cast<const BlockQ6_K*>(wr), static_cast<const BlockQ8_K*>(xq), cols / kSuperBlock);
     default: PC_CHECK(false && "no reference order for this weight type");
@@ -205,14 +183,16 @@ float Model::DotGgmlCompat(const GgmlCompatKernels& k, const WeightMatrix& w, si
 
 void Model::LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, Scratch& s) {
   const size_t cols = ps[0].w->cols;
-  const bool gemm = n >= 2 && cols % 16 == 0;
+  const GgmlCompatKernels& k = ActiveGgmlCompatKernels();
+  const bool gemm = n >= 2 && cols % k.gemm_multiple == 0;
   // Activations converted as the reference converts them for this weight type.
   const TensorType wt = ps[0].w->type;
   size_t row_bytes = 0;
   switch (wt) {
     case TensorType::kF16: row_bytes = cols * sizeof(uint16_t); break;
     case TensorType::kQ8_0:
-    case TensorType::kQ4_0: row_bytes = cols / kQuantBlock * sizeof(BlockQ8_0); break;
+    case TensorType::kQ4_0:
+    case TensorType::kMXFP4: row_bytes = cols / kQuantBlock * sizeof(BlockQ8_0); break;
     case TensorType::kQ6_K: row_bytes = cols / kSuperBlock * sizeof(BlockQ8_K); break;
     default: break;
   }
@@ -227,7 +207,6 @@ void Model::LinearGgmlCompat(std::span<const Projection> ps, const float* x, siz
       GgmlQuantizeRowQ8_0(x + t * cols, reinterpret_cast<BlockQ8_0*>(dst), cols);
     }
   }
-  const GgmlCompatKernels& k = ActiveGgmlCompatKernels();
   for (const Projection& p : ps) {
     pool_->ParallelFor(p.w->rows, 16, [&](size_t r0, size_t r1, int) {
       for (size_t r = r0; r < r1; ++r) {
@@ -307,10 +286,10 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
       kv.Write(layer, batch[t].block_table, batch[t].pos, k, v);
     }
   });
-  // Windows and soft-caps take the per-head path; the tiled kernels (and the
-  // reference's orders) know neither.
+  // Windows, soft-caps and sinks take the per-head path; the tiled kernels
+  // (and the reference's orders) know none of them.
   const bool default_scale = c.attn_scale == 0 || c.attn_scale == 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  if (swa || c.attn_softcap != 0) {
+  if (swa || c.attn_softcap != 0 || !w.sinks.empty()) {
     AttendExtras(layer, batch, kv, s);
   } else if (numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16 && default_scale) {
     AttendGgmlCompat(layer, batch, kv, s);
@@ -409,15 +388,23 @@ void Model::AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvSto
 void Model::AttendExtras(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s) {
   const ModelConfig& c = config_;
   const size_t group = c.n_head / c.n_kv_head, hd = static_cast<size_t>(c.head_dim);
-  const AttnExtras extras{c.is_swa(layer) ? static_cast<size_t>(c.sliding_window) : 0, c.attn_scale, c.attn_softcap};
+  const AttnExtras layer_extras{c.is_swa(layer) ? static_cast<size_t>(c.sliding_window) : 0, c.attn_scale,
+                                c.attn_softcap};
+  const std::vector<float>& sinks = weights_.layers[layer].sinks;
   const DotKernels& k = *s.kernels;
   const bool ggml = numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16 && hd <= 512;
+  // The reference picks its kernel by the batch's query rows and head size.
+  const bool tiled = batch.size() >= 64 && hd % 16 == 0;
   pool_->ParallelFor(batch.size() * c.n_head, 1, [&](size_t i0, size_t i1, int) {
     for (size_t i = i0; i < i1; ++i) {
       const size_t t = i / c.n_head, h = i % c.n_head, off = t * c.q_dim() + h * hd;
       const KvLayerView view = kv.View(layer, batch[t].block_table);
       const size_t pos = static_cast<size_t>(batch[t].pos);
-      if (ggml) {
+      AttnExtras extras = layer_extras;
+      if (!sinks.empty()) extras.has_sink = true, extras.sink = sinks[h];
+      if (ggml && tiled) {
+        AttendHeadGgmlTiledExtras(&s.q[off], view, pos, h / group, hd, extras, &s.att[off]);
+      } else if (ggml) {
         AttendHeadExtrasF16Accum(&s.q[off], view, pos, h / group, hd, extras, &s.att[off]);
       } else {
         AttendHeadExtras(k, &s.q[off], view, pos, h / group, hd, extras, &s.att[off]);
@@ -440,7 +427,9 @@ void Model::GatedActivation(float* gate, const float* up, size_t n, size_t ff) {
   ForTokens(n, [&](size_t t0, size_t t1) {
     float* g = gate + t0 * ff;
     const float* u = up + t0 * ff;
-    if (config_.ffn_act == ModelConfig::Act::kGeluTanh) {
+    if (config_.ffn_act == ModelConfig::Act::kSwigluOai) {
+      SwigluOaiMul(g, u, g, (t1 - t0) * ff);
+    } else if (config_.ffn_act == ModelConfig::Act::kGeluTanh) {
       if (ggml) GeluMulF16(g, u, g, (t1 - t0) * ff);
       else GeluMul(g, u, g, (t1 - t0) * ff);
     } else if (ggml) {
@@ -449,72 +438,6 @@ void Model::GatedActivation(float* gate, const float* up, size_t n, size_t ff) {
       k.silu_mul(g, u, g, (t1 - t0) * ff);
     }
   });
-}
-
-namespace {
-
-// One token's routing: softmax over the router logits, the k most probable
-// experts (ties to the lower index), their probabilities renormalised to sum
-// to one (qwen3moe and Mixtral both normalise).
-void RouteToken(const float* logits, size_t n_expert, size_t k, int32_t* chosen, float* weight) {
-  float max = logits[0];
-  for (size_t e = 1; e < n_expert; ++e) max = std::max(max, logits[e]);
-  std::vector<float> prob(n_expert);
-  double sum = 0;
-  for (size_t e = 0; e < n_expert; ++e) sum += prob[e] = std::exp(logits[e] - max);
-  for (size_t e = 0; e < n_expert; ++e) prob[e] = static_cast<float>(prob[e] / sum);
-  std::vector<int32_t> order(n_expert);
-  for (size_t e = 0; e < n_expert; ++e) order[e] = static_cast<int32_t>(e);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return prob[a] > prob[b]; });
-  float total = 0;
-  for (size_t j = 0; j < k; ++j) total += prob[order[j]];
-  for (size_t j = 0; j < k; ++j) {
-    chosen[j] = order[j];
-    weight[j] = prob[order[j]] / total;
-  }
-}
-
-}  // namespace
-
-void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {
-  const ModelConfig& c = config_;
-  const LayerWeights& w = weights_.layers[layer];
-  const size_t n_exp = static_cast<size_t>(c.n_expert), k = static_cast<size_t>(c.n_expert_used);
-  const size_t ff = static_cast<size_t>(c.n_ff_expert), dim = static_cast<size_t>(c.n_embd);
-  s.router.resize(n * n_exp);
-  Linear(w.w_router, s.xb.data(), n, s.router.data(), s);
-  std::vector<int32_t> chosen(n * k);
-  std::vector<float> weight(n * k);
-  std::vector<std::vector<uint32_t>> slots(n_exp);  // per expert: its (token * k + choice) slots
-  for (size_t t = 0; t < n; ++t) {
-    RouteToken(&s.router[t * n_exp], n_exp, k, &chosen[t * k], &weight[t * k]);
-    for (size_t j = 0; j < k; ++j) slots[static_cast<size_t>(chosen[t * k + j])].push_back(static_cast<uint32_t>(t * k + j));
-  }
-  s.moe_out.resize(n * k * dim);
-  for (size_t e = 0; e < n_exp; ++e) {
-    const size_t m = slots[e].size();
-    if (m == 0) continue;  // decode reads only the chosen experts
-    s.ex.resize(m * dim);
-    for (size_t i = 0; i < m; ++i) std::memcpy(&s.ex[i * dim], &s.xb[slots[e][i] / k * dim], dim * sizeof(float));
-    s.hb.resize(std::max(s.hb.size(), m * ff));
-    s.hb2.resize(std::max(s.hb2.size(), m * ff));
-    const Projection gate_up[] = {{&w.gate_exps[e], s.hb.data()}, {&w.up_exps[e], s.hb2.data()}};
-    LinearMany(gate_up, s.ex.data(), m, s);
-    GatedActivation(s.hb.data(), s.hb2.data(), m, ff);
-    s.ey.resize(m * dim);
-    Linear(w.down_exps[e], s.hb.data(), m, s.ey.data(), s);
-    for (size_t i = 0; i < m; ++i) {
-      float* dst = &s.moe_out[slots[e][i] * dim];
-      const float wt = weight[slots[e][i]];
-      for (size_t d = 0; d < dim; ++d) dst[d] = s.ey[i * dim + d] * wt;
-    }
-  }
-  // Summed in choice order, as the reference adds its weighted experts.
-  for (size_t t = 0; t < n; ++t) {
-    float* out = &s.out[t * dim];
-    std::memcpy(out, &s.moe_out[t * k * dim], dim * sizeof(float));
-    for (size_t j = 1; j < k; ++j) AddInPlace(out, &s.moe_out[(t * k + j) * dim], dim);
-  }
 }
 
 void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {

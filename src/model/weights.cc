@@ -46,6 +46,15 @@ class Binder {
     return Vector(name, n);
   }
 
+  // An optional 2-D tensor [rows][cols] as one float vector (per-expert biases).
+  Result<std::vector<float>> MaybeRows(const std::string& name, int cols, int rows) {
+    if (!Has(name)) return std::vector<float>{};
+    PC_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Find(name, {static_cast<uint64_t>(cols), static_cast<uint64_t>(rows)}));
+    std::vector<float> out(static_cast<size_t>(cols) * static_cast<size_t>(rows));
+    DequantizeRow(t->type, t->data, out.data(), out.size());
+    return out;
+  }
+
   // Every tensor of the file must have been bound.
   Status CheckAllUsed(const std::string& arch) const {
     for (const GgufTensorInfo& t : g_.tensors()) {
@@ -89,6 +98,7 @@ Status BindAttention(Binder& b, const ModelConfig& c, const std::string& p, Laye
   PC_ASSIGN_OR_RETURN(lw.bk, b.MaybeVector(p + "attn_k.bias", c.kv_dim()));
   PC_ASSIGN_OR_RETURN(lw.bv, b.MaybeVector(p + "attn_v.bias", c.kv_dim()));
   PC_ASSIGN_OR_RETURN(lw.bo, b.MaybeVector(p + "attn_output.bias", c.n_embd));
+  PC_ASSIGN_OR_RETURN(lw.sinks, b.MaybeVector(p + "attn_sinks.weight", c.n_head));
   PC_ASSIGN_OR_RETURN(lw.q_norm, b.MaybeVector(p + "attn_q_norm.weight", c.head_dim));
   PC_ASSIGN_OR_RETURN(lw.k_norm, b.MaybeVector(p + "attn_k_norm.weight", c.head_dim));
   if (lw.q_norm.empty() != lw.k_norm.empty()) return Errorf("{}: attn_q_norm and attn_k_norm come in pairs", p);
@@ -102,6 +112,10 @@ Status BindFeedForward(Binder& b, const ModelConfig& c, const std::string& p, La
     PC_ASSIGN_OR_RETURN(lw.gate_exps, b.Stack(p + "ffn_gate_exps.weight", c.n_embd, c.n_ff_expert, c.n_expert));
     PC_ASSIGN_OR_RETURN(lw.up_exps, b.Stack(p + "ffn_up_exps.weight", c.n_embd, c.n_ff_expert, c.n_expert));
     PC_ASSIGN_OR_RETURN(lw.down_exps, b.Stack(p + "ffn_down_exps.weight", c.n_ff_expert, c.n_embd, c.n_expert));
+    PC_ASSIGN_OR_RETURN(lw.b_router, b.MaybeVector(p + "ffn_gate_inp.bias", c.n_expert));
+    PC_ASSIGN_OR_RETURN(lw.b_gate_exps, b.MaybeRows(p + "ffn_gate_exps.bias", c.n_ff_expert, c.n_expert));
+    PC_ASSIGN_OR_RETURN(lw.b_up_exps, b.MaybeRows(p + "ffn_up_exps.bias", c.n_ff_expert, c.n_expert));
+    PC_ASSIGN_OR_RETURN(lw.b_down_exps, b.MaybeRows(p + "ffn_down_exps.bias", c.n_embd, c.n_expert));
     return OkStatus();
   }
   if (c.fused_gate_up) {  // phi3: the gate's rows, then the up projection's
@@ -138,7 +152,7 @@ Result<ModelWeights> BindWeights(const GgufFile& g, const ModelConfig& c) {
     LayerWeights lw;
     PC_ASSIGN_OR_RETURN(lw.attn_norm, b.Vector(p + "attn_norm.weight", c.n_embd));
     PC_RETURN_IF_ERROR(BindAttention(b, c, p, lw));
-    PC_ASSIGN_OR_RETURN(lw.ffn_norm, b.Vector(p + "ffn_norm.weight", c.n_embd));
+    PC_ASSIGN_OR_RETURN(lw.ffn_norm, b.Vector(p + c.ffn_norm_tensor + ".weight", c.n_embd));
     PC_RETURN_IF_ERROR(BindFeedForward(b, c, p, lw));
     if (c.post_norms) {
       PC_ASSIGN_OR_RETURN(lw.post_attn_norm, b.Vector(p + "post_attention_norm.weight", c.n_embd));

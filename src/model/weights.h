@@ -27,6 +27,7 @@ struct LayerWeights {
   // projections, and per-head RMSNorm weights of q and k (before rotation).
   std::vector<float> bq, bk, bv, bo;  // [q_dim], [kv_dim] x2, [n_embd]
   std::vector<float> q_norm, k_norm;  // [head_dim]
+  std::vector<float> sinks;           // [n_head] attention sink scores (gpt-oss), or empty
   std::vector<float> ffn_norm;   // [n_embd]
   WeightMatrix w_gate;           // [n_ff][n_embd]   (dense FFN only)
   WeightMatrix w_up;             // [n_ff][n_embd]
@@ -39,6 +40,10 @@ struct LayerWeights {
   std::vector<WeightMatrix> gate_exps;      // [n_expert] x [n_ff_expert][n_embd]
   std::vector<WeightMatrix> up_exps;        // likewise
   std::vector<WeightMatrix> down_exps;      // [n_expert] x [n_embd][n_ff_expert]
+  // Optional biases of the router and the experts (gpt-oss), else empty.
+  std::vector<float> b_router;                  // [n_expert]
+  std::vector<float> b_gate_exps, b_up_exps;    // [n_expert][n_ff_expert]
+  std::vector<float> b_down_exps;               // [n_expert][n_embd]
 };
 
 // Every projection matrix of a layer (the experts' too), for code that

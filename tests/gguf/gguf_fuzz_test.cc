@@ -88,9 +88,10 @@ TEST(GgufFuzz, TruncationsAndByteFlipsNeverCrash) {
 // fused matrices, llama3 rope_freqs.
 TEST(GgufFuzz, EveryArchitectureAndKQuantFileSurvivesCorruption) {
   // gemma3: windows, post norms, tied output; qwen3moe: the router and 3-D
-  // expert tensors.
+  // expert tensors; gpt-oss: sinks, expert biases, MXFP4 experts.
   for (const char* name : {"tiny-gqa-q4_k_m", "tiny-gqa-q5_k_m", "tiny-gqa-q6_k", "tiny-qwen2-q4_k_m", "tiny-qwen3-q8_0",
-                           "tiny-phi3-q4_k_m", "tiny-llama3-q4_k_m", "tiny-gemma3-q8_0", "tiny-qwen3moe-q8_0"}) {
+                           "tiny-phi3-q4_k_m", "tiny-llama3-q4_k_m", "tiny-gemma3-q8_0", "tiny-qwen3moe-q8_0",
+                           "tiny-gptoss-mxfp4"}) {
     PC_SHARED_OR_SKIP(path, std::string("models/") + name + ".gguf");
     const int rejected = FuzzHeader(test::ReadBytes(path), 2, 777);  // 630 variants
     std::printf("%s: 630 variants, %d rejected with an error\n", name, rejected);

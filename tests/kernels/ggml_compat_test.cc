@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <numeric>
 #include <random>
 
 #include "base/fp16.h"
@@ -168,8 +169,11 @@ float F16VecDotViaDouble(const uint16_t* w, const uint16_t* x, size_t n) {
 }
 
 TEST(GgmlCompat, F16VectorDotOfEveryTableEqualsItsArithmeticInDouble) {
-  std::vector<const GgmlCompatKernels*> tables = {&GgmlCompatKernelsFor(Isa::kScalar)};
-  if (BestSupportedIsa() >= Isa::kAvx2 && GgmlCompatAvx2Kernels() != nullptr) tables.push_back(GgmlCompatAvx2Kernels());
+  constexpr GgmlTarget kFp16 = GgmlTarget::kAvx512Fp16;
+  std::vector<const GgmlCompatKernels*> tables = {&GgmlCompatKernelsFor(Isa::kScalar, kFp16)};
+  if (BestSupportedIsa() >= Isa::kAvx2 && GgmlCompatAvx2Kernels(kFp16) != nullptr) {
+    tables.push_back(GgmlCompatAvx2Kernels(kFp16));
+  }
   std::mt19937 rng(42);
   std::uniform_int_distribution<int> exponent(-14, 7);
   size_t checked = 0;
@@ -196,11 +200,13 @@ TEST(GgmlCompat, F16VectorDotOfEveryTableEqualsItsArithmeticInDouble) {
 // Every instruction-set build of the reference-order loops gives the same
 // bits as the portable one, at many sizes and misaligned inputs.
 TEST(GgmlCompat, SimdTablesAreBitIdenticalToPortable) {
-  const GgmlCompatKernels& ref = GgmlCompatKernelsFor(Isa::kScalar);
-  std::vector<const GgmlCompatKernels*> tables;
-  if (BestSupportedIsa() >= Isa::kAvx2 && GgmlCompatAvx2Kernels() != nullptr) tables.push_back(GgmlCompatAvx2Kernels());
-  if (tables.empty()) GTEST_SKIP() << "no SIMD build of the reference-order loops on this machine";
-  for (const GgmlCompatKernels* k : tables) {
+  if (BestSupportedIsa() < Isa::kAvx2 || GgmlCompatAvx2Kernels() == nullptr) {
+    GTEST_SKIP() << "no SIMD build of the reference-order loops on this machine";
+  }
+  for (GgmlTarget target : {GgmlTarget::kAvx512Fp16, GgmlTarget::kAvx512, GgmlTarget::kAvx2}) {
+    const GgmlCompatKernels& ref = GgmlCompatKernelsFor(Isa::kScalar, target);
+    const GgmlCompatKernels* k = GgmlCompatAvx2Kernels(target);
+    EXPECT_EQ(k->gemm_multiple, ref.gemm_multiple);
     for (size_t n : {0, 16, 32, 48, 64, 128, 176, 256, 1024}) {
       for (size_t off : {0, 1, 3}) {
         const auto a = Random(n + off, 7 + n), b = Random(n + off, 70 + n);
@@ -225,6 +231,75 @@ TEST(GgmlCompat, SimdTablesAreBitIdenticalToPortable) {
       GgmlQuantizeRowQ8_0(x.data(), x8.data() + 1, n);
       EXPECT_EQ(k->q8_0(w8.data() + 1, x8.data() + 1, nb), ref.q8_0(w8.data() + 1, x8.data() + 1, nb)) << nb;
       EXPECT_EQ(k->q4_0(w4.data() + 1, x8.data() + 1, nb), ref.q4_0(w4.data() + 1, x8.data() + 1, nb)) << nb;
+      std::vector<BlockMXFP4> wm(nb + 1);
+      QuantizeRow(TensorType::kMXFP4, w.data(), wm.data() + 1, n);
+      EXPECT_EQ(k->mxfp4(wm.data() + 1, x8.data() + 1, nb), ref.mxfp4(wm.data() + 1, x8.data() + 1, nb)) << nb;
+    }
+  }
+}
+
+// The targets' orders as documented: the AVX-512 build's F16 dot is its F32
+// order on widened values (but for the leftover's sum); the AVX2 build's loops are 8 lanes wide (its GEMM
+// order needs the inner size a multiple of 8, and a sum of 8 terms in its
+// horizontal order); each within a few roundings of the exact dot.
+TEST(GgmlCompat, TargetsDifferOnlyInTheirOrders) {
+  const GgmlCompatKernels& fp16 = GgmlCompatKernelsFor(Isa::kScalar, GgmlTarget::kAvx512Fp16);
+  const GgmlCompatKernels& avx512 = GgmlCompatKernelsFor(Isa::kScalar, GgmlTarget::kAvx512);
+  const GgmlCompatKernels& avx2 = GgmlCompatKernelsFor(Isa::kScalar, GgmlTarget::kAvx2);
+  EXPECT_EQ(avx512.gemm_multiple, 16u);
+  EXPECT_EQ(avx2.gemm_multiple, 8u);
+  size_t differ = 0;
+  for (size_t n : {8, 24, 64, 136, 256, 1000}) {
+    const auto a = Random(n, 5 + n), b = Random(n, 50 + n);
+    std::vector<uint16_t> a16(n), b16(n);
+    std::vector<float> aw(n), bw(n);
+    double exact = 0, mag = 0;
+    for (size_t i = 0; i < n; ++i) {
+      a16[i] = Fp32ToFp16(a[i]);
+      b16[i] = Fp32ToFp16(b[i]);
+      aw[i] = Fp16ToFp32(a16[i]);
+      bw[i] = Fp16ToFp32(b16[i]);
+      exact += static_cast<double>(aw[i]) * bw[i];
+      mag += std::fabs(static_cast<double>(aw[i]) * bw[i]);
+    }
+    if (n % 64 == 0) {  // no leftover (summed in double for F16 rows, in float for F32)
+      EXPECT_EQ(avx512.f16_vec(a16.data(), b16.data(), n), fp16.f32_vec(aw.data(), bw.data(), n)) << n;
+    }
+    for (const GgmlCompatKernels* k : {&avx512, &avx2}) {
+      EXPECT_NEAR(k->f16_vec(a16.data(), b16.data(), n), exact, 1e-6 * mag) << k->name << " " << n;
+      EXPECT_NEAR(k->f32_vec(a.data(), b.data(), n), std::inner_product(a.begin(), a.end(), b.begin(), 0.0), 1e-5 * (1.0 + mag));
+      if (n % k->gemm_multiple == 0) {
+        EXPECT_NEAR(k->f16_gemm(a16.data(), b16.data(), n), exact, 1e-6 * mag) << k->name;
+      }
+    }
+    differ += avx2.f16_vec(a16.data(), b16.data(), n) != avx512.f16_vec(a16.data(), b16.data(), n);
+  }
+  {  // eight terms: (l0 + l4) + (l2 + l6) + ((l1 + l5) + (l3 + l7)) for the AVX2 GEMM order
+    const float big = 0x1p24f;
+    const float a8[8] = {big, 1, 1, 1, -big, 1, 1, 1}, ones[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    EXPECT_EQ(avx2.f32_gemm(a8, ones, 8), 6.0f);
+  }
+  EXPECT_GT(differ, 0u) << "the two builds' orders never differed: is the AVX2 order in use?";
+}
+
+// MXFP4 in the reference's order: the same exact block sums as QuantDot,
+// added in another order (one block: the same bits).
+TEST(GgmlCompat, Mxfp4DotIsTheBlockSumsInTheReferenceOrder) {
+  for (size_t nb : {1, 2, 3, 6, 9}) {
+    const size_t n = nb * kQuantBlock;
+    const auto w = Random(n, 23 + nb), x = Random(n, 230 + nb);
+    std::vector<BlockMXFP4> wm(nb);
+    QuantizeRow(TensorType::kMXFP4, w.data(), wm.data(), n);
+    std::vector<BlockQ8_0> x8(nb);
+    std::vector<BlockQ8A> xa(nb);
+    GgmlQuantizeRowQ8_0(x.data(), x8.data(), n);
+    Q8_0ToQ8A(x8.data(), xa.data(), nb);
+    const float ours = QuantDot(TensorType::kMXFP4, wm.data(), xa.data(), n);
+    const float ggml = GgmlDotMxfp4(wm.data(), x8.data(), nb);
+    if (nb == 1) {
+      EXPECT_EQ(ggml, ours);
+    } else {
+      EXPECT_NEAR(ggml, ours, 1e-5f * (1.0f + std::fabs(ours))) << nb;
     }
   }
 }
@@ -252,14 +327,25 @@ TEST(GgmlCompat, ActivationQuantizerRoundsTiesToEven) {
   EXPECT_EQ(f.qs[3], -3);
 }
 
+// Both builds' forms of the approximation, which round differently.
 TEST(GgmlCompat, ExpApproximationIsWithinTwoUlps) {
-  EXPECT_EQ(GgmlExpApprox(0.0f), 1.0f);
-  float worst = 0;
+  const GgmlTarget before = ActiveGgmlTarget();
+  size_t differ = 0;
   for (float x = -87.0f; x < 87.0f; x += 0.00731f) {
-    worst = std::max(worst, std::fabs(GgmlExpApprox(x) / std::exp(x) - 1.0f));
+    SetGgmlTarget(GgmlTarget::kAvx2);
+    const float e2 = GgmlExpApprox(x);
+    SetGgmlTarget(GgmlTarget::kAvx512);
+    const float e512 = GgmlExpApprox(x);
+    differ += e2 != e512;
+    for (float e : {e2, e512}) EXPECT_LT(std::fabs(e / std::exp(x) - 1.0f), 2.5e-7f) << x;
   }
-  EXPECT_LT(worst, 2.5e-7f);
-  EXPECT_EQ(GgmlExpApprox(-200.0f), std::exp(-200.0f));  // outside: libm
+  EXPECT_GT(differ, 0u);
+  for (GgmlTarget t : {GgmlTarget::kAvx2, GgmlTarget::kAvx512}) {
+    SetGgmlTarget(t);
+    EXPECT_EQ(GgmlExpApprox(0.0f), 1.0f);
+    EXPECT_EQ(GgmlExpApprox(-200.0f), std::exp(-200.0f));  // outside: libm
+  }
+  SetGgmlTarget(before);
 }
 
 TEST(GgmlCompat, SiluApproximatesVectorPartAndUsesLibmForTheTail) {

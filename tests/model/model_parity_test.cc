@@ -10,6 +10,7 @@
 #include "kernels/ops.h"
 #include "model/sequence.h"
 #include "reference_generate.h"
+#include "test_model.h"
 #include "test_support.h"
 
 namespace pc {
@@ -59,6 +60,7 @@ class ParityTest : public ::testing::TestWithParam<Isa> {
 TEST_P(ParityTest, Stories260KGreedyExact) {
   PC_SHARED_OR_SKIP(model_path, "models/stories260K.gguf");
   PC_SHARED_OR_SKIP(ref_path, "reference/stories260K.jsonl");
+  test::ScopedGgmlTarget target("stories260K");
   auto model = Model::Load(model_path, 2);
   ASSERT_TRUE(model.ok()) << model.status().message();
   (*model)->set_numerics(Numerics::kGgmlCompat);
@@ -108,11 +110,16 @@ struct Tolerance {
 // Random-weight models: teacher forcing on the reference tokens; the top-1
 // must match wherever the reference's top-1/top-2 gap exceeds the tolerance,
 // and the logprobs of the reference's top-10 ids agree within it.
-// max_steps > 0 checks only each case's first max_steps steps.
+// max_steps > 0 checks only each case's first max_steps steps. The ggml
+// numerics reproduce the build of the reference engine that recorded the
+// file (test::ReferenceGgmlTarget). jumps: how many steps of the file may
+// pass the bound where both neighbouring steps are within it (the README's
+// router near-ties of the mixtures of experts: "one isolated jump").
 void CheckTeacherForced(const std::string& name, Tolerance tol, Numerics numerics = Numerics::kGgmlCompat,
-                        size_t max_steps = 0) {
+                        size_t max_steps = 0, int jumps = 0) {
   PC_SHARED_OR_SKIP(model_path, "models/" + name + ".gguf");
   PC_SHARED_OR_SKIP(ref_path, "reference/" + name + ".jsonl");
+  test::ScopedGgmlTarget target(name);
   auto model = Model::Load(model_path, 2);
   ASSERT_TRUE(model.ok()) << model.status().message();
   (*model)->set_numerics(numerics);
@@ -133,6 +140,12 @@ void CheckTeacherForced(const std::string& name, Tolerance tol, Numerics numeric
       if (i + 1 < n_steps) logits = s.Decode(c.greedy[i]);
     }
     for (size_t i = 0; i < n_steps; ++i) {
+      const bool isolated = (i == 0 || step_diff[i - 1] <= tol.bound) && (i + 1 == n_steps || step_diff[i + 1] <= tol.bound);
+      if ((step_diff[i] > tol.bound || !top1_ok[i]) && isolated && jumps > 0) {
+        --jumps;
+        std::printf("%s step %zu: an isolated jump of %.3f (allowed)\n", name.c_str(), i, step_diff[i]);
+        continue;
+      }
       worst = std::max(worst, step_diff[i]);
       EXPECT_TRUE(top1_ok[i]) << name << " step " << i << ": top-1 differs past a gap wider than the bound";
       EXPECT_LE(step_diff[i], tol.bound) << name << " step " << i;
@@ -203,36 +216,40 @@ TEST_P(ParityTest, NewArchitecturesPrecise) {
 // The families beyond the llama recipe (../shared/models README): gemma2
 // (windows on every other layer, soft-caps), gemma3 (five windowed layers to
 // one global, their own rotation base), the mixtures of experts (qwen3moe,
-// Mixtral's llama layout) and YaRN scaling (qwen2). Every prompt with its
-// 64 generated tokens runs past the windows. Bounds: the README's (3e-2 F16,
-// 1e-1 Q8_0), in the numerics serve runs (at every level) and in run's
-// (once: its F16 dot is scalar everywhere).
-// Open (docs/MODELS.md): over the 64 teacher-forced steps the mixtures of
-// experts show more than isolated router jumps (up to 10% of steps past the
-// bound, some adjacent), so for them the first step of each case (the
-// prompt's prefill: router, experts, weights) is what is asserted; on
-// tiny-qwen3moe-q8_0 that holds in the ggml numerics only (precise: 0.18).
-// tiny-gemma2, whose caps are made to bite, is past the bound from the first
-// step on some prompts (0.2 F16, 0.9 Q8_0) and is not asserted yet.
+// Mixtral's llama layout, gpt-oss with sinks, biased experts and MXFP4) and
+// YaRN scaling (qwen2). Every prompt with its 64 generated tokens runs past
+// the windows. Bounds: the README's (3e-2 F16, 1e-1 Q8_0 and MXFP4).
+// In the ggml numerics (run's), reproducing the AVX2 build that recorded
+// these files, every step of every case holds, but one isolated jump each on
+// tiny-mixtral-f16 and tiny-qwen3moe-f16 (router near-ties). The precise numerics (serve's) are
+// not the reference's roundings, and a mixture of experts turns a rounding
+// into another expert now and then, which later steps remember: for those
+// files the first step of each case (the prompt's prefill: router, experts,
+// weights) is what is asserted there (tiny-qwen3moe-q8_0: not even that,
+// 0.18), the others whole.
+// Open (docs/MODELS.md): tiny-gemma2, whose caps are made to bite, holds in
+// the ggml numerics for five of eight Q8_0 cases bit for bit but not on its
+// 104-token prompt; not asserted yet.
 struct FamilyFile {
   const char* name;
   float bound;
-  size_t steps;  // 0: the whole run
-  bool precise;  // also asserted in the precise numerics
+  int jumps;             // isolated jumps allowed in the ggml numerics
+  int precise_steps;     // precise numerics: 0 the whole run, 1 the first step, -1 not asserted
 };
 constexpr FamilyFile kFamilies[] = {
-    {"tiny-gemma3-f16", 3e-2f, 0, true},    {"tiny-gemma3-q8_0", 1e-1f, 0, true},
-    {"tiny-qwen2yarn-f16", 3e-2f, 0, true}, {"tiny-mixtral-f16", 3e-2f, 1, true},
-    {"tiny-mixtral-q8_0", 1e-1f, 1, true},  {"tiny-qwen3moe-f16", 3e-2f, 1, true},
-    {"tiny-qwen3moe-q8_0", 1e-1f, 1, false},
+    {"tiny-gemma3-f16", 3e-2f, 0, 0},     {"tiny-gemma3-q8_0", 1e-1f, 0, 0},   {"tiny-qwen2yarn-f16", 3e-2f, 0, 0},
+    {"tiny-mixtral-f16", 3e-2f, 1, 1},    {"tiny-mixtral-q8_0", 1e-1f, 0, 1},  {"tiny-qwen3moe-f16", 3e-2f, 1, 1},
+    {"tiny-qwen3moe-q8_0", 1e-1f, 0, -1}, {"tiny-gptoss-f16", 3e-2f, 0, 1},    {"tiny-gptoss-mxfp4", 1e-1f, 0, 1},
 };
 TEST_P(ParityTest, FamiliesPrecise) {
   for (const FamilyFile& f : kFamilies) {
-    if (f.precise) CheckTeacherForced(f.name, {f.bound, f.bound}, Numerics::kPrecise, f.steps);
+    if (f.precise_steps >= 0) {
+      CheckTeacherForced(f.name, {f.bound, f.bound}, Numerics::kPrecise, static_cast<size_t>(f.precise_steps));
+    }
   }
 }
 TEST(ParityFamilies, GgmlNumerics) {
-  for (const FamilyFile& f : kFamilies) CheckTeacherForced(f.name, {f.bound, f.bound}, Numerics::kGgmlCompat, f.steps);
+  for (const FamilyFile& f : kFamilies) CheckTeacherForced(f.name, {f.bound, f.bound}, Numerics::kGgmlCompat, 0, f.jumps);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, ParityTest, ::testing::ValuesIn(SupportedIsas()),

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <span>
 #include <sstream>
 
 #include "server/chat_template.h"
@@ -28,7 +29,8 @@ TEST(Cli, RunJsonMatchesTheReferenceGreedyTokens) {
     for (int id : j["prompt_tokens"]) ids += (ids.empty() ? "" : ",") + std::to_string(id);
     int rc = 0;
     const std::string out = test::RunCommand(Bin() + " run -m " + model + " --prompt-tokens " + ids +
-                                                 " -n 64 --temp 0 --ignore-eos --logprobs 10 --json",
+                                                 " -n 64 --temp 0 --ignore-eos --logprobs 10 --json --ggml-target " +
+                                                 test::ReferenceGgmlTarget("stories260K"),
                                              &rc);
     ASSERT_EQ(rc, 0) << out;
     std::istringstream got(out);
@@ -55,14 +57,10 @@ TEST(Cli, RunJsonMatchesTheReferenceGreedyTokens) {
 // checked against the reference by its README's rule (tolerances 3e-2 F16,
 // 1e-1 quantized), restarting from the reference's tokens where a near-tie
 // makes the two choose differently. Three prompts per file.
-TEST(Cli, RunLogprobsMatchTheReferencesOfTheNewLayouts) {
-  const std::pair<const char*, float> files[] = {
-      {"tiny-gqa-q4_k_m", 1e-1f}, {"tiny-gqa-q5_k_m", 1e-1f},  {"tiny-gqa-q6_k", 1e-1f},
-      {"tiny-qwen2-f16", 3e-2f},  {"tiny-qwen2-q4_k_m", 1e-1f}, {"tiny-qwen3-f16", 3e-2f},
-      {"tiny-qwen3-q8_0", 1e-1f}, {"tiny-phi3-f16", 3e-2f},     {"tiny-phi3-q4_k_m", 1e-1f},
-      {"tiny-llama3-f16", 3e-2f}, {"tiny-llama3-q4_k_m", 1e-1f},
-  };
+// jumps: choices that may differ past the margin, per file (router near-ties).
+void CheckRunLogprobs(std::span<const std::pair<const char*, float>> files, int jumps = 0) {
   for (const auto& [name, tol] : files) {
+    int jumps_left = jumps;
     PC_SHARED_OR_SKIP(model, std::string("models/") + name + ".gguf");
     PC_SHARED_OR_SKIP(ref, std::string("reference/") + name + ".jsonl");
     const std::vector<test::RefCase> cases = test::LoadReference(ref);
@@ -72,7 +70,8 @@ TEST(Cli, RunLogprobsMatchTheReferencesOfTheNewLayouts) {
       for (int32_t id : prefix) ids += (ids.empty() ? "" : ",") + std::to_string(id);
       int rc = 0;
       const std::string out = test::RunCommand(Bin() + " run -m " + model + " --prompt-tokens " + ids + " -n " +
-                                                   std::to_string(n) + " --temp 0 --ignore-eos --logprobs 10 --json",
+                                                   std::to_string(n) + " --temp 0 --ignore-eos --logprobs 10 --json" +
+                                                   " --ggml-target " + test::ReferenceGgmlTarget(name),
                                                &rc);
       EXPECT_EQ(rc, 0) << out;
       std::vector<test::GenStep> steps;
@@ -87,10 +86,33 @@ TEST(Cli, RunLogprobsMatchTheReferencesOfTheNewLayouts) {
     };
     float worst = 0;
     for (size_t i = 0; i < std::min<size_t>(3, cases.size()); ++i) {
-      worst = std::max(worst, test::CheckGreedyAgainstReference(cases[i], tol, gen, name));
+      worst = std::max(worst, test::CheckGreedyAgainstReference(cases[i], tol, gen, name, 2, &jumps_left));
     }
     std::printf("%s via run: max |logprob diff| %.5f (bound %.3f)\n", name, worst, tol);
   }
+}
+
+TEST(Cli, RunLogprobsMatchTheReferencesOfTheNewLayouts) {
+  const std::pair<const char*, float> files[] = {
+      {"tiny-gqa-q4_k_m", 1e-1f}, {"tiny-gqa-q5_k_m", 1e-1f},  {"tiny-gqa-q6_k", 1e-1f},
+      {"tiny-qwen2-f16", 3e-2f},  {"tiny-qwen2-q4_k_m", 1e-1f}, {"tiny-qwen3-f16", 3e-2f},
+      {"tiny-qwen3-q8_0", 1e-1f}, {"tiny-phi3-f16", 3e-2f},     {"tiny-phi3-q4_k_m", 1e-1f},
+      {"tiny-llama3-f16", 3e-2f}, {"tiny-llama3-q4_k_m", 1e-1f},
+  };
+  CheckRunLogprobs(files);
+}
+
+// The families (model_parity_test: FamilyFile), run as a user runs them:
+// free-running greedy generation with `run --logprobs --ggml-target avx2`.
+TEST(Cli, RunLogprobsMatchTheReferencesOfTheFamilies) {
+  const std::pair<const char*, float> dense[] = {
+      {"tiny-gemma3-f16", 3e-2f}, {"tiny-gemma3-q8_0", 1e-1f}, {"tiny-qwen2yarn-f16", 3e-2f}};
+  CheckRunLogprobs(dense);
+  const std::pair<const char*, float> experts[] = {
+      {"tiny-mixtral-f16", 3e-2f},   {"tiny-mixtral-q8_0", 1e-1f}, {"tiny-qwen3moe-f16", 3e-2f},
+      {"tiny-qwen3moe-q8_0", 1e-1f}, {"tiny-gptoss-f16", 3e-2f},   {"tiny-gptoss-mxfp4", 1e-1f},
+  };
+  CheckRunLogprobs(experts, /*jumps=*/1);
 }
 
 TEST(Cli, TokenizeJsonlMatchesTheVectors) {

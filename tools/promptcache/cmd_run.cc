@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "engine/engine.h"
+#include "kernels/ggml_compat.h"
 
 namespace pc::cli {
 namespace {
@@ -17,6 +18,7 @@ namespace {
 struct RunFlags {
   // numerics "": ggml, or precise with --draft (ggml's roundings differ by batch shape)
   std::string model, prompt, prompt_file, prompt_tokens, kv_type = "f16", numerics, salt, draft = "none";
+  std::string ggml_target = "auto";
   int n = 64, top_k = 40, logprobs = 0, threads = 0, repeat = 1;
   size_t kv_mem = 0, block_size = 16;
   bool no_cache = false;
@@ -114,6 +116,11 @@ int Run(const RunFlags& f) {
   }
   const bool ggml = f.numerics == "ggml" || (f.numerics.empty() && draft->max_tokens == 0);
   const Numerics numerics = ggml ? Numerics::kGgmlCompat : Numerics::kPrecise;
+  if (f.ggml_target != "auto") {
+    Result<GgmlTarget> target = ParseGgmlTarget(f.ggml_target);
+    if (!target.ok()) return Fail(target.status().message());
+    SetGgmlTarget(*target);
+  }
   Result<std::unique_ptr<Model>> model = Model::Load(f.model, f.threads, numerics);
   if (!model.ok()) return Fail(model.status().message());
   Result<Tokenizer> tok = Tokenizer::FromGguf((*model)->gguf());
@@ -189,6 +196,10 @@ void RegisterRun(CLI::App& app, int* exit_code) {
                  "ggml (default without --draft: llama.cpp's CPU arithmetic, bit for bit) or precise (our "
                  "F32-accumulating kernels, as serve uses: faster, not the reference's roundings; the default with --draft)")
       ->check(CLI::IsMember({"precise", "ggml"}));
+  c->add_option("--ggml-target", f->ggml_target,
+                "Which build of llama.cpp --numerics ggml reproduces: avx2, avx512 or avx512fp16 (its F16/F32 loop "
+                "widths and exp differ by build); auto (default): the one it would run on this CPU")
+      ->check(CLI::IsMember({"auto", "avx2", "avx512", "avx512fp16"}));
   c->add_option("--draft", f->draft,
                  "Prompt-lookup drafts: 'lookup[:N]' verifies up to N (default 8) tokens copied from the prompt or "
                  "output per step (output unchanged), 'none' (default)");

@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "commands.h"
 #include "engine/calibrate.h"
+#include "kernels/ggml_compat.h"
 #include "kvcache/disk_tier.h"
 #include "kvcache/redis_tier.h"
 #include "server/server.h"
@@ -21,6 +22,7 @@ namespace {
 
 struct ServeFlags {
   std::string numerics = "precise";
+  std::string ggml_target = "auto";
   std::string model, host = "127.0.0.1", api_key, api_key_file, chat_template, chat_template_file, alias, kv_type = "f16";
   int port = 8080, threads = 0;
   size_t kv_mem = 0, ctx_size = 0, block_size = 16, batch_tokens = 256, max_running = 32, max_queue = 256;
@@ -119,6 +121,11 @@ int Serve(const ServeFlags& f) {
   pthread_sigmask(SIG_BLOCK, &set, nullptr);  // before any thread starts: all inherit the mask
 
   const Numerics numerics = f.numerics == "ggml" ? Numerics::kGgmlCompat : Numerics::kPrecise;
+  if (f.ggml_target != "auto") {
+    Result<GgmlTarget> target = ParseGgmlTarget(f.ggml_target);
+    if (!target.ok()) return Fail(target.status().message());
+    SetGgmlTarget(*target);
+  }
   Result<std::unique_ptr<Model>> model = Model::Load(f.model, f.threads, numerics);
   if (!model.ok()) return Fail(model.status().message());
   Result<Tokenizer> tok = Tokenizer::FromGguf((*model)->gguf());
@@ -244,6 +251,10 @@ void RegisterServe(CLI::App& app, int* exit_code) {
                 "precise: our kernels (fast); ggml: llama.cpp's CPU arithmetic where we reproduce it (for comparisons; "
                 "its F16 and attention loops are scalar)")
       ->check(CLI::IsMember({"precise", "ggml"}));
+  c->add_option("--ggml-target", f->ggml_target,
+                "Which build of llama.cpp --numerics ggml reproduces: avx2, avx512 or avx512fp16; auto (default): "
+                "the one it would run on this CPU")
+      ->check(CLI::IsMember({"auto", "avx2", "avx512", "avx512fp16"}));
   c->add_option("-t,--threads", f->threads, "Compute threads (default: physical cores)")->check(CLI::Range(0, 1024));
   c->add_option("-c,--ctx-size", f->ctx_size,
                 "Tokens per request, prompt and output (default: the model's trained length); capped by the KV pool")

@@ -1,0 +1,84 @@
+// The mixture-of-experts FFN of the forward recipe (forward.h: ExpertsBlock):
+// routing, each expert once over its tokens of the batch, the weighted sum.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "model/forward.h"
+#include "model/forward_scratch.h"
+
+namespace pc {
+
+namespace {
+
+// One token's routing: softmax over the router logits, the k most probable
+// experts (ties to the lower index), their probabilities renormalised to sum
+// to one (qwen3moe and Mixtral both normalise).
+void RouteToken(const float* logits, size_t n_expert, size_t k, int32_t* chosen, float* weight) {
+  float max = logits[0];
+  for (size_t e = 1; e < n_expert; ++e) max = std::max(max, logits[e]);
+  std::vector<float> prob(n_expert);
+  double sum = 0;
+  for (size_t e = 0; e < n_expert; ++e) sum += prob[e] = std::exp(logits[e] - max);
+  for (size_t e = 0; e < n_expert; ++e) prob[e] = static_cast<float>(prob[e] / sum);
+  std::vector<int32_t> order(n_expert);
+  for (size_t e = 0; e < n_expert; ++e) order[e] = static_cast<int32_t>(e);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return prob[a] > prob[b]; });
+  float total = 0;
+  for (size_t j = 0; j < k; ++j) total += prob[order[j]];
+  for (size_t j = 0; j < k; ++j) {
+    chosen[j] = order[j];
+    weight[j] = prob[order[j]] / total;
+  }
+}
+
+}  // namespace
+
+void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  const size_t n_exp = static_cast<size_t>(c.n_expert), k = static_cast<size_t>(c.n_expert_used);
+  const size_t ff = static_cast<size_t>(c.n_ff_expert), dim = static_cast<size_t>(c.n_embd);
+  s.router.resize(n * n_exp);
+  Linear(w.w_router, s.xb.data(), n, s.router.data(), s);
+  for (size_t t = 0; t < n && !w.b_router.empty(); ++t) AddInPlace(&s.router[t * n_exp], w.b_router.data(), n_exp);
+  std::vector<int32_t> chosen(n * k);
+  std::vector<float> weight(n * k);
+  std::vector<std::vector<uint32_t>> slots(n_exp);  // per expert: its (token * k + choice) slots
+  for (size_t t = 0; t < n; ++t) {
+    RouteToken(&s.router[t * n_exp], n_exp, k, &chosen[t * k], &weight[t * k]);
+    for (size_t j = 0; j < k; ++j) slots[static_cast<size_t>(chosen[t * k + j])].push_back(static_cast<uint32_t>(t * k + j));
+  }
+  s.moe_out.resize(n * k * dim);
+  for (size_t e = 0; e < n_exp; ++e) {
+    const size_t m = slots[e].size();
+    if (m == 0) continue;  // decode reads only the chosen experts
+    s.ex.resize(m * dim);
+    for (size_t i = 0; i < m; ++i) std::memcpy(&s.ex[i * dim], &s.xb[slots[e][i] / k * dim], dim * sizeof(float));
+    s.hb.resize(std::max(s.hb.size(), m * ff));
+    s.hb2.resize(std::max(s.hb2.size(), m * ff));
+    const Projection gate_up[] = {{&w.gate_exps[e], s.hb.data()}, {&w.up_exps[e], s.hb2.data()}};
+    LinearMany(gate_up, s.ex.data(), m, s);
+    for (size_t i = 0; i < m && !w.b_gate_exps.empty(); ++i) AddInPlace(&s.hb[i * ff], &w.b_gate_exps[e * ff], ff);
+    for (size_t i = 0; i < m && !w.b_up_exps.empty(); ++i) AddInPlace(&s.hb2[i * ff], &w.b_up_exps[e * ff], ff);
+    GatedActivation(s.hb.data(), s.hb2.data(), m, ff);
+    s.ey.resize(m * dim);
+    Linear(w.down_exps[e], s.hb.data(), m, s.ey.data(), s);
+    for (size_t i = 0; i < m && !w.b_down_exps.empty(); ++i) AddInPlace(&s.ey[i * dim], &w.b_down_exps[e * dim], dim);
+    for (size_t i = 0; i < m; ++i) {
+      float* dst = &s.moe_out[slots[e][i] * dim];
+      const float wt = weight[slots[e][i]];
+      for (size_t d = 0; d < dim; ++d) dst[d] = s.ey[i * dim + d] * wt;
+    }
+  }
+  // Summed in choice order, as the reference adds its weighted experts.
+  for (size_t t = 0; t < n; ++t) {
+    float* out = &s.out[t * dim];
+    std::memcpy(out, &s.moe_out[t * k * dim], dim * sizeof(float));
+    for (size_t j = 1; j < k; ++j) AddInPlace(out, &s.moe_out[(t * k + j) * dim], dim);
+  }
+}
+
+}  // namespace pc

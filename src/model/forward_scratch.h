@@ -1,0 +1,40 @@
+// The forward pass's per-batch activations (Model::Scratch), shared by the
+// files of the recipe (forward.cc, forward_experts.cc). Not thread-safe: one
+// Forward call owns one.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "kernels/dot.h"
+#include "kernels/qpack_kernels.h"
+#include "kernels/quant.h"
+#include "model/forward.h"
+
+namespace pc {
+
+// Activations for one batch of n tokens (floats unless noted).
+struct Model::Scratch {
+  std::vector<float> x, xb, q, k, v, att, hb, hb2, out;
+  std::vector<float> rope_cs;      // [n][rope_dim]: each token's rotation angles (RopeAngles)
+  std::vector<float> rope_cs_swa;  // the same for windowed layers, when they rotate otherwise
+  std::vector<float> router;       // [n][n_expert] router logits
+  std::vector<float> ex, ey;       // one expert's gathered input rows and output rows
+  std::vector<float> moe_out;      // [n][n_expert_used][n_embd] weighted expert outputs
+  std::vector<uint8_t> xq;  // activation rows converted for a matmul (ggml numerics)
+  // Activation rows converted for the precise kernels, one buffer per
+  // activation type a matmul needs (weights of several types can share an
+  // input: Q4_K_M files mix Q4_K and Q6_K).
+  struct Converted {
+    TensorType type;
+    size_t row_bytes;
+    std::vector<uint8_t> data;
+  };
+  std::vector<Converted> acts;
+  std::vector<BlockQ8_0> q8_rows;  // one row per thread, on its way to Q8A
+  const X16Kernels* x16 = nullptr;
+  std::vector<float> attn_scratch;  // per-thread attention tiles
+  std::vector<float> attn_parts;    // split-KV: one softmax state per span
+  const DotKernels* kernels = nullptr;
+};
+
+}  // namespace pc
