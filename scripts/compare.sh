@@ -2,8 +2,8 @@
 # Side-by-side speed against the reference engine (../shared/anchor), on the
 # same files, in one run on this machine.
 #
-#   scripts/compare.sh models [-r REPS] [-p PROMPT] [-d DEPTH] [--kv-type f16|q8_0] [TYPE...]
-#       bench-135m made in each weight type (default: every type make-model
+#   scripts/compare.sh models [-r REPS] [-p PROMPT] [-d DEPTH] [--kv-type f16|q8_0] [--shape SHAPE] [TYPE...]
+#       bench-135m (or --shape: bench-moe, bench-gemma3, ...) made in each weight type (default: every type make-model
 #       writes); per type promptcache bench-model and the reference's
 #       llama-bench, run alternately: ppPROMPT (512) from an empty cache and
 #       tg128 after DEPTH (0) cached tokens, tokens/s and the ratios;
@@ -55,9 +55,10 @@ cache="${PROMPTCACHE_CACHE:-$HOME/.cache/promptcache}"
 [ -x "$anchor/llama-bench" ] || { echo "compare.sh: $anchor/llama-bench not found" >&2; exit 1; }
 mkdir -p "$cache"
 
+shape=bench-135m  # models --shape
 model_for() {  # TYPE -> path, made once
-  local f="$cache/bench-135m-$1.gguf"
-  [ -f "$f" ] || "$bin" make-model --shape bench-135m --type "$1" -o "$f" >&2
+  local f="$cache/$shape-$1.gguf"
+  [ -f "$f" ] || "$bin" make-model --shape "$shape" --type "$1" -o "$f" >&2
   echo "$f"
 }
 
@@ -86,12 +87,13 @@ models() {
       -p) prompt="$2"; shift 2 ;;
       -d) depth="$2"; shift 2 ;;
       --kv-type) kv="$2"; shift 2 ;;
+      --shape) shape="$2"; shift 2 ;;
       *) break ;;
     esac
   done
   local types=("$@")
   [ ${#types[@]} -gt 0 ] || types=(f16 q8_0 q4_0 q4_1 q5_0 q5_1 iq4_nl q2_k q3_k q4_k q4_k_m q5_k q5_k_m q6_k iq4_xs)
-  echo "CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; K/V $kv; flags: $(grep -o -w 'avx512_vnni\|avx512_bf16\|amx_int8\|avx_vnni\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
+  echo "$shape; CPU: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores; K/V $kv; flags: $(grep -o -w 'avx512_vnni\|avx512_bf16\|amx_int8\|avx_vnni\|avx2' /proc/cpuinfo | sort -u | tr '\n' ' ')"
   echo
   local tg="tg128"
   [ "$depth" = 0 ] || tg="tg128 @ d$depth"
@@ -99,7 +101,7 @@ models() {
   echo "|---|---:|---:|---:|---:|---:|---:|---:|"
   for t in "${types[@]}"; do
     local f; f=$(model_for "$t")
-    local mb; mb=$(( $(stat -c %s "$f") / 1000000 ))
+    local mb; mb=$(( $(stat -L -c %s "$f") / 1000000 ))
     read -r our_pp our_tg our_ppf our_tgf < <(ours "$f" "$reps" "$prompt" "$depth")
     read -r ref_pp ref_tg < <(theirs "$f" "$reps" "$prompt" "$depth")
     python3 -c "import sys; t,mb,a,b,c,d,e,f=sys.argv[1:]; a,b,c,d,e,f=map(float,(a,b,c,d,e,f)); print(f'| {t} | {mb} | {a:,.0f} ({e:.0%}) | {b:,.0f} | {a/b:.2f}x | {c:,.0f} ({f:.0%}) | {d:,.0f} | {c/d:.2f}x |')" \

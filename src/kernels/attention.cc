@@ -1,6 +1,7 @@
 #include "kernels/attention.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <algorithm>
 #include <limits>
@@ -209,9 +210,24 @@ void ForEachTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, si
   }
 }
 
-// Positions of a tile starting at p0 (n long) that a query at pos sees.
+// Positions of a tile starting at p0 (n long) that a query at pos sees: its
+// offsets [first, nv) (empty when first >= nv).
 size_t Visible(int32_t pos, size_t p0, size_t n) {
   return static_cast<size_t>(pos) < p0 ? 0 : std::min(n, static_cast<size_t>(pos) - p0 + 1);
+}
+size_t FirstVisible(const AttnRows& rows, int32_t pos, size_t p0, size_t n) {
+  if (rows.window == 0 || static_cast<size_t>(pos) + 1 <= rows.window) return 0;
+  const size_t lo = static_cast<size_t>(pos) + 1 - rows.window;
+  return lo <= p0 ? 0 : std::min(n, lo - p0);
+}
+// The first position any of rows [r0, r1) sees.
+size_t MinVisible(const AttnRows& rows, size_t r0, size_t r1) {
+  size_t lo = SIZE_MAX;
+  for (size_t r = r0; r < r1; ++r) {
+    const size_t p = static_cast<size_t>(rows.pos[r]);
+    lo = std::min(lo, rows.window == 0 || p + 1 <= rows.window ? 0 : p + 1 - rows.window);
+  }
+  return lo;
 }
 
 // Scaled query rows [r0, r1): qs[(r - r0) * n_head + head][head_dim].
@@ -267,14 +283,17 @@ struct LaneSpan {
       for (size_t i = 0; i < lanes; ++i) qt[d * kLaneTile + i] = q[i][d] * a.scale;
     }
   }
-  // Positions of the tile (p0, n long) each lane sees; false if none does.
-  bool Visible(size_t gi, size_t p0, size_t n, int32_t* nv) const {
+  // Positions of the tile (p0, n long) each lane sees, [first, nv); false
+  // if none does.
+  bool Visible(size_t gi, size_t p0, size_t n, int32_t* first, int32_t* nv) const {
     std::fill(nv, nv + kLaneTile, 0);
+    std::fill(first, first + kLaneTile, 0);
     bool any = false;
     size_t row = a.r0 + gi * kLaneTile / group, rem = gi * kLaneTile % group;  // no divisions per lane
     for (size_t i = 0, u = gi * kLaneTile; i < kLaneTile && u < per_kv; ++i, ++u) {
       nv[i] = static_cast<int32_t>(pc::Visible(a.rows.pos[row], p0, n));
-      any = any || nv[i] > 0;
+      first[i] = static_cast<int32_t>(FirstVisible(a.rows, a.rows.pos[row], p0, n));
+      any = any || nv[i] > first[i];
       if (++rem == group) rem = 0, ++row;
     }
     return any;
@@ -305,15 +324,15 @@ void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, AttnState o
     for (size_t g = 0; g < a.h.n_kv_head; ++g) {
       // The head's groups with a position in this tile, two per call.
       LaneGroup batch[2];
-      int32_t nvs[2][kLaneTile];
+      int32_t nvs[2][kLaneTile], firsts[2][kLaneTile];
       size_t nb = 0;
       auto flush = [&] {
         if (nb > 0) a.k.attend_lanes(batch, nb, kt + g * kAttnTile * hd, vt + g * kAttnTile * hd, hd);
         nb = 0;
       };
       for (size_t gi = 0; gi < ls.groups; ++gi) {
-        if (!ls.Visible(gi, p0, n, nvs[nb])) continue;
-        batch[nb] = LaneGroup{ls.Qt(g, gi), nvs[nb], ls.M(g, gi), ls.M(g, gi) + kLaneTile, ls.Acct(g, gi)};
+        if (!ls.Visible(gi, p0, n, firsts[nb], nvs[nb])) continue;
+        batch[nb] = LaneGroup{ls.Qt(g, gi), firsts[nb], nvs[nb], ls.M(g, gi), ls.M(g, gi) + kLaneTile, ls.Acct(g, gi)};
         if (++nb == 2) flush();
       }
       flush();
@@ -331,8 +350,9 @@ void SpanCols(const SpanArgs& a, float* kt, float* vt, float* ktt, float* qs, At
   ForEachTile(a.k, a.kv, hd, a.begin, a.last, kt, vt, [&](size_t p0, size_t n) {
     for (size_t r = a.r0; r < a.r1; ++r) {
       const size_t nv = Visible(a.rows.pos[r], p0, n), qi = (r - a.r0) * a.h.n_head;
-      if (nv == 0) continue;
-      a.k.attend_cols(qs + qi * hd, a.h.n_head, a.h.group(), kt, vt, hd, nv, ktt, out.m + qi, out.l + qi,
+      const size_t first = FirstVisible(a.rows, a.rows.pos[r], p0, n);
+      if (nv <= first) continue;
+      a.k.attend_cols(qs + qi * hd, a.h.n_head, a.h.group(), kt, vt, hd, first, nv, ktt, out.m + qi, out.l + qi,
                       out.acc + qi * hd);
     }
   });
@@ -340,6 +360,7 @@ void SpanCols(const SpanArgs& a, float* kt, float* vt, float* ktt, float* qs, At
 
 // Tables without lane kernels: one query at a time, attend_tile.
 void SpanTiles(const SpanArgs& a, float* kt, float* vt, float* s, float* qs, AttnState out) {
+  PC_CHECK(a.rows.window == 0 && "attend_tile has no lower bound");
   const size_t hd = a.h.head_dim;
   ScaledQueries(a.rows, a.r0, a.r1, a.h, a.scale, qs);
   ForEachTile(a.k, a.kv, hd, a.begin, a.last, kt, vt, [&](size_t p0, size_t n) {
@@ -371,13 +392,15 @@ void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows
   float* ktt = vt + kAttnTile * kv_dim;  // K transposed (attend_cols)
   float* s = ktt + kAttnTile * kv_dim;   // scores (attend_tile)
   float* work = s + kAttnTile;           // scaled queries, or lane groups
-  const size_t begin = span * kAttnSpan;
-  const SpanArgs a{k, kv, rows, r0, r1, h, begin, std::min(MaxPos(kv, rows, r0, r1), begin + kAttnSpan - 1),
+  // Tiles wholly before every row's window are skipped (they sit at
+  // absolute positions, so a row's bits do not change).
+  const size_t begin = std::max(span * kAttnSpan, MinVisible(rows, r0, r1) / kAttnTile * kAttnTile);
+  const SpanArgs a{k, kv, rows, r0, r1, h, begin, std::min(MaxPos(kv, rows, r0, r1), span * kAttnSpan + kAttnSpan - 1),
                    h.Scale()};
   std::fill(out.acc, out.acc + nq * hd, 0.0f);
   std::fill(out.m, out.m + nq, -std::numeric_limits<float>::infinity());
   std::fill(out.l, out.l + nq, 0.0f);
-  if (a.last < begin) return;
+  if (a.last < begin || begin >= (span + 1) * kAttnSpan) return;
   if (k.attend_lanes != nullptr && (r1 - r0) * h.group() >= kLanesMinQueries) {
     SpanLanes(a, kt, vt, work, out);
   } else if (k.attend_cols != nullptr) {
@@ -390,9 +413,14 @@ void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows
 void MergeAttnState(AttnState into, AttnState part, size_t nq, size_t head_dim) {
   for (size_t qi = 0; qi < nq; ++qi) {
     if (part.l[qi] == 0.0f) continue;  // the span held none of this row's positions
-    PC_CHECK(into.l[qi] != 0.0f);      // span 0 holds position 0 of every row
     float* a = into.acc + qi * head_dim;
     const float* b = part.acc + qi * head_dim;
+    if (into.l[qi] == 0.0f) {  // nothing seen yet (a window starting past span 0)
+      std::copy(b, b + head_dim, a);
+      into.l[qi] = part.l[qi];
+      into.m[qi] = part.m[qi];
+      continue;
+    }
     const float m = std::max(into.m[qi], part.m[qi]);
     const float ca = ExpPoly(into.m[qi] - m), cb = ExpPoly(part.m[qi] - m);
     for (size_t d = 0; d < head_dim; ++d) a[d] = a[d] * ca + b[d] * cb;
@@ -406,7 +434,17 @@ void FinishAttnState(AttnState st, const AttnRows& rows, size_t r0, size_t r1, c
     for (size_t head = 0; head < h.n_head; ++head) {
       const size_t qi = (r - r0) * h.n_head + head;
       float* out = rows.out + r * rows.out_stride + head * h.head_dim;
-      const float inv = 1.0f / st.l[qi];
+      float l = st.l[qi], c = 1.0f;
+      if (rows.sinks != nullptr) {  // the sink's share of the softmax, no value
+        const float sink = rows.sinks[head], m = st.m[qi];
+        if (sink > m) {
+          c = ExpPoly(m - sink);
+          l = l * c + 1.0f;
+        } else {
+          l += ExpPoly(sink - m);
+        }
+      }
+      const float inv = c / l;
       for (size_t d = 0; d < h.head_dim; ++d) out[d] = st.acc[qi * h.head_dim + d] * inv;
     }
   }

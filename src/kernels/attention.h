@@ -30,6 +30,11 @@ struct AttnRows {
   const int32_t* pos = nullptr;
   float* out = nullptr;  // same layout as q
   size_t out_stride = 0;
+  // A sliding window: row r sees positions (pos[r] - window, pos[r]]; 0: all.
+  size_t window = 0;
+  // Attention sinks (gpt-oss): one more score per head, in the units of the
+  // scaled scores, whose value row is zero; null: none.
+  const float* sinks = nullptr;  // [n_head]
 };
 
 constexpr size_t kAttnTile = 16;   // K/V positions per tile
@@ -62,7 +67,7 @@ size_t AttendScratchFloats(size_t rows, const AttnHeads& h);
 
 // Causal attention for rows [r0, r1) of one sequence, every head, over span
 // `span` only: positions [span * kAttnSpan, (span + 1) * kAttnSpan), each row
-// up to its own position. Each tile of kAttnTile positions is read once,
+// up to its own position (and from the start of its window). Each tile of kAttnTile positions is read once,
 // whole K/V rows (every KV head: contiguous memory), for all rows and heads
 // (flash-style online softmax, no score matrix). out holds
 // nq = (r1 - r0) * n_head vectors, query vector (r - r0) * n_head + head; it
@@ -72,9 +77,10 @@ size_t AttendScratchFloats(size_t rows, const AttnHeads& h);
 void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
                 const AttnHeads& h, size_t span, float* scratch, AttnState out);
 // into := into merged with part (the softmax merge of two position sets).
-// Spans are merged in increasing order, span 0 being the starting state.
+// Spans are merged in increasing order, span 0 being the starting state (a
+// state that has seen nothing yet takes part as it is).
 void MergeAttnState(AttnState into, AttnState part, size_t nq, size_t head_dim);
-// Writes each row's outputs: acc / l.
+// Writes each row's outputs: acc / l, a sink's share taken first.
 void FinishAttnState(AttnState st, const AttnRows& rows, size_t r0, size_t r1, const AttnHeads& h);
 // Spans of rows [r0, r1): up to their largest position.
 size_t AttnSpanCount(const AttnRows& rows, size_t r0, size_t r1);

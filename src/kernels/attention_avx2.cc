@@ -57,11 +57,13 @@ void LaneScores(const LaneGroup& g, const float* k, size_t head_dim, float (*sbu
 __m256 LaneSoftmax(const LaneGroup& g, int h, float (*sbuf)[kT]) {
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   const __m256i nvv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.nv + 8 * h));
-  const __m256 active = _mm256_castsi256_ps(_mm256_cmpgt_epi32(nvv, _mm256_setzero_si256()));
+  const __m256i fv = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(g.first + 8 * h));
+  const __m256 active = _mm256_castsi256_ps(_mm256_cmpgt_epi32(nvv, fv));
   const __m256 m_old = _mm256_loadu_ps(g.m + 8 * h);
   __m256 mx = m_old;
   for (int j = 0; j < kT; ++j) {
-    const __m256 seen = _mm256_castsi256_ps(_mm256_cmpgt_epi32(nvv, _mm256_set1_epi32(j)));
+    const __m256i jv = _mm256_set1_epi32(j);
+    const __m256 seen = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_cmpgt_epi32(fv, jv), _mm256_cmpgt_epi32(nvv, jv)));
     const __m256 sj = _mm256_blendv_ps(ninf, _mm256_load_ps(sbuf[j] + 8 * h), seen);
     _mm256_store_ps(sbuf[j] + 8 * h, sj);
     mx = _mm256_max_ps(mx, sj);
@@ -175,13 +177,14 @@ inline float Max16(__m256 lo, __m256 hi) {
 
 // One query's softmax step from its scores s (two halves): weights into
 // p[16], m and l updated; returns the rescale factor c.
-float ColSoftmax(const __m256* s, size_t nv, float* m, float* l, float* p) {
+float ColSoftmax(const __m256* s, size_t first, size_t nv, float* m, float* l, float* p) {
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  const __m256i nvv = _mm256_set1_epi32(static_cast<int>(nv));
+  const __m256i nvv = _mm256_set1_epi32(static_cast<int>(nv)), fv = _mm256_set1_epi32(static_cast<int>(first));
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   __m256 si[2];
   for (int h = 0; h < 2; ++h) {
-    const __m256 seen = _mm256_castsi256_ps(_mm256_cmpgt_epi32(nvv, _mm256_add_epi32(idx, _mm256_set1_epi32(8 * h))));
+    const __m256i j = _mm256_add_epi32(idx, _mm256_set1_epi32(8 * h));
+    const __m256 seen = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_cmpgt_epi32(fv, j), _mm256_cmpgt_epi32(nvv, j)));
     si[h] = _mm256_blendv_ps(ninf, s[h], seen);
   }
   const float tile_max = Max16(si[0], si[1]);
@@ -233,13 +236,13 @@ void ColAccum(const float (*p)[kT], const float* c, const float* v, size_t head_
 
 // N consecutive queries of one K/V head (kt, v: its tiles).
 template <int N>
-void ColQueries(const float* q, const float* kt, const float* v, size_t head_dim, size_t nv, float* m, float* l,
-                float* acc) {
+void ColQueries(const float* q, const float* kt, const float* v, size_t head_dim, size_t first, size_t nv, float* m,
+                float* l, float* acc) {
   __m256 s[N][2];
   ColScores<N>(q, kt, head_dim, s);
   alignas(32) float p[N][kT];
   float c[N];
-  for (int i = 0; i < N; ++i) c[i] = ColSoftmax(s[i], nv, m + i, l + i, p[i]);
+  for (int i = 0; i < N; ++i) c[i] = ColSoftmax(s[i], first, nv, m + i, l + i, p[i]);
   ColAccum<N>(p, c, v, head_dim, acc);
 }
 
@@ -256,7 +259,7 @@ void Avx2AttendLanes(const LaneGroup* groups, size_t n, const float* k, const fl
 }
 
 void Avx2AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
-                    size_t nv, float* kt_scratch, float* m, float* l, float* acc) {
+                    size_t first, size_t nv, float* kt_scratch, float* m, float* l, float* acc) {
   const size_t heads = (nq + group - 1) / group;
   for (size_t g = 0; g < heads; ++g) {
     float* kt = kt_scratch + g * kT * head_dim;
@@ -268,10 +271,10 @@ void Avx2AttendCols(const float* q, size_t nq, size_t group, const float* k, con
       const float* qi = q + i * head_dim;
       float* ai = acc + i * head_dim;
       switch (n) {
-        case 1: ColQueries<1>(qi, kt, vg, head_dim, nv, m + i, l + i, ai); break;
-        case 2: ColQueries<2>(qi, kt, vg, head_dim, nv, m + i, l + i, ai); break;
-        case 3: ColQueries<3>(qi, kt, vg, head_dim, nv, m + i, l + i, ai); break;
-        default: ColQueries<4>(qi, kt, vg, head_dim, nv, m + i, l + i, ai); break;
+        case 1: ColQueries<1>(qi, kt, vg, head_dim, first, nv, m + i, l + i, ai); break;
+        case 2: ColQueries<2>(qi, kt, vg, head_dim, first, nv, m + i, l + i, ai); break;
+        case 3: ColQueries<3>(qi, kt, vg, head_dim, first, nv, m + i, l + i, ai); break;
+        default: ColQueries<4>(qi, kt, vg, head_dim, first, nv, m + i, l + i, ai); break;
       }
       i += n;
     }

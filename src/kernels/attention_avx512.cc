@@ -66,12 +66,14 @@ void LanesImpl(const LaneGroup* g, const float* k, const float* v, size_t head_d
   __m512 c[G];
   const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int x = 0; x < G; ++x) {
-    const __m512i nvv = _mm512_loadu_si512(g[x].nv);
-    const __mmask16 active = _mm512_cmpgt_epi32_mask(nvv, _mm512_setzero_si512());
+    const __m512i nvv = _mm512_loadu_si512(g[x].nv), fv = _mm512_loadu_si512(g[x].first);
+    const __mmask16 active = _mm512_cmpgt_epi32_mask(nvv, fv);
     const __m512 m_old = _mm512_loadu_ps(g[x].m);
     __m512 mx = m_old;
     for (int j = 0; j < kT; ++j) {
-      const __m512 sj = _mm512_mask_blend_ps(_mm512_cmpgt_epi32_mask(nvv, _mm512_set1_epi32(j)), ninf,
+      const __m512i jv = _mm512_set1_epi32(j);
+      const __mmask16 seen = _mm512_cmpgt_epi32_mask(nvv, jv) & _mm512_cmple_epi32_mask(fv, jv);
+      const __m512 sj = _mm512_mask_blend_ps(seen, ninf,
                                              _mm512_load_ps(sbuf[x][j]));
       _mm512_store_ps(sbuf[x][j], sj);
       mx = _mm512_max_ps(mx, sj);
@@ -190,11 +192,11 @@ void ColScoresUpTo8(const float* const* qs, const float* const* kts, size_t n, s
   }
 }
 
-void AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim, size_t nv,
-                float* kt_scratch, float* m, float* l, float* acc) {
+void AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim, size_t first,
+                size_t nv, float* kt_scratch, float* m, float* l, float* acc) {
   const size_t heads = (nq + group - 1) / group;
   for (size_t g = 0; g < heads; ++g) TransposeTile(k + g * kT * head_dim, head_dim, kt_scratch + g * kT * head_dim);
-  const __mmask16 seen = static_cast<__mmask16>((1u << nv) - 1u);
+  const __mmask16 seen = static_cast<__mmask16>(((1u << nv) - 1u) & ~((1u << first) - 1u));
   const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   alignas(64) float p[kT];
   for (size_t q0 = 0; q0 < nq; q0 += 8) {
@@ -244,8 +246,8 @@ void Avx512AttendLanes(const LaneGroup* groups, size_t n, const float* k, const 
 }
 
 void Avx512AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
-                      size_t nv, float* kt_scratch, float* m, float* l, float* acc) {
-  AttendCols(q, nq, group, k, v, head_dim, nv, kt_scratch, m, l, acc);
+                      size_t first, size_t nv, float* kt_scratch, float* m, float* l, float* acc) {
+  AttendCols(q, nq, group, k, v, head_dim, first, nv, kt_scratch, m, l, acc);
 }
 
 }  // namespace pc

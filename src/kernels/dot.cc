@@ -138,10 +138,10 @@ void F16ToF32(const uint16_t* x, float* y, size_t n) {
 
 // One query's step of attend_lanes / attend_cols (dot.h): scores s[16] in,
 // the state m, l, acc[head_dim] updated.
-void LaneStep(float* s, const float* v, size_t head_dim, size_t nv, float* m, float* l, float* acc) {
+void LaneStep(float* s, const float* v, size_t head_dim, size_t first, size_t nv, float* m, float* l, float* acc) {
   float mx = *m;
   for (size_t j = 0; j < kLaneTile; ++j) {
-    if (j >= nv) s[j] = -std::numeric_limits<float>::infinity();
+    if (j >= nv || j < first) s[j] = -std::numeric_limits<float>::infinity();
     mx = std::max(mx, s[j]);
   }
   const float c = ExpLane(*m - mx);
@@ -170,22 +170,22 @@ void AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float*
   PC_CHECK(head_dim <= 512);
   for (const LaneGroup& g : std::span<const LaneGroup>(groups, n)) {
     for (size_t i = 0; i < kLaneTile; ++i) {
-      if (g.nv[i] <= 0) continue;
+      if (g.nv[i] <= g.first[i]) continue;
       for (size_t j = 0; j < kLaneTile; ++j) s[j] = LaneScore(g.qt + i, kLaneTile, k + j * head_dim, head_dim);
       for (size_t d = 0; d < head_dim; ++d) acc[d] = g.acct[d * kLaneTile + i];
-      LaneStep(s, v, head_dim, static_cast<size_t>(g.nv[i]), g.m + i, g.l + i, acc);
+      LaneStep(s, v, head_dim, static_cast<size_t>(g.first[i]), static_cast<size_t>(g.nv[i]), g.m + i, g.l + i, acc);
       for (size_t d = 0; d < head_dim; ++d) g.acct[d * kLaneTile + i] = acc[d];
     }
   }
 }
 
-void AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim, size_t nv,
-                float*, float* m, float* l, float* acc) {
+void AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
+                size_t first, size_t nv, float*, float* m, float* l, float* acc) {
   float s[kLaneTile];
   for (size_t i = 0; i < nq; ++i) {
     const size_t off = i / group * kLaneTile * head_dim;
     for (size_t j = 0; j < kLaneTile; ++j) s[j] = LaneScore(q + i * head_dim, 1, k + off + j * head_dim, head_dim);
-    LaneStep(s, v + off, head_dim, nv, m + i, l + i, acc + i * head_dim);
+    LaneStep(s, v + off, head_dim, first, nv, m + i, l + i, acc + i * head_dim);
   }
 }
 

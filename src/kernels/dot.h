@@ -13,7 +13,8 @@ namespace pc {
 // Up to 16 query vectors of one K/V head in the lanes (attend_lanes).
 struct LaneGroup {
   const float* qt;     // [head_dim][16]
-  const int32_t* nv;   // [16]
+  const int32_t* first;  // [16] positions below it are invisible (a sliding window)
+  const int32_t* nv;     // [16] positions from it on are invisible
   float* m;            // [16]
   float* l;            // [16]
   float* acct;         // [head_dim][16]
@@ -69,26 +70,26 @@ struct DotKernels {
   // k/v [16][head_dim] (rows past the tile's end zero), in two shapes with
   // the same arithmetic per query, so a query's bits do not depend on which
   // one ran it (null in tables without them: AttendSpan then calls
-  // attend_tile). Per query with nv >= 1 visible positions:
-  //   s_j = fused chain over d = 0.. of q[d] * k[j][d] from 0; -inf for j >= nv
+  // attend_tile). Per query with visible positions first <= j < nv:
+  //   s_j = fused chain over d = 0.. of q[d] * k[j][d] from 0; -inf for j >= nv or j < first
   //   mx = max(m, max_j s_j); c = ExpLane(m - mx); p_j = ExpLane(s_j - mx)
   //   l = l * c + sum_j p_j, summed as a tree: u_j = p_j + p_j+8 (j < 8),
   //       w_j = u_j + u_j+4 (j < 4), then (w0 + w2) + (w1 + w3)
   //   acc[d] = fused chain over j = 0..15 of p_j * v[j][d] from acc[d] * c
   //   m = mx.
   // attend_lanes: n groups of up to 16 query vectors of one K/V head, one
-  //   per lane (LaneGroup: qt[d * 16 + i] is query i's element d; nv[i] in
-  //   0..16, 0 leaving the lane as it is; m[16], l[16] and acct[d * 16 + i]
+  //   per lane (LaneGroup: qt[d * 16 + i] is query i's element d; first[i] <=
+  //   nv[i] in 0..16, equal leaving the lane as it is; m[16], l[16] and acct[d * 16 + i]
   //   the lanes' state). For prefill, where a K/V head has many queries;
   //   groups taken two at a time share each K and V load.
   // attend_cols: nq query vectors q[i * head_dim + d], query i reading K/V
-  //   head i / group of k/v [heads][16][head_dim], all seeing nv (1..16)
-  //   positions; state m[nq], l[nq], acc[i * head_dim + d]. kt_scratch:
+  //   head i / group of k/v [heads][16][head_dim], all seeing positions
+  //   first <= j < nv (first < nv <= 16); state m[nq], l[nq], acc[i * head_dim + d]. kt_scratch:
   //   16 * head_dim floats per K/V head read (K transposed there). For
   //   decode, a few queries per K/V head.
   void (*attend_lanes)(const struct LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
   void (*attend_cols)(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
-                      size_t nv, float* kt_scratch, float* m, float* l, float* acc);
+                      size_t first, size_t nv, float* kt_scratch, float* m, float* l, float* acc);
   // 8-bit K/V rows widened: y[i] = d * qs[i] of n / 32 Q8_0 blocks (one
   // float multiply each, so every table gives the same bits). n % 32 == 0.
   void (*q8_0_to_f32)(const void* x, float* y, size_t n);
@@ -108,7 +109,7 @@ const DotKernels* Avx2DotKernels();
 // The AVX2 table's attend_lanes and attend_cols (attention_avx2.cc).
 void Avx2AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
 void Avx2AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
-                    size_t nv, float* kt_scratch, float* m, float* l, float* acc);
+                    size_t first, size_t nv, float* kt_scratch, float* m, float* l, float* acc);
 // The AVX2 table with AVX-512 attention (attend_lanes, attend_cols),
 // F16/BF16 matmul (f16, bf16, tile_f16, tile_bf16: dot_avx512.cc, 16-lane
 // arithmetic of its own) and 16-lane F16 widening (f16_to_f32).
@@ -116,7 +117,7 @@ const DotKernels* Avx512DotKernels();
 // The AVX-512 table's attend_lanes and attend_cols (attention_avx512.cc).
 void Avx512AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
 void Avx512AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
-                      size_t nv, float* kt_scratch, float* m, float* l, float* acc);
+                      size_t first, size_t nv, float* kt_scratch, float* m, float* l, float* acc);
 float Avx512DotF16(const uint16_t* a, const uint16_t* b, size_t n);
 void Avx512F16ToF32(const uint16_t* x, float* y, size_t n);
 void Avx512Q8_0ToF32(const void* x, float* y, size_t n);

@@ -286,12 +286,13 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
       kv.Write(layer, batch[t].block_table, batch[t].pos, k, v);
     }
   });
-  // Windows, soft-caps and sinks take the per-head path; the tiled kernels
-  // (and the reference's orders) know none of them.
+  // Soft-caps take the per-head path (the tiled kernels have none); so do
+  // windows and sinks in the ggml numerics, whose orders it reproduces.
   const bool default_scale = c.attn_scale == 0 || c.attn_scale == 1.0f / std::sqrt(static_cast<float>(c.head_dim));
-  if (swa || c.attn_softcap != 0 || !w.sinks.empty()) {
+  const bool ggml = numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16;
+  if (c.attn_softcap != 0 || (ggml && (swa || !w.sinks.empty()))) {
     AttendExtras(layer, batch, kv, s);
-  } else if (numerics_ == Numerics::kGgmlCompat && kv.dtype() == KvDtype::kF16 && default_scale) {
+  } else if (ggml && default_scale) {
     AttendGgmlCompat(layer, batch, kv, s);
   } else {
     AttendTiled(layer, batch, kv, s);
@@ -315,7 +316,9 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   std::vector<Item> items;
   std::vector<int32_t> pos(batch.size());
   for (size_t t = 0; t < batch.size(); ++t) pos[t] = batch[t].pos;
-  const AttnRows rows{s.q.data(), static_cast<size_t>(c.q_dim()), pos.data(), s.att.data(), static_cast<size_t>(c.q_dim())};
+  const std::vector<float>& sinks = weights_.layers[layer].sinks;
+  const AttnRows rows{s.q.data(), static_cast<size_t>(c.q_dim()), pos.data(), s.att.data(), static_cast<size_t>(c.q_dim()),
+                      c.is_swa(layer) ? static_cast<size_t>(c.sliding_window) : 0, sinks.empty() ? nullptr : sinks.data()};
   size_t num_parts = 0;
   for (size_t run = 0; run < batch.size();) {
     size_t end = run + 1;

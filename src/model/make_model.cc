@@ -1,5 +1,6 @@
 #include "model/make_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <optional>
@@ -17,10 +18,24 @@ Result<ModelShape> BuiltinShape(const std::string& name) {
   if (name == "bench-135m") return ModelShape{name, 576, 30, 9, 3, 1536, true};
   if (name == "bench-1b") return ModelShape{name, 2048, 22, 32, 4, 5632, false};
   if (name == "tiny") return ModelShape{name, 128, 2, 4, 2, 256, true, 2048};
-  return Errorf("unknown model shape '{}' (built-in: bench-135m, bench-1b, tiny)", name);
+  if (name == "bench-moe") {
+    ModelShape m{name, 1024, 6, 16, 2, 0, false, 8192, 1e6f};
+    m.arch = "qwen3moe";
+    m.head_dim = 128;
+    m.n_expert = 128, m.n_expert_used = 8, m.n_ff_expert = 384;
+    return m;
+  }
+  if (name == "bench-gemma3") {
+    ModelShape m{name, 576, 26, 4, 1, 3456, true, 8192, 1e6f};
+    m.arch = "gemma3";
+    m.head_dim = 128;
+    m.sliding_window = 512;
+    return m;
+  }
+  return Errorf("unknown model shape '{}' (built-in: {})", name, fmt::join(BuiltinShapeNames(), ", "));
 }
 
-std::vector<std::string> BuiltinShapeNames() { return {"bench-135m", "bench-1b", "tiny"}; }
+std::vector<std::string> BuiltinShapeNames() { return {"bench-135m", "bench-1b", "tiny", "bench-moe", "bench-gemma3"}; }
 
 namespace {
 
@@ -76,7 +91,8 @@ std::vector<std::string> ModelFileTypeNames() {
 TensorType MatrixTypeFor(const ModelFileType& ft, const std::string& tensor, int layer, int n_layer, size_t cols) {
   TensorType t = ft.type;
   if (ft.k_mix) {
-    const bool v_or_down = tensor.find("attn_v.") != std::string::npos || tensor.find("ffn_down.") != std::string::npos;
+    // ffn_down_exps too, as the reference tools match the name.
+    const bool v_or_down = tensor.find("attn_v.") != std::string::npos || tensor.find("ffn_down") != std::string::npos;
     if (tensor == "output.weight" || (v_or_down && MoreBits(layer, n_layer))) t = TensorType::kQ6_K;
   }
   if (cols % BlockElems(t) != 0) t = Fallback(t);
@@ -166,32 +182,58 @@ std::vector<uint8_t> RandomMatrix(Sampler& rng, TensorType type, size_t rows, si
 
 }  // namespace
 
+namespace {
+
+// <arch>.* metadata of the shape.
+void SetArchMetadata(GgufWriter& w, const ModelShape& s, bool copy) {
+  const std::string a = s.arch + ".";
+  auto u32 = [&](const std::string& key, int v) { w.Set(a + key, GgufValue::Of(static_cast<uint32_t>(v))); };
+  u32("context_length", s.n_ctx);
+  u32("embedding_length", s.n_embd);
+  u32("block_count", s.n_layer);
+  u32("feed_forward_length", s.n_expert > 0 ? s.n_ff_expert : s.n_ff);
+  u32("attention.head_count", s.n_head);
+  u32("attention.head_count_kv", s.n_kv_head);
+  if (s.head_dim > 0) {
+    u32("attention.key_length", s.head_dim);
+    u32("attention.value_length", s.head_dim);
+  }
+  u32("rope.dimension_count", s.head_size());
+  w.Set(a + "rope.freq_base", GgufValue::Of(copy ? InductionWeights::kRopeBase : s.rope_base));
+  w.Set(a + "attention.layer_norm_rms_epsilon", GgufValue::Of(s.arch == "llama" ? 1e-5f : 1e-6f));
+  if (s.n_expert > 0) {
+    u32("expert_count", s.n_expert);
+    u32("expert_used_count", s.n_expert_used);
+    u32("expert_feed_forward_length", s.n_ff_expert);
+  }
+  if (s.sliding_window > 0) u32("attention.sliding_window", s.sliding_window);
+}
+
+}  // namespace
+
 Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
   const ModelShape& s = opt.shape;
-  if (s.n_embd % 32 != 0 || s.n_ff % 32 != 0 || s.n_head <= 0 || s.n_kv_head <= 0 ||
-      s.n_embd % s.n_head != 0 || s.n_head % s.n_kv_head != 0) {
-    return Errorf("invalid shape: n_embd and ffn must be multiples of 32, heads must divide evenly");
+  const bool moe = s.arch == "qwen3moe", gemma = s.arch == "gemma3";
+  if (s.arch != "llama" && !moe && !gemma) return Errorf("make-model writes llama, qwen3moe or gemma3, not '{}'", s.arch);
+  const int ffn = moe ? s.n_ff_expert : s.n_ff;
+  if (s.n_embd % 32 != 0 || ffn % 32 != 0 || s.n_head <= 0 || s.n_kv_head <= 0 || s.n_head % s.n_kv_head != 0 ||
+      (s.head_dim == 0 && s.n_embd % s.n_head != 0) || s.head_size() % 2 != 0 || (moe && s.n_expert_used < 1) ||
+      (moe && s.n_expert < s.n_expert_used) || (gemma && s.sliding_window < 1)) {
+    return Errorf("invalid shape: n_embd and ffn must be multiples of 32, the head size even, heads must divide evenly");
   }
+  if (opt.copy && s.arch != "llama") return Status::Error("--copy writes llama models only");
   std::optional<InductionWeights> copy;
   if (opt.copy) {
     PC_ASSIGN_OR_RETURN(InductionWeights iw, InductionWeights::Make(s, opt.seed));
     copy = std::move(iw);
   }
   GgufWriter w;
-  w.Set("general.architecture", GgufValue::Of(std::string("llama")));
+  w.Set("general.architecture", GgufValue::Of(s.arch));
   w.Set("general.name", GgufValue::Of(s.name.empty() ? std::string("custom") : s.name));
   const ModelFileType ft = ModelFileTypeFor(opt.type, opt.k_mix);
   w.Set("general.file_type", GgufValue::Of(ft.ftype));
   w.Set("general.quantization_version", GgufValue::Of(uint32_t{2}));
-  w.Set("llama.context_length", GgufValue::Of(static_cast<uint32_t>(s.n_ctx)));
-  w.Set("llama.embedding_length", GgufValue::Of(static_cast<uint32_t>(s.n_embd)));
-  w.Set("llama.block_count", GgufValue::Of(static_cast<uint32_t>(s.n_layer)));
-  w.Set("llama.feed_forward_length", GgufValue::Of(static_cast<uint32_t>(s.n_ff)));
-  w.Set("llama.attention.head_count", GgufValue::Of(static_cast<uint32_t>(s.n_head)));
-  w.Set("llama.attention.head_count_kv", GgufValue::Of(static_cast<uint32_t>(s.n_kv_head)));
-  w.Set("llama.rope.dimension_count", GgufValue::Of(static_cast<uint32_t>(s.n_embd / s.n_head)));
-  w.Set("llama.rope.freq_base", GgufValue::Of(copy ? InductionWeights::kRopeBase : s.rope_base));
-  w.Set("llama.attention.layer_norm_rms_epsilon", GgufValue::Of(1e-5f));
+  SetArchMetadata(w, s, copy.has_value());
   int n_vocab = opt.vocab_size;
   if (opt.vocab_path.empty()) {
     PC_RETURN_IF_ERROR(AddBuiltinVocab(w, opt));
@@ -200,10 +242,10 @@ Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
   } else {
     PC_ASSIGN_OR_RETURN(n_vocab, CopyVocab(w, opt.vocab_path));
   }
-  w.Set("llama.vocab_size", GgufValue::Of(static_cast<uint32_t>(n_vocab)));
+  w.Set(s.arch + ".vocab_size", GgufValue::Of(static_cast<uint32_t>(n_vocab)));
   Sampler rng(SamplingParams{1.0f, 0, 1.0f, opt.seed, 0.0f, 1.0f});
-  const auto e = static_cast<size_t>(s.n_embd), ff = static_cast<size_t>(s.n_ff);
-  const size_t kv = e / s.n_head * s.n_kv_head;
+  const auto e = static_cast<size_t>(s.n_embd), ff = static_cast<size_t>(ffn);
+  const size_t hd = static_cast<size_t>(s.head_size()), q = hd * s.n_head, kv = hd * s.n_kv_head;
   int layer = -1;  // of the matrices being written
   auto matrix = [&](const std::string& name, size_t rows, size_t cols) {
     const TensorType t = MatrixTypeFor(ft, name, layer, s.n_layer, cols);
@@ -220,26 +262,52 @@ Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
     }
     return w.AddTensor(name, t, {cols, rows}, data);
   };
-  std::vector<float> ones(e, 1.0f);
-  auto norm = [&](const std::string& name) {
-    return w.AddTensor(name, TensorType::kF32, {e},
-                       {reinterpret_cast<const uint8_t*>(ones.data()), e * sizeof(float)});
+  std::vector<float> ones(std::max(e, hd), 1.0f);
+  auto norm = [&](const std::string& name, size_t n) {
+    return w.AddTensor(name, TensorType::kF32, {n},
+                       {reinterpret_cast<const uint8_t*>(ones.data()), n * sizeof(float)});
+  };
+  // The experts: one 3-D tensor per projection, [n_expert][rows][cols].
+  auto experts = [&](const std::string& name, size_t rows, size_t cols) {
+    const TensorType t = MatrixTypeFor(ft, name, layer, s.n_layer, cols);
+    std::vector<uint8_t> data;
+    for (int x = 0; x < s.n_expert; ++x) {
+      const std::vector<uint8_t> one = RandomMatrix(rng, t, rows, cols, opt.weight_std);
+      data.insert(data.end(), one.begin(), one.end());
+    }
+    return w.AddTensor(name, t, {cols, rows, static_cast<size_t>(s.n_expert)}, data);
   };
   PC_RETURN_IF_ERROR(matrix("token_embd.weight", static_cast<size_t>(n_vocab), e));
   for (int l = 0; l < s.n_layer; ++l) {
     layer = l;
     const std::string p = fmt::format("blk.{}.", l);
-    PC_RETURN_IF_ERROR(norm(p + "attn_norm.weight"));
-    PC_RETURN_IF_ERROR(matrix(p + "attn_q.weight", e, e));
+    PC_RETURN_IF_ERROR(norm(p + "attn_norm.weight", e));
+    PC_RETURN_IF_ERROR(matrix(p + "attn_q.weight", q, e));
     PC_RETURN_IF_ERROR(matrix(p + "attn_k.weight", kv, e));
     PC_RETURN_IF_ERROR(matrix(p + "attn_v.weight", kv, e));
-    PC_RETURN_IF_ERROR(matrix(p + "attn_output.weight", e, e));
-    PC_RETURN_IF_ERROR(norm(p + "ffn_norm.weight"));
-    PC_RETURN_IF_ERROR(matrix(p + "ffn_gate.weight", ff, e));
-    PC_RETURN_IF_ERROR(matrix(p + "ffn_up.weight", ff, e));
-    PC_RETURN_IF_ERROR(matrix(p + "ffn_down.weight", e, ff));
+    PC_RETURN_IF_ERROR(matrix(p + "attn_output.weight", e, q));
+    if (moe || gemma) {
+      PC_RETURN_IF_ERROR(norm(p + "attn_q_norm.weight", hd));
+      PC_RETURN_IF_ERROR(norm(p + "attn_k_norm.weight", hd));
+    }
+    if (gemma) PC_RETURN_IF_ERROR(norm(p + "post_attention_norm.weight", e));
+    PC_RETURN_IF_ERROR(norm(p + "ffn_norm.weight", e));
+    if (moe) {
+      {  // the router stays F32, as the reference tools leave it
+        const std::vector<uint8_t> router = RandomMatrix(rng, TensorType::kF32, static_cast<size_t>(s.n_expert), e, opt.weight_std);
+        PC_RETURN_IF_ERROR(w.AddTensor(p + "ffn_gate_inp.weight", TensorType::kF32, {e, static_cast<size_t>(s.n_expert)}, router));
+      }
+      PC_RETURN_IF_ERROR(experts(p + "ffn_gate_exps.weight", ff, e));
+      PC_RETURN_IF_ERROR(experts(p + "ffn_up_exps.weight", ff, e));
+      PC_RETURN_IF_ERROR(experts(p + "ffn_down_exps.weight", e, ff));
+    } else {
+      PC_RETURN_IF_ERROR(matrix(p + "ffn_gate.weight", ff, e));
+      PC_RETURN_IF_ERROR(matrix(p + "ffn_up.weight", ff, e));
+      PC_RETURN_IF_ERROR(matrix(p + "ffn_down.weight", e, ff));
+    }
+    if (gemma) PC_RETURN_IF_ERROR(norm(p + "post_ffw_norm.weight", e));
   }
-  PC_RETURN_IF_ERROR(norm("output_norm.weight"));
+  PC_RETURN_IF_ERROR(norm("output_norm.weight", e));
   if (!s.tied_output) PC_RETURN_IF_ERROR(matrix("output.weight", static_cast<size_t>(n_vocab), e));
   return w.WriteFile(out_path);
 }

@@ -15,9 +15,21 @@ struct ModelShape {
   bool tied_output = true;
   int n_ctx = 8192;
   float rope_base = 10000.0f;
+  // Beyond llama: the architecture written (llama, qwen3moe, gemma3), the
+  // head size (0: n_embd / n_head), experts (qwen3moe: n_expert of
+  // n_ff_expert, n_expert_used per token; n_ff unused) and gemma3's window.
+  std::string arch = "llama";
+  int head_dim = 0;
+  int n_expert = 0, n_expert_used = 0, n_ff_expert = 0;
+  int sliding_window = 0;
+  int head_size() const { return head_dim > 0 ? head_dim : n_embd / n_head; }
 };
 
-// Built-in shapes: bench-135m, bench-1b, tiny.
+// Built-in shapes: bench-135m, bench-1b, tiny; bench-moe (Qwen3-30B-A3B's
+// proportions at about 1e9 weights: 128 experts of 0.375 n_embd, 8 used,
+// q twice n_embd in heads of 128, 8 queries per KV head, untied output) and
+// bench-gemma3 (Gemma 3 1B's: 4 heads and 1 KV head, q 0.89 n_embd, FFN
+// 6 n_embd, windows of 512 on five layers of six, 26 layers, tied output).
 Result<ModelShape> BuiltinShape(const std::string& name);
 std::vector<std::string> BuiltinShapeNames();
 

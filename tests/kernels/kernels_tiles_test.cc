@@ -35,8 +35,9 @@ bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0
 // The lane kernels of every table that has them (the scalar twin included):
 // 16 queries of one K/V head in lanes (attend_lanes), and the same queries
 // one row at a time with K transposed (attend_cols), both against the
-// scalar attend_lanes, bit for bit, over head sizes, visible counts (0 leaves
-// a lane untouched) and running states that do and do not rescale.
+// scalar attend_lanes, bit for bit, over head sizes, visible ranges [first,
+// nv) (empty ones leave a lane untouched; first > 0 is a window's start) and
+// running states that do and do not rescale.
 TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
   const DotKernels& ref = ScalarDotKernels();
   ASSERT_NE(ref.attend_lanes, nullptr);
@@ -53,8 +54,11 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
     for (size_t i = 0; i < kLaneTile; ++i) {
       for (size_t d = 0; d < hd; ++d) qt[d * kLaneTile + i] = q[i * hd + d];
     }
-    int32_t nv[kLaneTile];
-    for (size_t i = 0; i < kLaneTile; ++i) nv[i] = static_cast<int32_t>((i * 5 + hd) % 17);  // 0..16
+    int32_t nv[kLaneTile], first[kLaneTile];
+    for (size_t i = 0; i < kLaneTile; ++i) {
+      nv[i] = static_cast<int32_t>((i * 5 + hd) % 17);  // 0..16
+      first[i] = i % 3 == 0 ? static_cast<int32_t>((i * 7 + hd) % 13) : 0;  // some past nv: empty
+    }
     nv[3] = 16;
     for (float old_max : {-std::numeric_limits<float>::infinity(), -3.0f, 40.0f}) {
       const auto acc0 = RandomFloats(kLaneTile * hd, 23);
@@ -62,7 +66,7 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
       std::vector<float> want_acct = acc0, want_m = m0, want_l = l0;
       if (std::isinf(old_max)) std::fill(want_acct.begin(), want_acct.end(), 0.0f);
       const std::vector<float> start_acct = want_acct;
-      const LaneGroup want{qt.data(), nv, want_m.data(), want_l.data(), want_acct.data()};
+      const LaneGroup want{qt.data(), first, nv, want_m.data(), want_l.data(), want_acct.data()};
       ref.attend_lanes(&want, 1, k.data(), v.data(), hd);
       for (const DotKernels* t : tables) {
         // Several groups in one call (taken in pairs): group x holds the
@@ -71,8 +75,8 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
         for (size_t n_groups : {1u, 2u, 3u}) {
           struct Group {
             std::vector<float> qt, m, l, acct;
-            std::vector<int32_t> nv;
-            LaneGroup View() { return {qt.data(), nv.data(), m.data(), l.data(), acct.data()}; }
+            std::vector<int32_t> first, nv;
+            LaneGroup View() { return {qt.data(), first.data(), nv.data(), m.data(), l.data(), acct.data()}; }
           };
           std::vector<Group> got(n_groups), want_x(n_groups);
           for (size_t x = 0; x < n_groups; ++x) {
@@ -82,6 +86,7 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
             gx.m.resize(kLaneTile);
             gx.l.resize(kLaneTile);
             gx.nv.resize(kLaneTile);
+            gx.first.resize(kLaneTile);
             for (size_t i = 0; i < kLaneTile; ++i) {
               const size_t src = (i + 5 * x) % kLaneTile;
               for (size_t d = 0; d < hd; ++d) {
@@ -91,6 +96,7 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
               gx.m[i] = m0[src];
               gx.l[i] = l0[src];
               gx.nv[i] = nv[src];
+              gx.first[i] = first[src];
             }
             want_x[x] = gx;
             const LaneGroup one = want_x[x].View();
@@ -121,7 +127,7 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
         }
         std::vector<float> scratch(kk.size());
         for (size_t i = 0; i < kLaneTile; ++i) {
-          if (nv[i] == 0) continue;
+          if (nv[i] <= first[i]) continue;
           std::vector<float> acc(hd);
           for (size_t d = 0; d < hd; ++d) acc[d] = start_acct[d * kLaneTile + i];
           float mi = m0[i], li = l0[i];
@@ -132,8 +138,8 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
             std::copy(q.begin() + i * hd, q.begin() + (i + 1) * hd, qs.begin() + c * hd);
             std::copy(acc.begin(), acc.end(), accs.begin() + c * hd);
           }
-          t->attend_cols(qs.data(), group, group, kk.data(), vv.data(), hd, static_cast<size_t>(nv[i]), scratch.data(),
-                         ms.data(), ls.data(), accs.data());
+          t->attend_cols(qs.data(), group, group, kk.data(), vv.data(), hd, static_cast<size_t>(first[i]),
+                         static_cast<size_t>(nv[i]), scratch.data(), ms.data(), ls.data(), accs.data());
           for (size_t c = 0; c < group; ++c) {
             ASSERT_TRUE(SameBits(ms[c], want_m[i]) && SameBits(ls[c], want_l[i])) << t->name << " cols hd=" << hd;
             for (size_t d = 0; d < hd; ++d) {
@@ -144,7 +150,7 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
       }
       // Lanes with nothing visible keep their state.
       for (size_t i = 0; i < kLaneTile; ++i) {
-        if (nv[i] != 0) continue;
+        if (nv[i] > first[i]) continue;
         EXPECT_TRUE(SameBits(want_m[i], m0[i]) && SameBits(want_l[i], l0[i]));
         for (size_t d = 0; d < hd; ++d) EXPECT_TRUE(SameBits(want_acct[d * kLaneTile + i], start_acct[d * kLaneTile + i]));
       }
@@ -159,22 +165,22 @@ TEST(TileKernels, LaneAttentionComputesTheSoftmaxAverage) {
   const auto k = RandomFloats(kLaneTile * hd, 30, 2.0f), v = RandomFloats(kLaneTile * hd, 31), q = RandomFloats(hd, 32);
   for (const DotKernels* t : {&ScalarDotKernels(), &ActiveDotKernels()}) {
     if (t->attend_cols == nullptr) continue;
-    for (size_t nv : {1u, 7u, 16u}) {
+    for (auto [first, nv] : {std::pair<size_t, size_t>{0, 1}, {0, 7}, {0, 16}, {5, 16}, {3, 9}}) {
       std::vector<float> scratch(kLaneTile * hd), acc(hd, 0.0f);
       float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
-      t->attend_cols(q.data(), 1, 1, k.data(), v.data(), hd, nv, scratch.data(), &m, &l, acc.data());
+      t->attend_cols(q.data(), 1, 1, k.data(), v.data(), hd, first, nv, scratch.data(), &m, &l, acc.data());
       std::vector<double> s(nv);
       double mx = -1e300, sum = 0;
-      for (size_t j = 0; j < nv; ++j) {
+      for (size_t j = first; j < nv; ++j) {
         for (size_t d = 0; d < hd; ++d) s[j] += static_cast<double>(q[d]) * k[j * hd + d];
         mx = std::max(mx, s[j]);
       }
-      for (size_t j = 0; j < nv; ++j) sum += std::exp(s[j] - mx);
+      for (size_t j = first; j < nv; ++j) sum += std::exp(s[j] - mx);
       EXPECT_NEAR(m, mx, 1e-5);
       EXPECT_NEAR(l, sum, 1e-5 * sum);
       for (size_t d = 0; d < hd; ++d) {
         double want = 0;
-        for (size_t j = 0; j < nv; ++j) want += std::exp(s[j] - mx) / sum * v[j * hd + d];
+        for (size_t j = first; j < nv; ++j) want += std::exp(s[j] - mx) / sum * v[j * hd + d];
         EXPECT_NEAR(acc[d] / l, want, 1e-5) << t->name << " nv=" << nv;
       }
     }
@@ -355,30 +361,87 @@ TEST_P(AttentionBlocks, MatchDirectComputationAcrossSpans) {
   }
 }
 
+// With a window of 700 (longer than a span: a row's first spans see
+// nothing) and sinks, too.
 TEST(AttentionSpans, RowResultIsIndependentOfBatchAndOfSplitting) {
   const size_t n_pos = 3 * kAttnSpan + 5;
   const PagedKv kv(n_pos);
   const AttnHeads h = kv.Heads();
   const size_t num_rows = 16, width = h.n_head * h.head_dim;
   const auto q = RandomFloats(num_rows * width, 13);
+  const auto sinks = RandomFloats(h.n_head, 14, 3.0f);
   std::vector<int32_t> pos(num_rows);
   for (size_t r = 0; r < num_rows; ++r) pos[r] = static_cast<int32_t>(n_pos - num_rows + r);
   const DotKernels& k = ActiveDotKernels();
-  // All rows together on one thread.
-  std::vector<float> together(num_rows * width), scratch(AttendScratchFloats(num_rows, h));
-  AttendRows(k, kv.View(), {q.data(), width, pos.data(), together.data(), width}, 0, num_rows, h, scratch.data());
-  for (size_t r = 0; r < num_rows; r += 5) {
-    // Row r alone, its spans computed separately (as split-KV threads do)
-    // and merged in order.
-    const size_t spans = AttnSpanCount({q.data(), width, pos.data(), nullptr, 0}, r, r + 1);
-    ASSERT_GE(spans, 3u);
-    std::vector<float> parts(spans * AttnStateFloats(h.n_head, h.head_dim)), alone(num_rows * width);
-    const AttnRows rows{q.data(), width, pos.data(), alone.data(), width};
-    auto state = [&](size_t sp) { return AttnStateAt(parts.data() + sp * AttnStateFloats(h.n_head, h.head_dim), h.n_head, h.head_dim); };
-    for (size_t sp = spans; sp-- > 0;) AttendSpan(k, kv.View(), rows, r, r + 1, h, sp, scratch.data(), state(sp));
-    for (size_t sp = 1; sp < spans; ++sp) MergeAttnState(state(0), state(sp), h.n_head, h.head_dim);
-    FinishAttnState(state(0), rows, r, r + 1, h);
-    EXPECT_EQ(0, std::memcmp(&alone[r * width], &together[r * width], width * sizeof(float))) << "row " << r;
+  for (size_t window : {size_t{0}, size_t{700}}) {
+    const float* sink = window == 0 ? nullptr : sinks.data();
+    // All rows together on one thread.
+    std::vector<float> together(num_rows * width), scratch(AttendScratchFloats(num_rows, h));
+    AttendRows(k, kv.View(), {q.data(), width, pos.data(), together.data(), width, window, sink}, 0, num_rows, h,
+               scratch.data());
+    for (size_t r = 0; r < num_rows; r += 5) {
+      // Row r alone, its spans computed separately (as split-KV threads do)
+      // and merged in order.
+      const size_t spans = AttnSpanCount({q.data(), width, pos.data(), nullptr, 0}, r, r + 1);
+      ASSERT_GE(spans, 3u);
+      std::vector<float> parts(spans * AttnStateFloats(h.n_head, h.head_dim)), alone(num_rows * width);
+      const AttnRows rows{q.data(), width, pos.data(), alone.data(), width, window, sink};
+      auto state = [&](size_t sp) { return AttnStateAt(parts.data() + sp * AttnStateFloats(h.n_head, h.head_dim), h.n_head, h.head_dim); };
+      for (size_t sp = spans; sp-- > 0;) AttendSpan(k, kv.View(), rows, r, r + 1, h, sp, scratch.data(), state(sp));
+      for (size_t sp = 1; sp < spans; ++sp) MergeAttnState(state(0), state(sp), h.n_head, h.head_dim);
+      FinishAttnState(state(0), rows, r, r + 1, h);
+      EXPECT_EQ(0, std::memcmp(&alone[r * width], &together[r * width], width * sizeof(float))) << "row " << r;
+    }
+  }
+}
+
+// Windows and sinks in the tiled path (serve's numerics for gemma's windowed
+// layers and gpt-oss) against the definition in double precision: rows
+// before, at and past the window's length, windows shorter than a tile and
+// longer than a span, at every table.
+TEST(AttentionSpans, WindowsAndSinksMatchTheDefinition) {
+  const size_t n_pos = 2 * kAttnSpan + 37;
+  const PagedKv kv(n_pos, 48);
+  const AttnHeads h = kv.Heads();
+  const size_t width = h.n_head * h.head_dim;
+  const std::vector<int32_t> pos = {0, 3, 15, 16, 17, 40, 600, 1000, static_cast<int32_t>(n_pos - 1)};
+  const auto q = RandomFloats(pos.size() * width, 15);
+  const auto sinks = RandomFloats(h.n_head, 16, 3.0f);
+  auto f16 = [](uint16_t x) { return static_cast<double>(Fp16ToFp32(x)); };
+  for (size_t window : {size_t{1}, size_t{7}, size_t{16}, size_t{40}, size_t{700}}) {
+    for (bool with_sinks : {false, true}) {
+      for (const DotKernels* k : {&ScalarDotKernels(), &ActiveDotKernels()}) {
+        std::vector<float> out(pos.size() * width), scratch(AttendScratchFloats(pos.size(), h));
+        const AttnRows rows{q.data(), width, pos.data(), out.data(), width, window, with_sinks ? sinks.data() : nullptr};
+        AttendRows(*k, kv.View(), rows, 0, pos.size(), h, scratch.data());
+        for (size_t r = 0; r < pos.size(); ++r) {
+          const size_t p1 = static_cast<size_t>(pos[r]), lo = p1 + 1 > window ? p1 + 1 - window : 0;
+          for (size_t head = 0; head < h.n_head; ++head) {
+            const size_t g = head / h.group();
+            std::vector<double> s;
+            double mx = with_sinks ? sinks[head] : -1e300;
+            for (size_t p = lo; p <= p1; ++p) {
+              const size_t row = static_cast<size_t>(kv.table[p / kv.block]) * kv.block + p % kv.block;
+              double d = 0;
+              for (size_t i = 0; i < h.head_dim; ++i) d += q[r * width + head * h.head_dim + i] * f16(kv.k[(row * h.n_kv_head + g) * h.head_dim + i]);
+              s.push_back(d * h.Scale());
+              mx = std::max(mx, s.back());
+            }
+            double sum = with_sinks ? std::exp(sinks[head] - mx) : 0;
+            for (double& x : s) sum += (x = std::exp(x - mx));
+            for (size_t i = 0; i < h.head_dim; ++i) {
+              double want = 0;
+              for (size_t p = lo; p <= p1; ++p) {
+                const size_t row = static_cast<size_t>(kv.table[p / kv.block]) * kv.block + p % kv.block;
+                want += s[p - lo] / sum * f16(kv.v[(row * h.n_kv_head + g) * h.head_dim + i]);
+              }
+              ASSERT_NEAR(out[r * width + head * h.head_dim + i], want, 2e-5)
+                  << k->name << " window " << window << " sinks " << with_sinks << " pos " << p1 << " head " << head;
+            }
+          }
+        }
+      }
+    }
   }
 }
 

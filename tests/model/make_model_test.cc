@@ -242,6 +242,43 @@ TEST(MakeModel, CopiesAVocabularyAndItsTokenizerStillMatches) {
   EXPECT_EQ(tok->Encode("Hello world", {.add_special = false}), (std::vector<int32_t>{15043, 3186}));
 }
 
+// The benchmark shapes of other architectures, shrunk: a qwen3moe (router,
+// 3-D experts, q/k norms, a head wider than n_embd / n_head) and a gemma3
+// (windows, post norms, tied output) load as their architectures, every
+// tensor used, and run; the built-in shapes keep the proportions they name.
+TEST(MakeModel, WritesMixturesOfExpertsAndGemma3) {
+  const ModelShape moe = *BuiltinShape("bench-moe"), gemma = *BuiltinShape("bench-gemma3");
+  EXPECT_EQ(moe.arch, "qwen3moe");
+  EXPECT_EQ(moe.n_expert, 128);
+  EXPECT_EQ(moe.n_expert_used, 8);
+  EXPECT_EQ(moe.head_size() * moe.n_head, 2 * moe.n_embd);
+  EXPECT_EQ(gemma.arch, "gemma3");
+  EXPECT_EQ(gemma.n_ff, 6 * gemma.n_embd);
+  for (ModelShape shape : {moe, gemma}) {
+    shape.n_embd = 128, shape.n_layer = 2, shape.n_ctx = 512;
+    if (shape.n_expert > 0) shape.n_expert = 8, shape.n_expert_used = 2, shape.n_ff_expert = 64;
+    if (shape.n_ff > 0) shape.n_ff = 256;
+    if (shape.sliding_window > 0) shape.sliding_window = 8;
+    MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
+    opt.shape = shape;
+    const std::string path = test::TempPath("made-" + shape.arch + ".gguf");
+    ASSERT_TRUE(MakeModel(opt, path).ok()) << shape.arch;
+    auto model = Model::Load(path, 1);
+    ASSERT_TRUE(model.ok()) << model.status().message();
+    const ModelConfig& c = (*model)->config();
+    EXPECT_EQ(c.arch, shape.arch);
+    EXPECT_EQ(c.n_expert, shape.n_expert);
+    EXPECT_EQ(c.sliding_window, shape.sliding_window);
+    EXPECT_EQ(c.head_dim, shape.head_size());
+    Session s(**model, 40, KvDtype::kF16);
+    std::vector<int32_t> prompt(30);
+    for (size_t i = 0; i < prompt.size(); ++i) prompt[i] = static_cast<int32_t>(3 + i * 11 % 900);
+    const std::span<const float> logits = s.Prefill(prompt);
+    ASSERT_EQ(logits.size(), 1024u);
+    for (float x : logits) ASSERT_TRUE(std::isfinite(x));
+  }
+}
+
 TEST(MakeModel, RejectsBadShapesAndMissingWordLists) {
   MakeModelOptions opt = TinyOptions(TensorType::kF32);
   opt.shape.n_embd = 100;  // not a multiple of 32

@@ -1,4 +1,5 @@
-// promptcache make-model: write a random-weight llama model.
+// promptcache make-model: write a random-weight model (llama, or the bench-moe
+// and bench-gemma3 shapes' qwen3moe and gemma3).
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -57,8 +58,8 @@ int Make(const MakeFlags& f) {
 
 void RegisterMakeModel(CLI::App& app, int* exit_code) {
   auto f = std::make_shared<MakeFlags>();
-  CLI::App* c = app.add_subcommand("make-model", "Write a random-weight llama model (GGUF)");
-  c->add_option("--shape", f->shape, "Built-in shape: bench-135m, bench-1b, tiny");
+  CLI::App* c = app.add_subcommand("make-model", "Write a random-weight model (GGUF): llama, or the qwen3moe and gemma3 bench shapes");
+  c->add_option("--shape", f->shape, "Built-in shape: " + fmt::format("{}", fmt::join(BuiltinShapeNames(), ", ")));
   c->add_option("--n-embd", f->n_embd, "Embedding width");
   c->add_option("--n-layer", f->n_layer, "Layers");
   c->add_option("--n-head", f->n_head, "Attention heads");
