@@ -106,6 +106,16 @@ class Model {
   void LinearMany(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
   // Our kernels (x16 for packed rows), inputs converted per weight type.
   void LinearPrecise(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
+  // The experts' matrices of one step in one pool job: job i multiplies
+  // rows [first, first + n) of x (all jobs share x [rows][cols]) by its
+  // matrix into y [n][w->rows]. Decode calls 8 experts x 2 matrices per layer:
+  // one handoff instead of one per matrix. Precise numerics.
+  struct ExpertJob {
+    const WeightMatrix* w;
+    size_t first, n;
+    float* y;
+  };
+  void LinearExperts(std::span<const ExpertJob> jobs, const float* x, size_t rows, Scratch& s);
   // x [n][cols] converted to activation type at, once per matmul call
   // (kept in s.acts): the rows and their stride in bytes.
   std::pair<const uint8_t*, size_t> ConvertActivations(TensorType at, const float* x, size_t n, size_t cols,

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <vector>
 
+#include "base/check.h"
+#include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "model/forward.h"
 #include "model/forward_scratch.h"
@@ -36,6 +38,30 @@ void RouteToken(const float* logits, size_t n_expert, size_t k, int32_t* chosen,
 
 }  // namespace
 
+void Model::LinearExperts(std::span<const ExpertJob> jobs, const float* x, size_t rows, Scratch& s) {
+  if (jobs.empty()) return;
+  const size_t cols = jobs[0].w->cols;
+  s.acts.clear();
+  std::vector<std::pair<const uint8_t*, size_t>> xs;  // per job: its activation rows, their stride
+  size_t total = 0;
+  for (const ExpertJob& j : jobs) {
+    PC_CHECK(j.w->cols == cols && j.first + j.n <= rows);
+    const auto [base, stride] = ConvertActivations(ActivationTypeFor(j.w->type), x, rows, cols, s);
+    xs.emplace_back(base + j.first * stride, stride);
+    total += j.w->rows;
+  }
+  const DotKernels& k = *s.kernels;
+  pool_->ParallelFor(total, 16, [&](size_t r0, size_t r1, int) {
+    size_t base = 0;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      const ExpertJob& j = jobs[i];
+      const size_t lo = std::max(r0, base), hi = std::min(r1, base + j.w->rows);
+      if (lo < hi) MatMulRows(k, s.x16, *j.w, xs[i].first, xs[i].second, j.n, j.y, j.w->rows, lo - base, hi - base);
+      base += j.w->rows;
+    }
+  });
+}
+
 void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
@@ -51,26 +77,56 @@ void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {
     RouteToken(&s.router[t * n_exp], n_exp, k, &chosen[t * k], &weight[t * k]);
     for (size_t j = 0; j < k; ++j) slots[static_cast<size_t>(chosen[t * k + j])].push_back(static_cast<uint32_t>(t * k + j));
   }
-  s.moe_out.resize(n * k * dim);
+  // Every (token, choice) row gathered in expert order: expert e's rows are
+  // [first[e], first[e] + slots[e].size()). Decode reads only the chosen experts.
+  const size_t m_all = n * k;
+  std::vector<size_t> first(n_exp + 1, 0);
+  for (size_t e = 0; e < n_exp; ++e) first[e + 1] = first[e] + slots[e].size();
+  s.ex.resize(m_all * dim);
+  s.hb.resize(std::max(s.hb.size(), m_all * ff));
+  s.hb2.resize(std::max(s.hb2.size(), m_all * ff));
+  s.ey.resize(m_all * dim);
+  for (size_t e = 0; e < n_exp; ++e) {
+    for (size_t i = 0; i < slots[e].size(); ++i) {
+      std::memcpy(&s.ex[(first[e] + i) * dim], &s.xb[slots[e][i] / k * dim], dim * sizeof(float));
+    }
+  }
+  std::vector<ExpertJob> gate_up, down;
   for (size_t e = 0; e < n_exp; ++e) {
     const size_t m = slots[e].size();
-    if (m == 0) continue;  // decode reads only the chosen experts
-    s.ex.resize(m * dim);
-    for (size_t i = 0; i < m; ++i) std::memcpy(&s.ex[i * dim], &s.xb[slots[e][i] / k * dim], dim * sizeof(float));
-    s.hb.resize(std::max(s.hb.size(), m * ff));
-    s.hb2.resize(std::max(s.hb2.size(), m * ff));
-    const Projection gate_up[] = {{&w.gate_exps[e], s.hb.data()}, {&w.up_exps[e], s.hb2.data()}};
-    LinearMany(gate_up, s.ex.data(), m, s);
-    for (size_t i = 0; i < m && !w.b_gate_exps.empty(); ++i) AddInPlace(&s.hb[i * ff], &w.b_gate_exps[e * ff], ff);
-    for (size_t i = 0; i < m && !w.b_up_exps.empty(); ++i) AddInPlace(&s.hb2[i * ff], &w.b_up_exps[e * ff], ff);
-    GatedActivation(s.hb.data(), s.hb2.data(), m, ff);
-    s.ey.resize(m * dim);
-    Linear(w.down_exps[e], s.hb.data(), m, s.ey.data(), s);
-    for (size_t i = 0; i < m && !w.b_down_exps.empty(); ++i) AddInPlace(&s.ey[i * dim], &w.b_down_exps[e * dim], dim);
-    for (size_t i = 0; i < m; ++i) {
+    if (m == 0) continue;
+    if (numerics_ == Numerics::kGgmlCompat) {  // the reference's orders, a matrix at a time
+      const Projection gu[] = {{&w.gate_exps[e], &s.hb[first[e] * ff]}, {&w.up_exps[e], &s.hb2[first[e] * ff]}};
+      LinearMany(gu, &s.ex[first[e] * dim], m, s);
+    } else {
+      gate_up.push_back({&w.gate_exps[e], first[e], m, &s.hb[first[e] * ff]});
+      gate_up.push_back({&w.up_exps[e], first[e], m, &s.hb2[first[e] * ff]});
+    }
+  }
+  LinearExperts(gate_up, s.ex.data(), m_all, s);
+  for (size_t e = 0; e < n_exp; ++e) {
+    for (size_t r = first[e]; r < first[e + 1] && !w.b_gate_exps.empty(); ++r) AddInPlace(&s.hb[r * ff], &w.b_gate_exps[e * ff], ff);
+    for (size_t r = first[e]; r < first[e + 1] && !w.b_up_exps.empty(); ++r) AddInPlace(&s.hb2[r * ff], &w.b_up_exps[e * ff], ff);
+  }
+  GatedActivation(s.hb.data(), s.hb2.data(), m_all, ff);  // row by row: the same bits as per expert
+  for (size_t e = 0; e < n_exp; ++e) {
+    const size_t m = slots[e].size();
+    if (m == 0) continue;
+    if (numerics_ == Numerics::kGgmlCompat) {
+      Linear(w.down_exps[e], &s.hb[first[e] * ff], m, &s.ey[first[e] * dim], s);
+    } else {
+      down.push_back({&w.down_exps[e], first[e], m, &s.ey[first[e] * dim]});
+    }
+  }
+  LinearExperts(down, s.hb.data(), m_all, s);
+  s.moe_out.resize(n * k * dim);
+  for (size_t e = 0; e < n_exp; ++e) {
+    for (size_t i = 0; i < slots[e].size(); ++i) {
+      const float* ey = &s.ey[(first[e] + i) * dim];
+      if (!w.b_down_exps.empty()) AddInPlace(&s.ey[(first[e] + i) * dim], &w.b_down_exps[e * dim], dim);
       float* dst = &s.moe_out[slots[e][i] * dim];
       const float wt = weight[slots[e][i]];
-      for (size_t d = 0; d < dim; ++d) dst[d] = s.ey[i * dim + d] * wt;
+      for (size_t d = 0; d < dim; ++d) dst[d] = ey[d] * wt;
     }
   }
   // Summed in choice order, as the reference adds its weighted experts.

@@ -211,7 +211,102 @@ void SetArchMetadata(GgufWriter& w, const ModelShape& s, bool copy) {
 
 }  // namespace
 
-Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
+namespace {
+
+// The shape's tensors into a GgufWriter: random weights (or the induction
+// weights) quantized by the file type's rule, norms of ones.
+class TensorWriter {
+ public:
+  TensorWriter(GgufWriter& w, const MakeModelOptions& opt, const ModelFileType& ft, const InductionWeights* copy)
+      : w_(w), opt_(opt), s_(opt.shape), ft_(ft), copy_(copy),
+        rng_(SamplingParams{1.0f, 0, 1.0f, opt.seed, 0.0f, 1.0f}),
+        ones_(static_cast<size_t>(std::max(s_.n_embd, s_.head_size())), 1.0f) {}
+
+  Status Matrix(const std::string& name, size_t rows, size_t cols) {
+    const TensorType t = MatrixTypeFor(ft_, name, layer_, s_.n_layer, cols);
+    std::vector<uint8_t> data;
+    if (copy_ != nullptr && copy_->Writes(name)) {
+      data.resize(rows * RowBytes(t, cols));
+      std::vector<float> row(cols);
+      for (size_t r = 0; r < rows; ++r) {
+        copy_->Row(name, r, row.data(), cols);
+        QuantizeRow(t, row.data(), data.data() + r * RowBytes(t, cols), cols);
+      }
+    } else {
+      data = RandomMatrix(rng_, t, rows, cols, opt_.weight_std);
+    }
+    return w_.AddTensor(name, t, {cols, rows}, data);
+  }
+  Status Norm(const std::string& name, size_t n) {
+    return w_.AddTensor(name, TensorType::kF32, {n}, {reinterpret_cast<const uint8_t*>(ones_.data()), n * sizeof(float)});
+  }
+  // The experts: one 3-D tensor per projection, [n_expert][rows][cols].
+  Status Experts(const std::string& name, size_t rows, size_t cols) {
+    const TensorType t = MatrixTypeFor(ft_, name, layer_, s_.n_layer, cols);
+    std::vector<uint8_t> data;
+    for (int x = 0; x < s_.n_expert; ++x) {
+      const std::vector<uint8_t> one = RandomMatrix(rng_, t, rows, cols, opt_.weight_std);
+      data.insert(data.end(), one.begin(), one.end());
+    }
+    return w_.AddTensor(name, t, {cols, rows, static_cast<size_t>(s_.n_expert)}, data);
+  }
+  Status Layer(int l);
+  Status All(int n_vocab) {
+    const auto e = static_cast<size_t>(s_.n_embd);
+    PC_RETURN_IF_ERROR(Matrix("token_embd.weight", static_cast<size_t>(n_vocab), e));
+    for (int l = 0; l < s_.n_layer; ++l) PC_RETURN_IF_ERROR(Layer(l));
+    layer_ = -1;
+    PC_RETURN_IF_ERROR(Norm("output_norm.weight", e));
+    if (!s_.tied_output) PC_RETURN_IF_ERROR(Matrix("output.weight", static_cast<size_t>(n_vocab), e));
+    return OkStatus();
+  }
+
+ private:
+  GgufWriter& w_;
+  const MakeModelOptions& opt_;
+  const ModelShape& s_;
+  const ModelFileType& ft_;
+  const InductionWeights* copy_;
+  Sampler rng_;
+  std::vector<float> ones_;
+  int layer_ = -1;  // of the matrices being written
+};
+
+Status TensorWriter::Layer(int l) {
+  layer_ = l;
+  const bool moe = s_.arch == "qwen3moe", gemma = s_.arch == "gemma3";
+  const auto e = static_cast<size_t>(s_.n_embd), ff = static_cast<size_t>(moe ? s_.n_ff_expert : s_.n_ff);
+  const size_t hd = static_cast<size_t>(s_.head_size()), q = hd * s_.n_head, kv = hd * s_.n_kv_head;
+  const std::string p = fmt::format("blk.{}.", l);
+  PC_RETURN_IF_ERROR(Norm(p + "attn_norm.weight", e));
+  PC_RETURN_IF_ERROR(Matrix(p + "attn_q.weight", q, e));
+  PC_RETURN_IF_ERROR(Matrix(p + "attn_k.weight", kv, e));
+  PC_RETURN_IF_ERROR(Matrix(p + "attn_v.weight", kv, e));
+  PC_RETURN_IF_ERROR(Matrix(p + "attn_output.weight", e, q));
+  if (moe || gemma) {
+    PC_RETURN_IF_ERROR(Norm(p + "attn_q_norm.weight", hd));
+    PC_RETURN_IF_ERROR(Norm(p + "attn_k_norm.weight", hd));
+  }
+  if (gemma) PC_RETURN_IF_ERROR(Norm(p + "post_attention_norm.weight", e));
+  PC_RETURN_IF_ERROR(Norm(p + "ffn_norm.weight", e));
+  if (moe) {
+    // The router stays F32, as the reference tools leave it.
+    const auto n_exp = static_cast<size_t>(s_.n_expert);
+    PC_RETURN_IF_ERROR(w_.AddTensor(p + "ffn_gate_inp.weight", TensorType::kF32, {e, n_exp},
+                                    RandomMatrix(rng_, TensorType::kF32, n_exp, e, opt_.weight_std)));
+    PC_RETURN_IF_ERROR(Experts(p + "ffn_gate_exps.weight", ff, e));
+    PC_RETURN_IF_ERROR(Experts(p + "ffn_up_exps.weight", ff, e));
+    PC_RETURN_IF_ERROR(Experts(p + "ffn_down_exps.weight", e, ff));
+  } else {
+    PC_RETURN_IF_ERROR(Matrix(p + "ffn_gate.weight", ff, e));
+    PC_RETURN_IF_ERROR(Matrix(p + "ffn_up.weight", ff, e));
+    PC_RETURN_IF_ERROR(Matrix(p + "ffn_down.weight", e, ff));
+  }
+  if (gemma) PC_RETURN_IF_ERROR(Norm(p + "post_ffw_norm.weight", e));
+  return OkStatus();
+}
+
+Status CheckShape(const MakeModelOptions& opt) {
   const ModelShape& s = opt.shape;
   const bool moe = s.arch == "qwen3moe", gemma = s.arch == "gemma3";
   if (s.arch != "llama" && !moe && !gemma) return Errorf("make-model writes llama, qwen3moe or gemma3, not '{}'", s.arch);
@@ -222,6 +317,14 @@ Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
     return Errorf("invalid shape: n_embd and ffn must be multiples of 32, the head size even, heads must divide evenly");
   }
   if (opt.copy && s.arch != "llama") return Status::Error("--copy writes llama models only");
+  return OkStatus();
+}
+
+}  // namespace
+
+Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
+  const ModelShape& s = opt.shape;
+  PC_RETURN_IF_ERROR(CheckShape(opt));
   std::optional<InductionWeights> copy;
   if (opt.copy) {
     PC_ASSIGN_OR_RETURN(InductionWeights iw, InductionWeights::Make(s, opt.seed));
@@ -243,72 +346,8 @@ Status MakeModel(const MakeModelOptions& opt, const std::string& out_path) {
     PC_ASSIGN_OR_RETURN(n_vocab, CopyVocab(w, opt.vocab_path));
   }
   w.Set(s.arch + ".vocab_size", GgufValue::Of(static_cast<uint32_t>(n_vocab)));
-  Sampler rng(SamplingParams{1.0f, 0, 1.0f, opt.seed, 0.0f, 1.0f});
-  const auto e = static_cast<size_t>(s.n_embd), ff = static_cast<size_t>(ffn);
-  const size_t hd = static_cast<size_t>(s.head_size()), q = hd * s.n_head, kv = hd * s.n_kv_head;
-  int layer = -1;  // of the matrices being written
-  auto matrix = [&](const std::string& name, size_t rows, size_t cols) {
-    const TensorType t = MatrixTypeFor(ft, name, layer, s.n_layer, cols);
-    std::vector<uint8_t> data;
-    if (copy && copy->Writes(name)) {
-      data.resize(rows * RowBytes(t, cols));
-      std::vector<float> row(cols);
-      for (size_t r = 0; r < rows; ++r) {
-        copy->Row(name, r, row.data(), cols);
-        QuantizeRow(t, row.data(), data.data() + r * RowBytes(t, cols), cols);
-      }
-    } else {
-      data = RandomMatrix(rng, t, rows, cols, opt.weight_std);
-    }
-    return w.AddTensor(name, t, {cols, rows}, data);
-  };
-  std::vector<float> ones(std::max(e, hd), 1.0f);
-  auto norm = [&](const std::string& name, size_t n) {
-    return w.AddTensor(name, TensorType::kF32, {n},
-                       {reinterpret_cast<const uint8_t*>(ones.data()), n * sizeof(float)});
-  };
-  // The experts: one 3-D tensor per projection, [n_expert][rows][cols].
-  auto experts = [&](const std::string& name, size_t rows, size_t cols) {
-    const TensorType t = MatrixTypeFor(ft, name, layer, s.n_layer, cols);
-    std::vector<uint8_t> data;
-    for (int x = 0; x < s.n_expert; ++x) {
-      const std::vector<uint8_t> one = RandomMatrix(rng, t, rows, cols, opt.weight_std);
-      data.insert(data.end(), one.begin(), one.end());
-    }
-    return w.AddTensor(name, t, {cols, rows, static_cast<size_t>(s.n_expert)}, data);
-  };
-  PC_RETURN_IF_ERROR(matrix("token_embd.weight", static_cast<size_t>(n_vocab), e));
-  for (int l = 0; l < s.n_layer; ++l) {
-    layer = l;
-    const std::string p = fmt::format("blk.{}.", l);
-    PC_RETURN_IF_ERROR(norm(p + "attn_norm.weight", e));
-    PC_RETURN_IF_ERROR(matrix(p + "attn_q.weight", q, e));
-    PC_RETURN_IF_ERROR(matrix(p + "attn_k.weight", kv, e));
-    PC_RETURN_IF_ERROR(matrix(p + "attn_v.weight", kv, e));
-    PC_RETURN_IF_ERROR(matrix(p + "attn_output.weight", e, q));
-    if (moe || gemma) {
-      PC_RETURN_IF_ERROR(norm(p + "attn_q_norm.weight", hd));
-      PC_RETURN_IF_ERROR(norm(p + "attn_k_norm.weight", hd));
-    }
-    if (gemma) PC_RETURN_IF_ERROR(norm(p + "post_attention_norm.weight", e));
-    PC_RETURN_IF_ERROR(norm(p + "ffn_norm.weight", e));
-    if (moe) {
-      {  // the router stays F32, as the reference tools leave it
-        const std::vector<uint8_t> router = RandomMatrix(rng, TensorType::kF32, static_cast<size_t>(s.n_expert), e, opt.weight_std);
-        PC_RETURN_IF_ERROR(w.AddTensor(p + "ffn_gate_inp.weight", TensorType::kF32, {e, static_cast<size_t>(s.n_expert)}, router));
-      }
-      PC_RETURN_IF_ERROR(experts(p + "ffn_gate_exps.weight", ff, e));
-      PC_RETURN_IF_ERROR(experts(p + "ffn_up_exps.weight", ff, e));
-      PC_RETURN_IF_ERROR(experts(p + "ffn_down_exps.weight", e, ff));
-    } else {
-      PC_RETURN_IF_ERROR(matrix(p + "ffn_gate.weight", ff, e));
-      PC_RETURN_IF_ERROR(matrix(p + "ffn_up.weight", ff, e));
-      PC_RETURN_IF_ERROR(matrix(p + "ffn_down.weight", e, ff));
-    }
-    if (gemma) PC_RETURN_IF_ERROR(norm(p + "post_ffw_norm.weight", e));
-  }
-  PC_RETURN_IF_ERROR(norm("output_norm.weight", e));
-  if (!s.tied_output) PC_RETURN_IF_ERROR(matrix("output.weight", static_cast<size_t>(n_vocab), e));
+  TensorWriter tensors(w, opt, ft, copy ? &*copy : nullptr);
+  PC_RETURN_IF_ERROR(tensors.All(n_vocab));
   return w.WriteFile(out_path);
 }
 

@@ -109,12 +109,16 @@ int BenchModel(const Flags& f) {
     return Fail(fmt::format("-p/-d/-n exceed the context length {}", c.n_ctx));
   }
   // Bytes a decode step streams: every weight once (token_embd only as the
-  // tied output), plus the K/V of the context; FLOPs per prefill token.
+  // tied output; of a mixture of experts' 3-D expert tensors the share a
+  // token uses), plus the K/V of the context; FLOPs per prefill token.
   double weight_bytes = 0, matmul_params = 0;
+  const double expert_share = c.n_expert > 0 ? static_cast<double>(c.n_expert_used) / c.n_expert : 1.0;
   for (const GgufTensorInfo& t : m.gguf().tensors()) {
     const bool embd = t.name == "token_embd.weight";
-    if (!embd || !m.gguf().FindTensor("output.weight")) weight_bytes += static_cast<double>(t.size_bytes);
-    if (t.dims.size() == 2 && (!embd || !m.gguf().FindTensor("output.weight"))) matmul_params += static_cast<double>(t.NumElements());
+    if (embd && m.gguf().FindTensor("output.weight")) continue;
+    const double share = t.dims.size() == 3 ? expert_share : 1.0;
+    weight_bytes += share * static_cast<double>(t.size_bytes);
+    if (t.dims.size() >= 2) matmul_params += share * static_cast<double>(t.NumElements());
   }
   Result<KvDtype> kv_type = ParseKvDtype(f.kv_type, static_cast<size_t>(c.head_dim));
   if (!kv_type.ok()) return Fail(kv_type.status().message());
