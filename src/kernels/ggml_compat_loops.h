@@ -26,12 +26,41 @@ inline float Reduce16(const float* lanes) {
   return (quarter[0] + quarter[2]) + (quarter[1] + quarter[3]);
 }
 
-// The vector-dot order over elements that load() widens to float. The
-// reference keeps the leftover sum in float for F32 rows and in double for
-// F16 rows.
-template <typename T, typename TailSum, typename Load>
-float VecDot(const T* w, const T* x, size_t n, Load load) {
-  constexpr size_t kLanes = 16, kAccs = 4, kStep = kLanes * kAccs;
+// The horizontal sums of the two builds. AVX-512: Reduce16 for both the
+// vector dot and the GEMM. AVX2: the vector dot's two horizontal adds over
+// t_i = a_i + a_{i+4}, (t0 + t1) + (t2 + t3); the GEMM's 128-bit halves
+// added, then (t0 + t2) + (t1 + t3).
+template <size_t kLanes>
+inline float VecReduce(const float* a) {
+  if constexpr (kLanes == 16) {
+    return Reduce16(a);
+  } else {
+    static_assert(kLanes == 8);
+    float t[4];
+    for (size_t l = 0; l < 4; ++l) t[l] = a[l] + a[l + 4];
+    return (t[0] + t[1]) + (t[2] + t[3]);
+  }
+}
+template <size_t kLanes>
+inline float GemmReduce(const float* a) {
+  if constexpr (kLanes == 16) {
+    return Reduce16(a);
+  } else {
+    static_assert(kLanes == 8);
+    float t[4];
+    for (size_t l = 0; l < 4; ++l) t[l] = a[l + 4] + a[l];
+    return (t[0] + t[2]) + (t[1] + t[3]);
+  }
+}
+
+// The vector-dot order over elements that load() widens to float, kLanes
+// wide (16 in the AVX-512 builds, 8 in the AVX2 one): 4 accumulators over
+// steps of 4 kLanes, acc0+acc2, acc1+acc3, their sum, the horizontal sum,
+// then the leftover products one at a time. The reference keeps that
+// leftover sum in float for F32 rows and in double for F16 rows.
+template <size_t kLanes, typename T, typename TailSum, typename Load>
+float VecDotW(const T* w, const T* x, size_t n, Load load) {
+  constexpr size_t kAccs = 4, kStep = kLanes * kAccs;
   float acc[kAccs][kLanes] = {};
   const size_t n_main = n - n % kStep;
   for (size_t i = 0; i < n_main; i += kStep) {
@@ -45,65 +74,40 @@ float VecDot(const T* w, const T* x, size_t n, Load load) {
     acc[1][l] += acc[3][l];
   }
   for (size_t l = 0; l < kLanes; ++l) acc[0][l] += acc[1][l];
-  TailSum sum = Reduce16(acc[0]);
+  TailSum sum = VecReduce<kLanes>(acc[0]);
   for (size_t i = n_main; i < n; ++i) {
     const float product = load(w[i]) * load(x[i]);  // rounded on its own: not fused
     sum += static_cast<TailSum>(product);
   }
   return static_cast<float>(sum);
 }
-
-template <typename T, typename Load>
-float GemmDot(const T* w, const T* x, size_t n, Load load) {
-  PC_CHECK(n % 16 == 0);
-  float acc[16] = {};
-  for (size_t i = 0; i < n; i += 16) {
-    for (size_t l = 0; l < 16; ++l) acc[l] = std::fma(load(w[i + l]), load(x[i + l]), acc[l]);
-  }
-  return Reduce16(acc);
+template <typename T, typename TailSum, typename Load>
+float VecDot(const T* w, const T* x, size_t n, Load load) {
+  return VecDotW<16, T, TailSum>(w, x, n, load);
 }
-
-// The same two orders as built for AVX2 (8 lanes). Vector dot: 4
-// accumulators over steps of 32, acc0+acc2, acc1+acc3, their sum, then
-// t_i = a_i + a_{i+4} and two horizontal adds: (t0 + t1) + (t2 + t3).
-// GEMM (its tiled kernel, inner size a multiple of 8): one accumulator of 8
-// lanes, then the 128-bit halves added and (t0 + t2) + (t1 + t3).
 template <typename T, typename TailSum, typename Load>
 float VecDot8(const T* w, const T* x, size_t n, Load load) {
-  constexpr size_t kLanes = 8, kAccs = 4, kStep = kLanes * kAccs;
-  float acc[kAccs][kLanes] = {};
-  const size_t n_main = n - n % kStep;
-  for (size_t i = 0; i < n_main; i += kStep) {
-    for (size_t j = 0; j < kAccs; ++j) {
-      const size_t base = i + j * kLanes;
-      for (size_t l = 0; l < kLanes; ++l) acc[j][l] = std::fma(load(w[base + l]), load(x[base + l]), acc[j][l]);
-    }
-  }
-  for (size_t l = 0; l < kLanes; ++l) {
-    acc[0][l] += acc[2][l];
-    acc[1][l] += acc[3][l];
-  }
-  for (size_t l = 0; l < kLanes; ++l) acc[0][l] += acc[1][l];
-  float t[4];
-  for (size_t l = 0; l < 4; ++l) t[l] = acc[0][l] + acc[0][l + 4];
-  TailSum sum = (t[0] + t[1]) + (t[2] + t[3]);
-  for (size_t i = n_main; i < n; ++i) {
-    const float product = load(w[i]) * load(x[i]);
-    sum += static_cast<TailSum>(product);
-  }
-  return static_cast<float>(sum);
+  return VecDotW<8, T, TailSum>(w, x, n, load);
 }
 
+// The GEMM order (its tiled kernel; the inner size a multiple of kLanes):
+// one accumulator of kLanes, then the horizontal sum.
+template <size_t kLanes, typename T, typename Load>
+float GemmDotW(const T* w, const T* x, size_t n, Load load) {
+  PC_CHECK(n % kLanes == 0);
+  float acc[kLanes] = {};
+  for (size_t i = 0; i < n; i += kLanes) {
+    for (size_t l = 0; l < kLanes; ++l) acc[l] = std::fma(load(w[i + l]), load(x[i + l]), acc[l]);
+  }
+  return GemmReduce<kLanes>(acc);
+}
+template <typename T, typename Load>
+float GemmDot(const T* w, const T* x, size_t n, Load load) {
+  return GemmDotW<16, T>(w, x, n, load);
+}
 template <typename T, typename Load>
 float GemmDot8(const T* w, const T* x, size_t n, Load load) {
-  PC_CHECK(n % 8 == 0);
-  float acc[8] = {};
-  for (size_t i = 0; i < n; i += 8) {
-    for (size_t l = 0; l < 8; ++l) acc[l] = std::fma(load(w[i + l]), load(x[i + l]), acc[l]);
-  }
-  float t[4];
-  for (size_t l = 0; l < 4; ++l) t[l] = acc[l + 4] + acc[l];
-  return (t[0] + t[2]) + (t[1] + t[3]);
+  return GemmDotW<8, T>(w, x, n, load);
 }
 
 // a * b + c rounded once to F16 (AVX512-FP16's fused multiply-add), for F16

@@ -135,17 +135,22 @@ void Model::LinearPrecise(std::span<const Projection> ps, const float* x, size_t
   s.acts.clear();
   std::vector<std::pair<const uint8_t*, size_t>> xs;  // per projection: rows, stride
   for (const Projection& p : ps) xs.push_back(ConvertActivations(ActivationTypeFor(p.w->type), x, n, cols, s));
+  std::vector<MatJob> jobs;
+  for (size_t i = 0; i < ps.size(); ++i) jobs.push_back({ps[i].w, xs[i].first, xs[i].second, n, ps[i].y});
+  RunMatJobs(jobs, s);
+}
+
+void Model::RunMatJobs(std::span<const MatJob> jobs, Scratch& s) {
   // One row space over all matrices, split across the pool.
   size_t total = 0;
-  for (const Projection& p : ps) total += p.w->rows;
+  for (const MatJob& j : jobs) total += j.w->rows;
   const DotKernels& k = *s.kernels;
   pool_->ParallelFor(total, 16, [&](size_t r0, size_t r1, int) {
     size_t base = 0;
-    for (size_t i = 0; i < ps.size(); ++i) {
-      const Projection& p = ps[i];
-      const size_t lo = std::max(r0, base), hi = std::min(r1, base + p.w->rows);
-      if (lo < hi) MatMulRows(k, s.x16, *p.w, xs[i].first, xs[i].second, n, p.y, p.w->rows, lo - base, hi - base);
-      base += p.w->rows;
+    for (const MatJob& j : jobs) {
+      const size_t lo = std::max(r0, base), hi = std::min(r1, base + j.w->rows);
+      if (lo < hi) MatMulRows(k, s.x16, *j.w, j.x, j.x_stride, j.n, j.y, j.w->rows, lo - base, hi - base);
+      base += j.w->rows;
     }
   });
 }

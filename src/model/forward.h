@@ -106,6 +106,15 @@ class Model {
   void LinearMany(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
   // Our kernels (x16 for packed rows), inputs converted per weight type.
   void LinearPrecise(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
+  // Matrices over converted activation rows (n rows x_stride bytes apart),
+  // all their output rows split across the pool in one job.
+  struct MatJob {
+    const WeightMatrix* w;
+    const uint8_t* x;
+    size_t x_stride, n;
+    float* y;  // [n][w->rows]
+  };
+  void RunMatJobs(std::span<const MatJob> jobs, Scratch& s);
   // The experts' matrices of one step in one pool job: job i multiplies
   // rows [first, first + n) of x (all jobs share x [rows][cols]) by its
   // matrix into y [n][w->rows]. Decode calls 8 experts x 2 matrices per layer:

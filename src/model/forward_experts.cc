@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "base/check.h"
-#include "kernels/matmul.h"
 #include "kernels/ops.h"
 #include "model/forward.h"
 #include "model/forward_scratch.h"
@@ -41,25 +40,14 @@ void RouteToken(const float* logits, size_t n_expert, size_t k, int32_t* chosen,
 void Model::LinearExperts(std::span<const ExpertJob> jobs, const float* x, size_t rows, Scratch& s) {
   if (jobs.empty()) return;
   const size_t cols = jobs[0].w->cols;
-  s.acts.clear();
-  std::vector<std::pair<const uint8_t*, size_t>> xs;  // per job: its activation rows, their stride
-  size_t total = 0;
+  s.acts.clear();  // every job's rows converted once per activation type
+  std::vector<MatJob> mat;
   for (const ExpertJob& j : jobs) {
     PC_CHECK(j.w->cols == cols && j.first + j.n <= rows);
     const auto [base, stride] = ConvertActivations(ActivationTypeFor(j.w->type), x, rows, cols, s);
-    xs.emplace_back(base + j.first * stride, stride);
-    total += j.w->rows;
+    mat.push_back({j.w, base + j.first * stride, stride, j.n, j.y});
   }
-  const DotKernels& k = *s.kernels;
-  pool_->ParallelFor(total, 16, [&](size_t r0, size_t r1, int) {
-    size_t base = 0;
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      const ExpertJob& j = jobs[i];
-      const size_t lo = std::max(r0, base), hi = std::min(r1, base + j.w->rows);
-      if (lo < hi) MatMulRows(k, s.x16, *j.w, xs[i].first, xs[i].second, j.n, j.y, j.w->rows, lo - base, hi - base);
-      base += j.w->rows;
-    }
-  });
+  RunMatJobs(mat, s);
 }
 
 void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {

@@ -65,13 +65,14 @@ void CheckRunLogprobs(std::span<const std::pair<const char*, float>> files, int 
     PC_SHARED_OR_SKIP(ref, std::string("reference/") + name + ".jsonl");
     const std::vector<test::RefCase> cases = test::LoadReference(ref);
     ASSERT_FALSE(cases.empty());
+    const std::string target = test::ReferenceGgmlTarget(name);  // captured below: clang 14 does not capture bindings
     auto gen = [&, model = model](const std::vector<int32_t>& prefix, int n) {
       std::string ids;
       for (int32_t id : prefix) ids += (ids.empty() ? "" : ",") + std::to_string(id);
       int rc = 0;
       const std::string out = test::RunCommand(Bin() + " run -m " + model + " --prompt-tokens " + ids + " -n " +
                                                    std::to_string(n) + " --temp 0 --ignore-eos --logprobs 10 --json" +
-                                                   " --ggml-target " + test::ReferenceGgmlTarget(name),
+                                                   " --ggml-target " + target,
                                                &rc);
       EXPECT_EQ(rc, 0) << out;
       std::vector<test::GenStep> steps;
