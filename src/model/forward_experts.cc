@@ -110,8 +110,8 @@ void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {
   s.moe_out.resize(n * k * dim);
   for (size_t e = 0; e < n_exp; ++e) {
     for (size_t i = 0; i < slots[e].size(); ++i) {
-      const float* ey = &s.ey[(first[e] + i) * dim];
-      if (!w.b_down_exps.empty()) AddInPlace(&s.ey[(first[e] + i) * dim], &w.b_down_exps[e * dim], dim);
+      float* ey = &s.ey[(first[e] + i) * dim];
+      if (!w.b_down_exps.empty()) AddInPlace(ey, &w.b_down_exps[e * dim], dim);
       float* dst = &s.moe_out[slots[e][i] * dim];
       const float wt = weight[slots[e][i]];
       for (size_t d = 0; d < dim; ++d) dst[d] = ey[d] * wt;

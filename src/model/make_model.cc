@@ -49,7 +49,7 @@ const ModelFileType kFileTypes[] = {
     {"q3_k", TensorType::kQ3_K, false, 11},   {"q4_k", TensorType::kQ4_K, false, 14},
     {"q4_k_m", TensorType::kQ4_K, true, 15},  {"q5_k", TensorType::kQ5_K, false, 16},
     {"q5_k_m", TensorType::kQ5_K, true, 17},  {"q6_k", TensorType::kQ6_K, false, 18},
-    {"iq4_xs", TensorType::kIQ4_XS, false, 30},
+    {"iq4_xs", TensorType::kIQ4_XS, false, 30}, {"mxfp4", TensorType::kMXFP4, false, 38},
 };
 
 // The layers whose attn_v and ffn_down get more bits in an _M mix.

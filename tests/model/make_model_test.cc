@@ -69,7 +69,7 @@ TEST_P(MakeModelTypes, LoadsBackAndGenerates) {
 
 INSTANTIATE_TEST_SUITE_P(AllTypes, MakeModelTypes,
                          ::testing::Values(TensorType::kF32, TensorType::kF16, TensorType::kBF16,
-                                           TensorType::kQ8_0, TensorType::kQ4_0),
+                                           TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kMXFP4),
                          [](const auto& info) { return std::string(TensorTypeName(info.param)); });
 
 // --copy writes an induction head into the first layers: after the first

@@ -62,6 +62,32 @@ TEST_F(ModelLoad, UnknownArchitectureIsNamed) {
   EXPECT_NE(e.find("qwen3"), std::string::npos) << e;
 }
 
+// gpt-oss files that do not say what they hold are refused by name: no
+// expert count (its FFN is a mixture of experts), sinks of the wrong shape,
+// a router bias of the wrong length.
+TEST(ModelLoadGptOss, MalformedFilesAreRefusedByName) {
+  PC_SHARED_OR_SKIP(path, "models/tiny-gptoss-mxfp4.gguf");
+  const std::vector<uint8_t> bytes = test::ReadBytes(path);
+  auto g = GgufFile::Parse(bytes);
+  ASSERT_TRUE(g.ok());
+  EXPECT_EQ(LoadError(Rewrite(*g, [](GgufWriter&) {})), "");
+  std::string e = LoadError(Rewrite(*g, [](GgufWriter&) {}, {"gpt-oss.expert_count", "gpt-oss.expert_used_count"}));
+  EXPECT_NE(e.find("without 'gpt-oss.expert_count'"), std::string::npos) << e;
+  e = LoadError(Rewrite(*g, [](GgufWriter&) {},
+                        {"gpt-oss.expert_count", "gpt-oss.expert_used_count", "gpt-oss.expert_feed_forward_length"}));
+  EXPECT_NE(e.find("expert_count' is missing"), std::string::npos) << e;
+  const std::vector<float> wrong(7, 0.0f);
+  const std::span<const uint8_t> raw(reinterpret_cast<const uint8_t*>(wrong.data()), wrong.size() * sizeof(float));
+  e = LoadError(Rewrite(
+      *g, [&](GgufWriter& w) { PC_CHECK(w.AddTensor("blk.1.attn_sinks.weight", TensorType::kF32, {7}, raw).ok()); }, {},
+      {"blk.1.attn_sinks.weight"}));
+  EXPECT_NE(e.find("blk.1.attn_sinks.weight' has shape [7]"), std::string::npos) << e;
+  e = LoadError(Rewrite(
+      *g, [&](GgufWriter& w) { PC_CHECK(w.AddTensor("blk.0.ffn_gate_inp.bias", TensorType::kF32, {7}, raw).ok()); }, {},
+      {"blk.0.ffn_gate_inp.bias"}));
+  EXPECT_NE(e.find("ffn_gate_inp.bias' has shape [7]"), std::string::npos) << e;
+}
+
 TEST_F(ModelLoad, AnUnusedTensorIsNamed) {
   const std::string e = LoadError(Rewrite(*src_, [](GgufWriter& w) {
     const float zeros[64] = {};
