@@ -53,8 +53,13 @@ uint64_t TenantId(const std::string& tenant) {
 
 // The default pool holds a few contexts of the length served, not of the
 // model's trained length (which may be 128k tokens).
-CacheOptions WithDefaultMemory(KvShape c, size_t ctx_tokens, CacheOptions o) {
+KvShape WithContext(KvShape c, size_t ctx_tokens) {
   if (ctx_tokens > 0) c.n_ctx = ctx_tokens;
+  return c;
+}
+
+CacheOptions WithDefaultMemory(const KvShape& c, size_t step_tokens, CacheOptions o) {
+  o.step_tokens = step_tokens;
   if (o.mem_bytes == 0) o.mem_bytes = DefaultKvCacheBytes(c, o);
   return o;
 }
@@ -64,7 +69,8 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
     : model_(model),
       tok_(tok),
       opt_(opt),
-      cache_(model.config().kv_shape(), model.fingerprint(), WithDefaultMemory(model.config().kv_shape(), opt.ctx_tokens, opt.cache)),
+      cache_(WithContext(model.config().kv_shape(), opt.ctx_tokens), model.fingerprint(),
+             WithDefaultMemory(WithContext(model.config().kv_shape(), opt.ctx_tokens), opt.max_batch_tokens, opt.cache)),
       logits_memo_(opt.logits_memo_bytes),
       scheduler_(SchedulerOptions{opt.max_batch_tokens, opt.max_running, opt.max_waiting,
                                   static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size(),
@@ -562,7 +568,8 @@ StepShape Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<A
     const size_t start = acts[i]->seq->num_computed();
     for (size_t j = 0; j < chunks[i].size(); ++j) {
       const bool logits = work[i].decode || (j + 1 == chunks[i].size() && work[i].last_prompt_chunk);
-      batch.push_back({chunks[i][j], static_cast<int32_t>(start + j), acts[i]->seq->block_table(), logits});
+      batch.push_back({chunks[i][j], static_cast<int32_t>(start + j), acts[i]->seq->block_table(), logits,
+                       acts[i]->seq->local_block_table()});
     }
   }
   std::vector<float> logits;

@@ -170,6 +170,11 @@ struct EngineSnapshot {
   size_t num_running = 0, num_waiting = 0;
   size_t num_blocks = 0, num_used_blocks = 0, num_cached_blocks = 0, block_size = 0;
   size_t kv_bytes = 0;  // the pool's K/V store
+  // Sliding-window models (a split cache, prefix_cache.h): the local layers'
+  // pool, and the most K/V bytes one sequence has held between steps since
+  // start, by the global and by the local layers, against the window's bound.
+  size_t num_local_blocks = 0, num_used_local_blocks = 0, num_cached_local_blocks = 0, window_tokens = 0;
+  size_t peak_sequence_global_bytes = 0, peak_sequence_local_bytes = 0, local_bound_bytes = 0;
 };
 
 class Engine {

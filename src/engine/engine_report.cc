@@ -99,6 +99,19 @@ void Engine::RefreshPoolSnapshot() {
   pool_snapshot_.num_used_blocks = static_cast<size_t>(p.num_blocks() - p.num_free());
   pool_snapshot_.num_cached_blocks = static_cast<size_t>(p.num_cached());
   pool_snapshot_.block_size = cache_.block_size();
+  const BlockPool& lp = cache_.local_pool();
+  const KvStore& kv = cache_.store();
+  EngineSnapshot& s = pool_snapshot_;
+  s.num_local_blocks = cache_.split() ? static_cast<size_t>(lp.num_blocks() - 1) : 0;  // less the sentinel
+  s.num_used_local_blocks = cache_.split() ? static_cast<size_t>(lp.num_blocks() - lp.num_free() - 1) : 0;
+  s.num_cached_local_blocks = cache_.split() ? static_cast<size_t>(lp.num_cached()) : 0;
+  s.local_bound_bytes = cache_.local_blocks_per_sequence() * kv.local_block_bytes();
+  s.window_tokens = cache_.window_tokens();
+  for (const auto& [id, a] : active_) {
+    if (!a->seq) continue;
+    s.peak_sequence_global_bytes = std::max(s.peak_sequence_global_bytes, a->seq->num_global_blocks() * kv.global_block_bytes());
+    s.peak_sequence_local_bytes = std::max(s.peak_sequence_local_bytes, a->seq->num_local_blocks_held() * kv.local_block_bytes());
+  }
 }
 
 void Engine::DescribeMetrics() {
@@ -149,6 +162,19 @@ void Engine::DescribeMetrics() {
              {"state=\"used\"", "state=\"cached\"", "state=\"total\""});
   m.Describe("promptcache_kv_pool_usage_ratio", "gauge", "Fraction of KV blocks held by running requests.");
   m.Describe("promptcache_kv_block_size_tokens", "gauge", "Tokens per KV block.");
+  m.Describe("promptcache_kv_sequence_peak_bytes", "gauge",
+             "The most K/V bytes one sequence has held between steps since start, by kind of layer: global layers "
+             "(every position), "
+             "sliding-window layers (only the window's blocks on a split cache; bound: "
+             "promptcache_kv_window_bound_bytes).", {"layers=\"global\"", "layers=\"local\""});
+  if (cache_.split()) {
+    m.Describe("promptcache_kv_window_bound_bytes", "gauge",
+               "K/V bytes of the sliding-window layers a sequence holds at most between steps: ceil(window/block)+1 "
+               "blocks (blocks reserved for rejected draft tokens come on top until the next step).");
+    m.Describe("promptcache_kv_local_pool_blocks", "gauge",
+               "Blocks of the sliding-window layers' pool by state (used: held by running sequences; cached: window "
+               "tails kept for prefix hits).", {"state=\"used\"", "state=\"cached\"", "state=\"total\""});
+  }
   m.Describe("promptcache_min_useful_match_tokens", "gauge",
              "Shortest cached prefix (from position 0) whose reuse beats recomputing it, by tier (measured costs); "
              "one block for the pool, where reuse costs nothing.", tier_labels);
@@ -174,6 +200,14 @@ std::string Engine::RenderMetrics() {
   metrics_.Set("promptcache_kv_pool_usage_ratio", "",
                s.num_blocks ? static_cast<double>(s.num_used_blocks) / static_cast<double>(s.num_blocks) : 0);
   metrics_.Set("promptcache_kv_block_size_tokens", "", static_cast<double>(s.block_size));
+  metrics_.Set("promptcache_kv_sequence_peak_bytes", "layers=\"global\"", static_cast<double>(s.peak_sequence_global_bytes));
+  metrics_.Set("promptcache_kv_sequence_peak_bytes", "layers=\"local\"", static_cast<double>(s.peak_sequence_local_bytes));
+  if (cache_.split()) {
+    metrics_.Set("promptcache_kv_window_bound_bytes", "", static_cast<double>(s.local_bound_bytes));
+    metrics_.Set("promptcache_kv_local_pool_blocks", "state=\"used\"", static_cast<double>(s.num_used_local_blocks));
+    metrics_.Set("promptcache_kv_local_pool_blocks", "state=\"cached\"", static_cast<double>(s.num_cached_local_blocks));
+    metrics_.Set("promptcache_kv_local_pool_blocks", "state=\"total\"", static_cast<double>(s.num_local_blocks));
+  }
   const double drafted = metrics_.Get("promptcache_draft_tokens_total", "result=\"drafted\"");
   metrics_.Set("promptcache_draft_acceptance_ratio", "",
                drafted > 0 ? metrics_.Get("promptcache_draft_tokens_total", "result=\"accepted\"") / drafted : 0);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "base/status.h"
 #include "kvcache/kv_store.h"
@@ -18,6 +19,10 @@ struct KvShape {
   size_t n_layer = 0;
   size_t kv_dim = 0;  // n_kv_heads * head_dim: one K (or V) row, in elements
   size_t n_ctx = 0;   // the model's trained context, tokens
+  // Sliding-window layers: local_layers[l] = 1 when layer l sees, at
+  // position p, only positions (p - window, p]. Empty or window 0: none.
+  std::vector<uint8_t> local_layers = {};
+  size_t window = 0;  // tokens
 };
 
 // Where one sequence's K/V live. Generate asks for capacity before each
@@ -28,6 +33,8 @@ class KvSequence {
   virtual ~KvSequence() = default;
   virtual KvStore& store() = 0;
   virtual std::span<const int32_t> block_table() const = 0;
+  // The local layers' blocks when store() is split (kv_store.h), else empty.
+  virtual std::span<const int32_t> local_block_table() const { return {}; }
   // Tokens at positions [0, num_computed()) already have K/V.
   virtual size_t num_computed() const = 0;
   // Blocks for positions [0, num_tokens); error if the pool is exhausted.

@@ -1,5 +1,6 @@
 #include "kvcache/kv_store.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/check.h"
@@ -19,18 +20,33 @@ Result<KvDtype> ParseKvDtype(const std::string& name, size_t head_dim) {
 }
 
 KvStore::KvStore(size_t n_layer, size_t kv_dim, size_t block_size, size_t num_blocks, KvDtype dtype)
+    : KvStore(n_layer, kv_dim, block_size, num_blocks, dtype, {}, 0) {}
+
+KvStore::KvStore(size_t n_layer, size_t kv_dim, size_t block_size, size_t num_blocks, KvDtype dtype,
+                 const std::vector<uint8_t>& local_layers, size_t num_local_blocks)
     : kv_dim_(kv_dim), block_size_(block_size), num_blocks_(num_blocks), dtype_(dtype) {
   PC_CHECK(dtype != KvDtype::kQ8_0 || kv_dim % kKvQ8Block == 0);
-  layer_bytes_ = num_blocks * block_size * row_bytes();
-  k_.assign(n_layer, std::vector<uint8_t>(layer_bytes_));
-  v_.assign(n_layer, std::vector<uint8_t>(layer_bytes_));
+  PC_CHECK(local_layers.empty() || local_layers.size() == n_layer);
+  local_.assign(n_layer, 0);
+  if (num_local_blocks > 0) {
+    for (size_t l = 0; l < local_layers.size(); ++l) local_[l] = local_layers[l] != 0;
+    num_local_layers_ = static_cast<size_t>(std::count(local_.begin(), local_.end(), 1));
+    if (num_local_layers_ > 0) num_local_blocks_ = num_local_blocks;
+  }
+  k_.resize(n_layer);
+  v_.resize(n_layer);
+  for (size_t l = 0; l < n_layer; ++l) {
+    const size_t bytes = (local_[l] && split() ? num_local_blocks_ : num_blocks_) * block_layer_bytes();
+    k_[l].assign(bytes, 0);
+    v_[l].assign(bytes, 0);
+  }
 }
 
 void KvStore::Write(size_t layer, std::span<const int32_t> table, size_t pos, const float* k,
                     const float* v) {
   PC_CHECK(pos / block_size_ < table.size());
   const int32_t block = table[pos / block_size_];
-  PC_CHECK(block >= 0 && static_cast<size_t>(block) < num_blocks_);
+  PC_CHECK(block >= 0 && static_cast<size_t>(block) < (is_local(layer) ? num_local_blocks_ : num_blocks_));
   const size_t row = static_cast<size_t>(block) * block_size_ + pos % block_size_;
   uint8_t* kd = k_[layer].data() + row * row_bytes();
   uint8_t* vd = v_[layer].data() + row * row_bytes();

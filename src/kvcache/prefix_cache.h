@@ -15,6 +15,12 @@
 // into a private block and those tokens count as cached, so reuse is
 // token-exact rather than block-exact (children_ maps a key to the keys
 // indexed after it).
+// Sliding-window models (KvShape::window, docs/KV_CACHE.md): the local
+// layers' rows live in a second pool keyed by the same chain hashes; a
+// running sequence releases its local blocks once they slide out of the
+// window (they stay cached for hits while the pool has room), and a hit
+// adopts a prefix only up to a block boundary whose window tail, the local
+// blocks its next position reads, is still there.
 // Thread-safety: none; owned by one step loop.
 #pragma once
 #include <memory>
@@ -33,6 +39,12 @@ struct CacheOptions {
   size_t block_size = 16;  // tokens per block
   KvDtype dtype = KvDtype::kF16;
   size_t mem_bytes = 0;    // K/V bytes for the whole pool
+  // Sliding-window models: false keeps every layer's rows for every
+  // position in one pool, as a model without windows.
+  bool bound_windows = true;
+  // The most tokens one step computes for a sequence: the local pool holds at
+  // least the windows of 8 sequences plus one such step.
+  size_t step_tokens = 2048;
 };
 
 class PrefixCache;
@@ -54,6 +66,11 @@ class CachedSequence : public KvSequence {
   ~CachedSequence() override;
   KvStore& store() override;
   std::span<const int32_t> block_table() const override { return table_; }
+  std::span<const int32_t> local_block_table() const override { return local_table_; }
+  // Blocks held now: the global layers' (every position) and the local
+  // layers' (the window's; 0 when the cache is not split).
+  size_t num_global_blocks() const { return table_.size(); }
+  size_t num_local_blocks_held() const;
   // The request's progress record counts what has K/V (request_progress.h):
   // one count, shared with the scheduler.
   size_t num_computed() const override { return progress_->num_computed; }
@@ -78,7 +95,15 @@ class CachedSequence : public KvSequence {
 
   PrefixCache& cache_;
   std::shared_ptr<RequestProgress> progress_;
+  // Releases the local blocks the window has left behind.
+  void SlideWindow();
+
   std::vector<int32_t> table_;
+  // Split caches: local_table_[j] is block j's local block, or the cache's
+  // sentinel (kNoLocalBlock, zeros, never written) once it slid out of the
+  // window; as long as table_.
+  std::vector<int32_t> local_table_;
+  size_t local_released_ = 0;    // entries below this are the sentinel
   Hash128 last_hash_;            // chain hash of the last full block
   size_t num_hashed_blocks_ = 0;
   std::vector<Hash128> prompt_keys_;  // the prompt's chain hashes, when Start was given them
@@ -141,9 +166,14 @@ class PrefixCache {
   // evict them; returns them.
   std::vector<int32_t> HoldPoolLeading(std::span<const Hash128> keys);
   // A copy of one block as a tier stores it: its block_size token ids
-  // (int32), then K and V layer by layer. payload_bytes() long.
+  // (int32), then K and V layer by layer. payload_bytes() long. Split
+  // caches: a local layer's rows come from the local block of the same key
+  // (zeros when it was evicted), and an int32 at the end says whether they
+  // are there (1) or not (0).
   std::vector<uint8_t> BlockBytes(int32_t b);
-  size_t payload_bytes() const { return block_size() * sizeof(int32_t) + store_.block_bytes(); }
+  size_t payload_bytes() const {
+    return block_size() * sizeof(int32_t) + store_.block_bytes() + (split() ? sizeof(int32_t) : 0);
+  }
   // Adoptions refused because a block's tokens were not the ones its key
   // stands for (from the pool's index or from a tier).
   uint64_t num_token_mismatches() const { return token_mismatches_; }
@@ -155,6 +185,13 @@ class PrefixCache {
   const KvStore& store() const { return store_; }
   BlockPool& pool() { return pool_; }
   const BlockPool& pool() const { return pool_; }
+  // Split caches: the local layers' pool (its block 0 is the sentinel,
+  // always referenced) and the window it serves, tokens; 0 when not split.
+  bool split() const { return window_ > 0; }
+  size_t window_tokens() const { return window_; }
+  const BlockPool& local_pool() const { return local_pool_; }
+  // The most local blocks a running sequence holds between steps.
+  size_t local_blocks_per_sequence() const { return split() ? (window_ + block_size() - 1) / block_size() + 1 : 0; }
   size_t block_size() const { return store_.block_size(); }
   // Identifies model and KV layout: tier entries under another are not ours.
   const Hash128& layout_fingerprint() const { return fingerprint_; }
@@ -167,8 +204,34 @@ class PrefixCache {
   std::span<int32_t> TokensOf(int32_t b) {
     return {block_tokens_.data() + static_cast<size_t>(b) * block_size(), block_size()};
   }
+  static constexpr int32_t kNoLocalBlock = 0;
+  // The first block whose local rows position `next` reads (the window's
+  // first position, next - window + 1).
+  size_t FirstLocalBlock(size_t next) const { return next + 1 > window_ ? (next + 1 - window_) / block_size() : 0; }
+  // Whether blocks [FirstLocalBlock(next), k) of the chain `keys` have their
+  // local rows indexed, for the prompt's tokens.
+  bool LocalTailPresent(std::span<const Hash128> keys, std::span<const int32_t> prompt, size_t k, size_t next) const;
+  std::span<int32_t> LocalTokensOf(int32_t b) {
+    return {local_tokens_.data() + static_cast<size_t>(b) * block_size(), block_size()};
+  }
+  std::span<const int32_t> LocalTokensOf(int32_t b) const {
+    return {local_tokens_.data() + static_cast<size_t>(b) * block_size(), block_size()};
+  }
+  // Split caches: keeps the longest of the seq's matched blocks (keys
+  // `chain`) whose window tail is indexed, and adopts that tail.
+  void AdoptWindowTail(CachedSequence& seq, std::span<const Hash128> chain, std::span<const int32_t> prompt,
+                       bool have_last_logits);
+  // Copies every local layer's rows of local block from into local block to.
+  void CopyLocal(int32_t from, int32_t to);
+  void CopyGlobal(int32_t from, int32_t to);
+  // Indexes a local block under key (tokens as for the global block).
+  void RegisterLocal(int32_t b, const Hash128& key, std::span<const int32_t> tokens);
+
+  size_t window_ = 0;
   KvStore store_;
   BlockPool pool_;
+  BlockPool local_pool_;
+  std::vector<int32_t> local_tokens_;  // [local blocks][block_size]
   Hash128 fingerprint_;
   PoolListener* listener_ = nullptr;
   std::vector<int32_t> block_tokens_;  // [num_blocks][block_size]
@@ -177,14 +240,21 @@ class PrefixCache {
   size_t AdoptPartialBlock(CachedSequence& seq, std::span<const int32_t> rest, size_t limit);
   void NoteChild(const Hash128& parent, const Hash128& child);
   // Indexes a sequence's last, partial block as it ends (see above).
-  void RegisterPartial(int32_t b, const Hash128& parent, std::span<const int32_t> tokens);
+  // local: its local block on a split cache (indexed with it).
+  void RegisterPartial(int32_t b, const Hash128& parent, std::span<const int32_t> tokens, int32_t local);
   std::vector<uint8_t> partial_;  // per block: indexed as a partial tail
   std::unordered_multimap<Hash128, Hash128, Hash128Hasher> children_;
   uint64_t token_mismatches_ = 0;
   mutable uint64_t block_hashes_ = 0;
 };
 
-// Blocks that fit in mem_bytes for this model (at least 1).
+// Blocks that fit in mem_bytes for this model (at least 1): the global
+// pool's and, for a sliding-window model with bound_windows, the local
+// pool's (0 otherwise; see prefix_cache.cc for the split).
+struct PoolSizes {
+  size_t global = 0, local = 0;
+};
+PoolSizes PoolSizesFor(const KvShape& c, const CacheOptions& opt);
 size_t BlocksForMemory(const KvShape& c, const CacheOptions& opt);
 // Default pool size: a quarter of available memory, capped at what 8 full
 // contexts need.

@@ -17,6 +17,7 @@
 // Metadata that would change the arithmetic and that the recipe does not
 // implement is refused by name, never ignored.
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -80,7 +81,8 @@ struct ModelConfig {
   bool is_swa(int layer) const { return sliding_window > 0 && swa_layers[static_cast<size_t>(layer)] != 0; }
   int kv_dim() const { return n_kv_head * head_dim; }
   KvShape kv_shape() const {
-    return {static_cast<size_t>(n_layer), static_cast<size_t>(kv_dim()), static_cast<size_t>(n_ctx)};
+    return {static_cast<size_t>(n_layer), static_cast<size_t>(kv_dim()), static_cast<size_t>(n_ctx),
+            sliding_window > 0 ? swa_layers : std::vector<uint8_t>{}, static_cast<size_t>(std::max(0, sliding_window))};
   }
 };
 

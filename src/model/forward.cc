@@ -288,7 +288,7 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
       const float* angles = &angle_table[t * rope.rope_dim];  // computed once per forward
       RopeWith(q, static_cast<size_t>(c.n_head), angles, rope);
       RopeWith(k, static_cast<size_t>(c.n_kv_head), angles, rope);
-      kv.Write(layer, batch[t].block_table, batch[t].pos, k, v);
+      kv.Write(layer, batch[t].tables(), batch[t].pos, k, v);
     }
   });
   // Soft-caps take the per-head path (the tiled kernels have none); so do
@@ -339,7 +339,7 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   const size_t threads = static_cast<size_t>(pool_->num_threads());
   s.attn_scratch.resize(threads * scratch_floats);
   const DotKernels& k = *s.kernels;
-  auto view = [&](const Item& it) { return kv.View(layer, batch[it.r0].block_table); };
+  auto view = [&](const Item& it) { return kv.View(layer, batch[it.r0].tables()); };
   // Enough items to keep every thread busy: each runs its spans in order.
   if (items.size() >= 4 * threads || num_parts == items.size()) {
     pool_->ParallelForEach(items.size(), [&](size_t i, int thread) {
@@ -382,7 +382,7 @@ void Model::AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvSto
   pool_->ParallelFor(batch.size() * c.n_head, 1, [&](size_t i0, size_t i1, int) {
     for (size_t i = i0; i < i1; ++i) {
       const size_t t = i / c.n_head, h = i % c.n_head;
-      const KvLayerView view = kv.View(layer, batch[t].block_table);
+      const KvLayerView view = kv.View(layer, batch[t].tables());
       const size_t off = t * c.q_dim() + h * c.head_dim;
       if (tiled) {
         AttendHeadGgmlTiled(&s.q[off], view, batch[t].pos, h / group, c.head_dim, &s.att[off]);
@@ -406,7 +406,7 @@ void Model::AttendExtras(int layer, std::span<const BatchToken> batch, KvStore& 
   pool_->ParallelFor(batch.size() * c.n_head, 1, [&](size_t i0, size_t i1, int) {
     for (size_t i = i0; i < i1; ++i) {
       const size_t t = i / c.n_head, h = i % c.n_head, off = t * c.q_dim() + h * hd;
-      const KvLayerView view = kv.View(layer, batch[t].block_table);
+      const KvLayerView view = kv.View(layer, batch[t].tables());
       const size_t pos = static_cast<size_t>(batch[t].pos);
       AttnExtras extras = layer_extras;
       if (!sinks.empty()) extras.has_sink = true, extras.sink = sinks[h];

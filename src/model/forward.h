@@ -34,6 +34,8 @@ struct BatchToken {
   int32_t pos = 0;                       // position in its sequence
   std::span<const int32_t> block_table;  // its sequence's blocks
   bool want_logits = false;
+  std::span<const int32_t> local_table = {};  // its blocks of the local layers (split stores)
+  KvTables tables() const { return {block_table, local_table}; }
 };
 
 class Model {

@@ -29,7 +29,7 @@ Result<std::span<const float>> RunBatch(Model& model, KvSequence& seq, std::span
   PC_CHECK(!tokens.empty());
   const size_t start = seq.num_computed();
   PC_RETURN_IF_ERROR(seq.Reserve(start + tokens.size()));
-  const std::span<const int32_t> table = seq.block_table();
+  const std::span<const int32_t> table = seq.block_table(), local = seq.local_block_table();
   // Long prompts run in chunks of kPrefillChunkTokens (as llama.cpp's
   // micro-batches of 512): activation scratch stays bounded, and results do
   // not change since every kernel is batch-invariant.
@@ -38,7 +38,7 @@ Result<std::span<const float>> RunBatch(Model& model, KvSequence& seq, std::span
     const size_t c1 = std::min(tokens.size(), c0 + kPrefillChunkTokens);
     batch.clear();
     for (size_t i = c0; i < c1; ++i) {
-      batch.push_back({tokens[i], static_cast<int32_t>(start + i), table, i + 1 == tokens.size()});
+      batch.push_back({tokens[i], static_cast<int32_t>(start + i), table, i + 1 == tokens.size(), local});
     }
     model.Forward(batch, seq.store(), logits);
   }

@@ -632,6 +632,21 @@ TEST(ServerFamilies, Gemma3PrefixReuseIsExact) {
   EXPECT_EQ(cached, 0);
   EXPECT_EQ(ask(prompt, "a", &cached), longer_cold);
   EXPECT_GE(cached, 990);
+  // The window layers' rows are held for the window only: the peak per
+  // sequence on them is within ceil(32/16)+1 blocks of 5 local layers, while
+  // the global layer held all 1,108 positions (70 blocks).
+  const std::string m = c.Get("/metrics")->body;
+  auto metric = [&](const std::string& key) {
+    const size_t at = m.find("\n" + key + " ");
+    EXPECT_NE(at, std::string::npos) << key;
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + key.size() + 2));
+  };
+  const double row_pair = 2 * 64 * 2 * 16;  // K and V, 64 F16 elements, 16 positions: one layer's block
+  EXPECT_EQ(metric("promptcache_kv_window_bound_bytes"), 3 * 5 * row_pair);
+  EXPECT_GT(metric("promptcache_kv_sequence_peak_bytes{layers=\"local\"}"), 0);
+  EXPECT_LE(metric("promptcache_kv_sequence_peak_bytes{layers=\"local\"}"), 3 * 5 * row_pair);
+  EXPECT_EQ(metric("promptcache_kv_sequence_peak_bytes{layers=\"global\"}"), 70 * 1 * row_pair);
+  EXPECT_GT(metric("promptcache_kv_local_pool_blocks{state=\"cached\"}"), 60);
 }
 
 }  // namespace

@@ -139,8 +139,13 @@ int Run(const RunFlags& f) {
   Engine engine(**model, *tok, eo);
   {  // the pool size, always stated at start
     const EngineSnapshot s = engine.Snapshot();
-    std::fprintf(stderr, "KV cache: %.1f MiB, %zu blocks of %zu tokens (%s)\n", s.kv_bytes / 1048576.0, s.num_blocks,
+    std::fprintf(stderr, "KV cache: %.1f MiB, %zu blocks of %zu tokens (%s)", s.kv_bytes / 1048576.0, s.num_blocks,
                  s.block_size, f.kv_type.c_str());
+    if (s.num_local_blocks > 0) {
+      std::fprintf(stderr, "; sliding-window layers: %zu blocks of their own, a sequence keeps its last %zu positions there",
+                   s.num_local_blocks, s.window_tokens);
+    }
+    std::fprintf(stderr, "\n");
   }
   for (int r = 0; r < f.repeat; ++r) {
     Result<StreamEvent> done = RunOnce(engine, f, *tok, *prompt, r == 0);

@@ -218,9 +218,13 @@ int Serve(const ServeFlags& f) {
   Result<int> port = server.Bind();
   if (!port.ok()) return Fail(port.status().message());
   const EngineSnapshot snap = engine.Snapshot();
-  std::fprintf(stderr, "promptcache: model %s, chat template %s, context %zu tokens, KV pool %zu blocks of %zu tokens%s\n",
+  const std::string windows =
+      snap.num_local_blocks == 0 ? ""
+                                 : fmt::format(" (sliding-window layers: {} blocks of their own, {} positions kept per sequence)",
+                                               snap.num_local_blocks, snap.window_tokens);
+  std::fprintf(stderr, "promptcache: model %s, chat template %s, context %zu tokens, KV pool %zu blocks of %zu tokens%s%s\n",
                so.model_name.c_str(), so.chat_template->name().c_str(), engine.context_length(), snap.num_blocks,
-               snap.block_size, so.api_keys.empty() ? "" : ", API keys required");
+               snap.block_size, windows.c_str(), so.api_keys.empty() ? "" : ", API keys required");
   std::fprintf(stderr, "promptcache: listening on http://%s:%d\n", f.host.c_str(), *port);
   std::thread drainer([&] { DrainOnSignal(set, engine, server, f.drain_timeout_s); });
   server.Run();
