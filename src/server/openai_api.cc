@@ -255,6 +255,7 @@ void ParseToolChoice(Fields& f, const ParseContext& ctx, const ToolRequest& tool
     return;  // auto: replies stay content
   }
   r->tool_syntax = syn;
+  r->tools = tools.tools;
   r->tool_call_ids = MakeToolCallIds(std::random_device{}() * 0x100000001ull + std::random_device{}(), 16);
   r->engine.control_text = true;
   if (r->engine.grammar) {  // response_format holds the grammar

@@ -47,6 +47,7 @@ struct ApiRequest {
   // the reply's calls are parsed into tool_calls; ids for them.
   const ToolSyntax* tool_syntax = nullptr;
   std::vector<std::string> tool_call_ids;
+  nlohmann::json tools;  // the request's tools (their parameters type arguments written one element each)
 };
 
 struct ParseContext {

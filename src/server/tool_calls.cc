@@ -153,7 +153,7 @@ ToolCallStream::Delta ToolCallStream::Push(const std::string& text) {
     in_call_ = true;
     held_.erase(0, at);
   }
-  Emit(syntax_->Parse(held_, id), &d);
+  Emit(syntax_->Parse(held_, id, tools_), &d);
   return d;
 }
 
@@ -164,7 +164,7 @@ ToolCallStream::Delta ToolCallStream::Finish(std::vector<ToolCall>* calls) {
     d.content = std::move(held_);
     return d;
   }
-  ToolSyntax::Parsed p = syntax_->Parse(held_, [this](size_t i) { return Id(i); });
+  ToolSyntax::Parsed p = syntax_->Parse(held_, [this](size_t i) { return Id(i); }, tools_);
   if (p.calls.empty() && !p.partial) {  // no call parsed after all: the held text is content
     d.content = std::move(held_);
     return d;

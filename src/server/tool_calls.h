@@ -41,7 +41,9 @@ std::vector<std::string> MakeToolCallIds(uint64_t seed, size_t n);
 // fragments of a call add up to the arguments Finish reports.
 class ToolCallStream {
  public:
-  ToolCallStream(const ToolSyntax* syntax, std::vector<std::string> ids) : syntax_(syntax), ids_(std::move(ids)) {}
+  // tools: the request's, outliving the stream (or null).
+  ToolCallStream(const ToolSyntax* syntax, std::vector<std::string> ids, const nlohmann::json* tools = nullptr)
+      : syntax_(syntax), ids_(std::move(ids)), tools_(tools) {}
   struct Delta {
     std::string content;
     nlohmann::json tool_calls = nlohmann::json::array();  // delta.tool_calls entries
@@ -57,6 +59,7 @@ class ToolCallStream {
 
   const ToolSyntax* syntax_;
   std::vector<std::string> ids_;
+  const nlohmann::json* tools_;
   std::string held_;   // from the marker's possible start on
   bool in_call_ = false;
   size_t content_sent_ = 0;  // content bytes before the marker sent

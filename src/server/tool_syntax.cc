@@ -16,8 +16,7 @@ constexpr std::string_view kNames[2] = {"fn_alpha", "fn_beta"};
 constexpr std::string_view kIds[2] = {"alphacall", "betacall2"};  // 9 alphanumerics, as Mistral's templates demand
 constexpr std::string_view kArgKeys[2] = {"k_alpha", "k_beta"};
 
-bool IsSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
-bool IsJsonPunct(char c) { return c == '{' || c == '}' || c == '[' || c == ']' || c == ':' || c == ',' || c == '"'; }
+bool IsSpace(char c) { return IsToolSpace(c); }
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && IsSpace(s.front())) s.remove_prefix(1);
@@ -78,16 +77,8 @@ json ProbeCall(int i, bool args_as_object) {
           {"function", {{"name", std::string(kNames[i])}, {"arguments", args_as_object ? args : json(args.dump())}}}};
 }
 
-size_t CommonPrefix(std::string_view a, std::string_view b) {
-  size_t n = 0;
-  while (n < a.size() && n < b.size() && a[n] == b[n]) ++n;
-  return n;
-}
-size_t CommonSuffix(std::string_view a, std::string_view b) {
-  size_t n = 0;
-  while (n < a.size() && n < b.size() && a[a.size() - 1 - n] == b[b.size() - 1 - n]) ++n;
-  return n;
-}
+size_t CommonPrefix(std::string_view a, std::string_view b) { return CommonToolPrefix(a, b); }
+size_t CommonSuffix(std::string_view a, std::string_view b) { return CommonToolSuffix(a, b); }
 
 }  // namespace
 
@@ -116,10 +107,8 @@ struct HoleSpan {
 // two-call render allows: two = head + unit(alpha) + sep + unit(beta) + tail.
 // False when no split reproduces the two-call render.
 bool SplitUnit(const std::string& one, const std::string& two, const std::vector<HoleSpan>& holes, size_t* head,
-               size_t* tail, std::string* sep) {
-  size_t b0 = 0, b1 = 0;
-  if (two.empty() || !FindArgs(two, kArgKeys[1], &b0, &b1)) return true;  // one call only: the unit is the region
-  const std::string beta_args = two.substr(b0, b1 - b0);
+               size_t* tail, std::string* sep, const std::string& beta_args) {
+  if (two.empty() || beta_args.empty()) return true;  // one call only: the unit is the region
   bool found = false;
   for (size_t total = 0; !found && total <= one.size(); ++total) {
     for (size_t h = 0; h <= total && h <= holes.front().begin; ++h) {
@@ -129,9 +118,10 @@ bool SplitUnit(const std::string& one, const std::string& two, const std::vector
       size_t at = h;
       for (const HoleSpan& sp : holes) {
         beta.append(one, at, sp.begin - at);
-        beta += sp.hole == ToolSyntax::Hole::kName ? std::string(kNames[1])
-                : sp.hole == ToolSyntax::Hole::kId ? std::string(kIds[1])
-                                                   : beta_args;
+        beta += sp.hole == ToolSyntax::Hole::kName    ? std::string(kNames[1])
+                : sp.hole == ToolSyntax::Hole::kId    ? std::string(kIds[1])
+                : sp.hole == ToolSyntax::Hole::kIndex ? std::string("1")
+                                                      : beta_args;
         at = sp.end;
       }
       beta.append(one, at, one.size() - tl - at);
@@ -155,33 +145,66 @@ bool SplitUnit(const std::string& one, const std::string& two, const std::vector
 
 }  // namespace
 
+namespace {
+
+// Renders probe turns: the plain one once, then the regions of turns with
+// calls that differ from it (where the template wrote them).
+class RegionProbe {
+ public:
+  explicit RegionProbe(const ChatTemplate& t) : t_(t) {
+    Result<std::string> plain = Render({{"role", "assistant"}, {"content", "ZZ"}});
+    if (!plain.ok()) {
+      error_ = "the template does not render a plain assistant turn: " + plain.status().message();
+    } else if ((z_ = plain->find("ZZ")) == std::string::npos) {
+      error_ = "the template drops assistant content";
+    } else {
+      plain_ = *plain;
+    }
+  }
+  const std::string& error() const { return error_; }
+  Result<std::string> Region(const json& calls) const {
+    Result<std::string> r = Render({{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}});
+    if (!r.ok()) return r.status();
+    return CallRegion(*r, plain_, z_);
+  }
+
+ private:
+  Result<std::string> Render(json assistant) const {
+    const json user = {{"role", "user"}, {"content", "U1"}};
+    return t_.RenderTurns(json::array({user, std::move(assistant)}), json{{"tools", ProbeTools()}});
+  }
+  const ChatTemplate& t_;
+  std::string plain_, error_;
+  size_t z_ = 0;
+};
+
+json ProbeCallWith(int i, const json& args) {
+  return {{"id", std::string(kIds[i])},
+          {"type", "function"},
+          {"function", {{"name", std::string(kNames[i])}, {"arguments", args}}}};
+}
+
+}  // namespace
+
 // Renders one and two probe calls (arguments as objects, else as strings)
 // and keeps the regions where they went; false with reason_ set.
 bool ToolSyntax::ProbeRegions(const ChatTemplate& t, std::string* one, std::string* two) {
-  const json extra = {{"tools", ProbeTools()}};
-  const json user = {{"role", "user"}, {"content", "U1"}};
-  auto render = [&](json assistant) { return t.RenderTurns(json::array({user, std::move(assistant)}), extra); };
-  Result<std::string> plain = render({{"role", "assistant"}, {"content", "ZZ"}});
-  if (!plain.ok()) {
-    reason_ = "the template does not render a plain assistant turn: " + plain.status().message();
-    return false;
-  }
-  const size_t z = plain->find("ZZ");
-  if (z == std::string::npos) {
-    reason_ = "the template drops assistant content";
+  const RegionProbe probe(t);
+  if (!probe.error().empty()) {
+    reason_ = probe.error();
     return false;
   }
   for (bool as_object : {true, false}) {
     auto with_calls = [&](int n) {
       json calls = json::array();
       for (int i = 0; i < n; ++i) calls.push_back(ProbeCall(i, as_object));
-      return render({{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}});
+      return probe.Region(calls);
     };
     Result<std::string> r1 = with_calls(1);
     if (!r1.ok() || r1->find(kNames[0]) == std::string::npos || r1->find(kArgKeys[0]) == std::string::npos) continue;
     args_as_object_ = as_object;
-    *one = CallRegion(*r1, *plain, z);
-    if (Result<std::string> r2 = with_calls(2); r2.ok()) *two = CallRegion(*r2, *plain, z);
+    *one = *r1;
+    if (Result<std::string> r2 = with_calls(2); r2.ok()) *two = *r2;
     break;
   }
   if (one->empty()) reason_ = "the template does not render tool calls";
@@ -194,9 +217,35 @@ ToolSyntax ToolSyntax::Derive(const ChatTemplate& t) {
   if (!s.ProbeRegions(t, &one, &two)) return s;
   // Holes in the one-call region, in order.
   std::vector<HoleSpan> holes;
-  size_t a0, a1;
+  size_t a0 = 0, a1 = 0;
+  std::string beta_args;  // the second call's arguments as the two-call region shows them
+  if (FindArgs(one, kArgKeys[0], &a0, &a1)) {
+    size_t b0, b1;
+    if (!two.empty() && FindArgs(two, kArgKeys[1], &b0, &b1)) beta_args = two.substr(b0, b1 - b0);
+  } else {
+    // One element per argument: derived from calls with string and number
+    // arguments (tool_args.h).
+    const RegionProbe regions(t);
+    Result<ArgProbe> probe = DeriveArgSyntax([&](const json& args) {
+      return regions.Region(json::array({ProbeCallWith(0, s.args_as_object_ ? args : json(args.dump()))}));
+    });
+    if (!probe.ok()) {
+      s.reason_ = probe.status().message();
+      return s;
+    }
+    s.args_ = probe->syntax;
+    one = probe->region;
+    a0 = probe->block_begin;
+    a1 = probe->block_end;
+    const json alpha = {{std::string(kArgProbeKeys[0]), std::string(kArgProbeValues[0])}};
+    const json beta = {{std::string(kArgProbeKeys[1]), std::string(kArgProbeValues[1])}};
+    Result<std::string> r2 = regions.Region(json::array({ProbeCallWith(0, alpha), ProbeCallWith(1, beta)}));
+    two = r2.ok() ? *r2 : std::string();
+    beta_args = s.args_->Render(std::string(kArgProbeKeys[1]), beta[std::string(kArgProbeKeys[1])]);
+    if (two.find(beta_args) == std::string::npos) beta_args.clear();
+  }
   const size_t name_at = one.find(kNames[0]);
-  if (!FindArgs(one, kArgKeys[0], &a0, &a1) || name_at == std::string::npos) {
+  if (a1 == 0 || name_at == std::string::npos) {
     s.reason_ = "the template's tool-call arguments are not one JSON object";
     return s;
   }
@@ -211,12 +260,23 @@ ToolSyntax ToolSyntax::Derive(const ChatTemplate& t) {
     }
   }
   size_t head = 0, tail = 0;
-  if (!SplitUnit(one, two, holes, &head, &tail, &s.sep_)) {
-    s.reason_ = "the template's calls carry more than a name, arguments and id (a running index?)";
+  bool split = SplitUnit(one, two, holes, &head, &tail, &s.sep_, beta_args);
+  // A running number: a lone 0 outside the holes that the second call
+  // writes as 1.
+  for (size_t i = 0; !split && i < one.size(); ++i) {
+    const auto digit = [&](size_t k) { return k < one.size() && std::isdigit(uint8_t(one[k])); };
+    if (one[i] != '0' || (i > 0 && digit(i - 1)) || digit(i + 1)) continue;
+    if (std::any_of(holes.begin(), holes.end(), [&](const HoleSpan& h) { return i >= h.begin && i < h.end; })) continue;
+    std::vector<HoleSpan> with = holes;
+    with.push_back({i, i + 1, Hole::kIndex});
+    std::sort(with.begin(), with.end(), [](const HoleSpan& x, const HoleSpan& y) { return x.begin < y.begin; });
+    if ((split = SplitUnit(one, two, with, &head, &tail, &s.sep_, beta_args))) holes = std::move(with);
+  }
+  if (!split) {
+    s.reason_ = "the template's calls carry more than a name, arguments, id and number";
     return s;
   }
-  size_t b0, b1;
-  s.multi_ = !two.empty() && FindArgs(two, kArgKeys[1], &b0, &b1);
+  s.multi_ = !two.empty() && !beta_args.empty();
   // Whitespace inside arguments: single spaces, or indented JSON at any
   // depth where the template pretty-prints (64 bytes a gap: 16 levels of 4).
   if (one.substr(a0, a1 - a0).find('\n') != std::string::npos) s.max_whitespace_ = 64;
@@ -242,33 +302,20 @@ json ToolSyntax::Describe() const {
   json unit = json::array();
   for (size_t k = 0; k < unit_lits_.size(); ++k) {
     unit.push_back(unit_lits_[k]);
-    if (k < unit_holes_.size()) unit.push_back(unit_holes_[k] == Hole::kName ? "<NAME>" : unit_holes_[k] == Hole::kArgs ? "<ARGS>" : "<ID>");
+    if (k < unit_holes_.size()) {
+      unit.push_back(unit_holes_[k] == Hole::kName   ? "<NAME>"
+                     : unit_holes_[k] == Hole::kArgs ? "<ARGS>"
+                     : unit_holes_[k] == Hole::kId   ? "<ID>"
+                                                     : "<INDEX>");
+    }
   }
   return {{"supported", supported()}, {"reason", reason_}, {"head", head_}, {"unit", unit}, {"sep", sep_},
-          {"tail", tail_}, {"multi", multi_}, {"args_as_object", args_as_object_}, {"max_whitespace", max_whitespace_}};
+          {"tail", tail_}, {"multi", multi_}, {"args_as_object", args_as_object_}, {"max_whitespace", max_whitespace_},
+          {"per_argument", args_ ? args_->Describe() : json(nullptr)}};
 }
 
-// Whitespace in the literal matches any run (or none); before a literal
-// (after a JSON value, say) and around JSON punctuation the text may add
-// whitespace of its own.
-enum class Match { kYes, kNo, kShort };
-static Match MatchLit(std::string_view text, size_t* pos, std::string_view lit) {
-  size_t p = *pos;
-  for (size_t i = 0; i < lit.size(); ++i) {
-    const char c = lit[i];
-    if (IsSpace(c)) {
-      while (p < text.size() && IsSpace(text[p])) ++p;
-      continue;
-    }
-    if (i == 0 || IsJsonPunct(c) || IsJsonPunct(lit[i - 1]))
-      while (p < text.size() && IsSpace(text[p])) ++p;
-    if (p >= text.size()) return Match::kShort;
-    if (text[p] != c) return Match::kNo;
-    ++p;
-  }
-  *pos = p;
-  return Match::kYes;
-}
+using Match = MatchResult;
+static Match MatchLit(std::string_view text, size_t* pos, std::string_view lit) { return MatchToolLiteral(text, pos, lit); }
 
 bool ToolSyntax::MatchLiteral(std::string_view text, size_t* pos, std::string_view lit) const {
   return MatchLit(text, pos, lit) == Match::kYes;
@@ -276,7 +323,21 @@ bool ToolSyntax::MatchLiteral(std::string_view text, size_t* pos, std::string_vi
 
 // One unit from pos: its end, or npos (*partial when the text ends inside
 // it after the name: the call so far is in *call).
-size_t ToolSyntax::ParseUnit(std::string_view text, size_t pos, ToolCall* call, bool* partial) const {
+namespace {
+// The parameters schema of the tool named name in a request's tools.
+const json* ParamsOf(const json* tools, const std::string& name) {
+  if (tools == nullptr || !tools->is_array()) return nullptr;
+  for (const json& t : *tools) {
+    if (t.contains("function") && t["function"].value("name", "") == name && t["function"].contains("parameters")) {
+      return &t["function"]["parameters"];
+    }
+  }
+  return nullptr;
+}
+}  // namespace
+
+size_t ToolSyntax::ParseUnit(std::string_view text, size_t pos, ToolCall* call, bool* partial,
+                             const json* tools) const {
   *partial = false;
   bool named = false;
   for (size_t k = 0; k <= unit_holes_.size(); ++k) {
@@ -287,6 +348,16 @@ size_t ToolSyntax::ParseUnit(std::string_view text, size_t pos, ToolCall* call, 
     }
     if (k == unit_holes_.size()) break;
     while (pos < text.size() && IsSpace(text[pos])) ++pos;
+    if (unit_holes_[k] == Hole::kArgs && args_) {
+      bool cut = false;
+      const size_t end = ParseArgBlock(*args_, text, pos, ParamsOf(tools, call->name), &call->arguments, &cut);
+      if (end == std::string_view::npos) {
+        *partial = named && cut;
+        return end;
+      }
+      pos = end;
+      continue;
+    }
     if (unit_holes_[k] == Hole::kArgs) {
       const size_t end = JsonValueEnd(text, pos);
       if (end == std::string_view::npos) {
@@ -297,6 +368,15 @@ size_t ToolSyntax::ParseUnit(std::string_view text, size_t pos, ToolCall* call, 
       if (json::parse(text.substr(pos, end - pos), nullptr, false).is_discarded()) return std::string_view::npos;
       call->arguments = std::string(text.substr(pos, end - pos));
       pos = end;
+      continue;
+    }
+    if (unit_holes_[k] == Hole::kIndex) {  // the call's number, whatever it says
+      const size_t digits_end = std::find_if(text.begin() + pos, text.end(), [](char c) { return !std::isdigit(uint8_t(c)); }) - text.begin();
+      if (digits_end == pos || digits_end == text.size()) {
+        *partial = digits_end == text.size() && named;
+        return std::string_view::npos;
+      }
+      pos = digits_end;
       continue;
     }
     // A name or id: up to the quote that closes it inside a JSON string, else
@@ -314,7 +394,8 @@ size_t ToolSyntax::ParseUnit(std::string_view text, size_t pos, ToolCall* call, 
   return pos;
 }
 
-ToolSyntax::Parsed ToolSyntax::Parse(std::string_view text, const std::function<std::string(size_t)>& make_id) const {
+ToolSyntax::Parsed ToolSyntax::Parse(std::string_view text, const std::function<std::string(size_t)>& make_id,
+                                     const json* tools) const {
   Parsed out;
   const size_t start = supported() ? text.find(trigger_) : std::string_view::npos;
   if (start == std::string_view::npos) {
@@ -326,7 +407,7 @@ ToolSyntax::Parsed ToolSyntax::Parse(std::string_view text, const std::function<
     for (;;) {
       ToolCall call;
       bool partial = false;
-      const size_t end = ParseUnit(text, pos, &call, &partial);
+      const size_t end = ParseUnit(text, pos, &call, &partial, tools);
       if (end == std::string_view::npos) {
         if (partial) {
           out.partial = true;
@@ -342,7 +423,7 @@ ToolSyntax::Parsed ToolSyntax::Parse(std::string_view text, const std::function<
       if (!multi_ || MatchLit(text, &next, sep_) != Match::kYes) break;
       ToolCall probe;
       bool p2 = false;
-      if (ParseUnit(text, next, &probe, &p2) == std::string_view::npos && !p2) break;
+      if (ParseUnit(text, next, &probe, &p2, tools) == std::string_view::npos && !p2) break;
       pos = next;
     }
   }
@@ -374,6 +455,7 @@ Result<std::shared_ptr<const structured::SeqGrammar>> ToolSyntax::Grammar(const 
   struct Tool {
     std::string name;
     std::shared_ptr<const structured::CompiledSchema> schema;
+    json params;
   };
   std::vector<Tool> list;
   for (const json& t : tools) {
@@ -384,7 +466,7 @@ Result<std::shared_ptr<const structured::SeqGrammar>> ToolSyntax::Grammar(const 
     if (fn.contains("parameters") && fn["parameters"].is_object()) params = nlohmann::ordered_json::parse(fn["parameters"].dump());
     auto compiled = structured::SchemaCache::Global().Get(params);
     if (!compiled.ok()) return Status::Error(fmt::format("the parameters of tool '{}' cannot be enforced: {}", name, compiled.status().message()));
-    list.push_back({name, *compiled});
+    list.push_back({name, *compiled, json::parse(params.dump())});
   }
   if (list.empty()) return Status::Error(fmt::format("no tool named '{}'", only));
   auto g = std::make_shared<structured::SeqGrammar>();
@@ -414,12 +496,16 @@ Result<std::shared_ptr<const structured::SeqGrammar>> ToolSyntax::Grammar(const 
         int32_t next = k == unit_holes_.size() ? done : g->AddState();
         std::string lit = unit_lits_[k];
         if (k < unit_holes_.size() && unit_holes_[k] != Hole::kArgs) {
-          lit += unit_holes_[k] == Hole::kName ? tool.name : ids[c];
+          lit += unit_holes_[k] == Hole::kName ? tool.name : unit_holes_[k] == Hole::kIndex ? std::to_string(c) : ids[c];
         }
         if (k < unit_holes_.size() && unit_holes_[k] == Hole::kArgs) {
           const int32_t mid = g->AddState();
           g->Literal(s, mid, lit);
-          g->Json(mid, next, tool.schema);
+          if (args_) {
+            PC_RETURN_IF_ERROR(AddArgBlock(*args_, g.get(), mid, next, tool.params));
+          } else {
+            g->Json(mid, next, tool.schema);
+          }
         } else {
           g->Literal(s, next, lit);
         }

@@ -8,9 +8,11 @@
 //   Hermes/Qwen: <tool_call>\n{"name": NAME, "arguments": ARGS}\n</tool_call>
 //   Llama 3.x:   {"name": "NAME", "parameters": ARGS}
 //   Mistral:     [TOOL_CALLS][ {"name": "NAME", "arguments": ARGS, "id": "ID"} ]
-// Templates whose arguments are not one JSON value (one XML element per
-// parameter) or whose calls carry a running index are not derived: their
-// replies stay plain content, and tool_choice "required" is refused.
+// Templates that write one element per argument instead of one JSON value
+// (Qwen3-Coder, GLM, MiniMax M2, Seed-OSS, Gemma 4, ...) get an ARGS hole of
+// that form, derived the same way (tool_args.h); replies' arguments are
+// turned into a JSON object. A call's running number where the template
+// prints one (Kimi K2) is a hole of its own.
 //
 // The same syntax parses replies (whitespace around JSON punctuation is
 // forgiven) and builds the grammar that forces a call (structured/sequence).
@@ -20,12 +22,14 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "base/status.h"
 #include "server/chat_template.h"
+#include "server/tool_args.h"
 #include "structured/sequence.h"
 
 namespace pc {
@@ -44,7 +48,8 @@ struct ToolReasoning {
 
 class ToolSyntax {
  public:
-  enum class Hole : uint8_t { kName, kArgs, kId };
+  // kIndex: the call's number in its turn (0, 1, ...; Kimi K2's functions.NAME:0).
+  enum class Hole : uint8_t { kName, kArgs, kId, kIndex };
 
   // Reads the syntax off a template; !supported() when it cannot (reason()).
   static ToolSyntax Derive(const ChatTemplate& t);
@@ -70,7 +75,12 @@ class ToolSyntax {
   // A reply's content and calls. A call cut short (no closing literal) is
   // kept when its arguments are a whole JSON value; a reply where no call
   // parses is all content. ids come from make_id(i) unless the text has one.
-  Parsed Parse(std::string_view text, const std::function<std::string(size_t)>& make_id) const;
+  // tools: the request's (each argument written as an element is typed by
+  // its tool's parameters: a string parameter's value stays a string).
+  Parsed Parse(std::string_view text, const std::function<std::string(size_t)>& make_id,
+               const nlohmann::json* tools = nullptr) const;
+  // One element per argument (Qwen3-Coder's <parameter=...>), else null.
+  const ArgSyntax* per_argument() const { return args_ ? &*args_ : nullptr; }
 
   // The grammar of one or more calls (one when !parallel) to the tools
   // named in `names` (empty: any of `tools`), arguments validated against
@@ -84,7 +94,7 @@ class ToolSyntax {
  private:
   struct Unit;
   bool MatchLiteral(std::string_view text, size_t* pos, std::string_view lit) const;
-  size_t ParseUnit(std::string_view text, size_t pos, ToolCall* call, bool* partial) const;
+  size_t ParseUnit(std::string_view text, size_t pos, ToolCall* call, bool* partial, const nlohmann::json* tools) const;
 
   std::string head_, sep_, tail_;
   std::vector<std::string> unit_lits_;  // unit_holes_.size() + 1 literals around the holes
@@ -92,6 +102,7 @@ class ToolSyntax {
   std::vector<Hole> unit_holes_;
   std::string trigger_, reason_;
   bool args_as_object_ = true;
+  std::optional<ArgSyntax> args_;  // arguments written one element each
   bool multi_ = false;       // the template writes several calls in one turn
   int max_whitespace_ = 2;   // per gap inside arguments (structured/sequence.h)
 };

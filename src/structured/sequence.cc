@@ -1,6 +1,7 @@
 #include "structured/sequence.h"
 
 #include <algorithm>
+#include <cstdio>
 
 namespace pc::structured {
 
@@ -25,6 +26,59 @@ void SeqGrammar::Json(int32_t from, int32_t to, std::shared_ptr<const CompiledSc
   e.node = node;
   edges.push_back(std::move(e));
   schemas.push_back(std::move(schema));
+}
+
+void SeqGrammar::RawString(int32_t from, int32_t to, std::shared_ptr<const CompiledSchema> schema, std::string stop) {
+  Json(from, to, schema, schema->root);
+  edges.back().raw_string = true;
+  edges.back().literal = std::move(stop);
+}
+
+namespace {
+// The longest prefix of lit that text ending in (lit[0, pos) + byte) ends with.
+uint32_t AdvanceMarker(const std::string& lit, uint32_t pos, uint8_t byte) {
+  for (uint32_t p = pos + 1; p > 0; --p) {
+    const size_t k = p - 1;  // bytes kept before this one
+    if (uint8_t(lit[k]) == byte && lit.compare(0, k, lit, pos - k, k) == 0) return p;
+  }
+  return 0;
+}
+}  // namespace
+
+bool RawStringMatcher::Advance(uint8_t byte, RawStringMatcher* out) const {
+  char esc[8];
+  int n = 0;
+  if (byte == '"' || byte == '\\') {
+    esc[n++] = '\\';
+    esc[n++] = char(byte);
+  } else if (byte == '\n' || byte == '\t' || byte == '\r') {
+    esc[n++] = '\\';
+    esc[n++] = byte == '\n' ? 'n' : byte == '\t' ? 't' : 'r';
+  } else if (byte < 0x20) {
+    n = std::snprintf(esc, sizeof(esc), "\\u%04x", unsigned(byte));
+  } else {
+    esc[n++] = char(byte);
+  }
+  uint32_t stop_pos = 0;
+  if (stop_ && !stop_->empty()) {
+    stop_pos = AdvanceMarker(*stop_, stop_pos_, byte);
+    if (stop_pos == stop_->size()) return false;  // the stop ends the string, never sits in it
+  }
+  JsonMatcher cur = m_;
+  for (int i = 0; i < n; ++i) {
+    JsonMatcher next;
+    if (!cur.Advance(uint8_t(esc[i]), &next)) return false;
+    cur = std::move(next);
+  }
+  out->m_ = std::move(cur);
+  out->stop_ = stop_;
+  out->stop_pos_ = stop_pos;
+  return true;
+}
+
+bool RawStringMatcher::CanEnd() const {
+  JsonMatcher closed;
+  return m_.Advance('"', &closed) && closed.CanEnd();
 }
 
 void SeqGrammar::Gbnf(int32_t from, int32_t to, std::shared_ptr<const GbnfGrammar> grammar) {
@@ -69,7 +123,13 @@ void SeqMatcher::Enter(int32_t state, SeqMatcher* out) const {
         if (out->threads_.size() >= size_t(kMaxThreads)) return;
         Thread t;
         t.edge = int32_t(i);
-        if (e.schema) t.json = std::make_shared<const JsonMatcher>(e.schema, g->max_whitespace, e.node);
+        if (e.schema && e.raw_string) {
+          JsonMatcher open(e.schema, g->max_whitespace, e.node), quoted;
+          if (!open.Advance('"', &quoted)) continue;  // the schema takes no string
+          t.raw = std::make_shared<const RawStringMatcher>(std::move(quoted), &e.literal);
+        } else if (e.schema) {
+          t.json = std::make_shared<const JsonMatcher>(e.schema, g->max_whitespace, e.node);
+        }
         if (e.gbnf) t.gbnf = std::make_shared<const GbnfMatcher>(e.gbnf);
         out->threads_.push_back(std::move(t));
       }
@@ -81,15 +141,12 @@ void SeqMatcher::Enter(int32_t state, SeqMatcher* out) const {
 void SeqMatcher::Step(const Thread& t, uint8_t byte, SeqMatcher* out) const {
   const SeqEdge& e = g_->edges[size_t(t.edge)];
   if (e.gbnf) return StepInside(t, *t.gbnf, &Thread::gbnf, byte, out);
+  if (t.raw) return StepInside(t, *t.raw, &Thread::raw, byte, out);
   if (!e.schema) {
     uint32_t pos = t.pos + 1;
     if (e.until) {
       // The longest prefix of the marker that the text so far ends with.
-      const std::string& lit = e.literal;
-      for (pos = t.pos + 1; pos > 0; --pos) {
-        const size_t k = pos - 1;  // bytes kept before this one
-        if (uint8_t(lit[k]) == byte && lit.compare(0, k, lit, t.pos - k, k) == 0) break;
-      }
+      pos = AdvanceMarker(e.literal, t.pos, byte);
     } else if (uint8_t(e.literal[t.pos]) != byte) {
       return;
     }
@@ -98,7 +155,7 @@ void SeqMatcher::Step(const Thread& t, uint8_t byte, SeqMatcher* out) const {
       return;
     }
     for (const Thread& o : out->threads_)
-      if (o.edge == t.edge && o.pos == pos && !o.json && !o.gbnf) return;  // already there
+      if (o.edge == t.edge && o.pos == pos && !o.json && !o.gbnf && !o.raw) return;  // already there
     if (out->threads_.size() >= size_t(kMaxThreads)) return;
     Thread n;
     n.edge = t.edge;
@@ -152,7 +209,7 @@ bool SeqMatcher::Consume(std::string_view bytes) {
 bool SeqMatcher::CanEnd() const {
   if (at_accept_) return true;
   for (const Thread& t : threads_) {
-    if (!(t.json ? t.json->CanEnd() : t.gbnf && t.gbnf->CanEnd())) continue;
+    if (!(t.json ? t.json->CanEnd() : t.gbnf ? t.gbnf->CanEnd() : t.raw && t.raw->CanEnd())) continue;
     SeqMatcher after;
     after.g_ = g_;
     Enter(g_->edges[size_t(t.edge)].to, &after);
@@ -164,7 +221,7 @@ bool SeqMatcher::CanEnd() const {
 bool SeqMatcher::Complete() const {
   if (!CanEnd()) return false;
   for (const Thread& t : threads_) {
-    if (!(t.json ? t.json->Complete() : t.gbnf && t.gbnf->Complete())) return false;
+    if (!(t.json ? t.json->Complete() : t.gbnf ? t.gbnf->Complete() : t.raw && t.raw->Complete())) return false;
     SeqMatcher after;
     after.g_ = g_;
     Enter(g_->edges[size_t(t.edge)].to, &after);

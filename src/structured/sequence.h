@@ -28,9 +28,10 @@ namespace pc::structured {
 struct SeqEdge {
   int32_t from = 0, to = 0;
   std::string literal;                  // a literal edge (non-empty; with until: any text up to and
-  bool until = false;                   //   including the literal's first occurrence), or
-  const CompiledSchema* schema = nullptr;  // a JSON edge: a value of node, or
-  int32_t node = -1;
+  bool until = false;                   //   including the literal's first occurrence; raw strings: their stop), or
+  const CompiledSchema* schema = nullptr;  // a JSON edge: a value of node (with raw_string: a string
+  int32_t node = -1;                       //   of node written without quotes or escapes), or
+  bool raw_string = false;
   const GbnfGrammar* gbnf = nullptr;       // a GBNF edge: a sentence of its root
   bool literal_edge() const { return schema == nullptr && gbnf == nullptr; }
 };
@@ -52,9 +53,31 @@ struct SeqGrammar {
   void Until(int32_t from, int32_t to, std::string text);
   void Json(int32_t from, int32_t to, std::shared_ptr<const CompiledSchema> schema, int32_t node);
   void Json(int32_t from, int32_t to, std::shared_ptr<const CompiledSchema> schema);  // its root
+  // A string valid for the schema's root, as raw text (no quotes, no
+  // escapes: a tool argument printed as it is) that never contains stop
+  // (the text that follows it and says where it ends; non-empty).
+  void RawString(int32_t from, int32_t to, std::shared_ptr<const CompiledSchema> schema, std::string stop);
   void Gbnf(int32_t from, int32_t to, std::shared_ptr<const GbnfGrammar> grammar);
   // One JSON value of schema and nothing else.
   static std::shared_ptr<const SeqGrammar> ForSchema(std::shared_ptr<const CompiledSchema> schema, int max_whitespace);
+};
+
+// A JsonMatcher inside a string value fed raw text: each byte goes in as
+// its JSON escape, and the value may end wherever a closing quote could.
+class RawStringMatcher {
+ public:
+  RawStringMatcher() = default;
+  // opened: after the opening quote; stop: the text it never contains
+  // (outlives the matcher: the grammar's edge holds it).
+  RawStringMatcher(JsonMatcher opened, const std::string* stop) : m_(std::move(opened)), stop_(stop) {}
+  bool Advance(uint8_t byte, RawStringMatcher* out) const;
+  bool CanEnd() const;
+  bool Complete() const { return CanEnd(); }
+
+ private:
+  JsonMatcher m_;
+  const std::string* stop_ = nullptr;
+  uint32_t stop_pos_ = 0;  // the longest prefix of *stop_ the text ends with
 };
 
 class SeqMatcher {
@@ -88,6 +111,7 @@ class SeqMatcher {
     uint32_t pos = 0;  // literal edges: bytes matched
     std::shared_ptr<const JsonMatcher> json;  // JSON edges (shared by copies: never changed once made)
     std::shared_ptr<const GbnfMatcher> gbnf;  // GBNF edges (the same)
+    std::shared_ptr<const RawStringMatcher> raw;  // raw-string edges (the same)
   };
   // Threads at the start of each edge leaving state (accept noted).
   void Enter(int32_t state, SeqMatcher* out) const;

@@ -82,8 +82,10 @@ TEST_F(ToolCallsTest, ForcedCallsValidateAndStreamsAgree) {
 #else
   const int seeds = 6;
 #endif
+  // JSON arguments (the first four), one element per argument (Qwen3-Coder's
+  // raw strings, Gemma 4's quoted ones joined by commas).
   for (const char* name : {"Qwen-Qwen2.5-7B-Instruct", "meta-llama-Llama-3.1-8B-Instruct", "mistralai-Mistral-Nemo-Instruct-2407",
-                           "deepseek-ai-DeepSeek-V3.1"}) {
+                           "deepseek-ai-DeepSeek-V3.1", "Qwen3-Coder", "google-gemma-4-31B-it"}) {
     auto h = Serve(name);
     if (!h) {
       if (test::RequireShared()) FAIL() << "template missing: " << name;

@@ -1,5 +1,5 @@
 // Tool-call syntax read off real chat templates: for every shared template
-// that renders calls with JSON arguments, the calls the template itself
+// that renders calls (JSON arguments, or one element per argument), the calls the template itself
 // writes (other names, ids and arguments than the probes) parse back
 // exactly, the forcing grammar accepts that text, and it refuses arguments
 // that break the tool's parameters.
@@ -73,7 +73,7 @@ TEST(ToolSyntax, SharedTemplatesRoundTrip) {
       if (n == 2) calls.push_back(Call("abcdefgh2", "search_web", a2, obj));
       const std::string text = CallsText(*t, calls);
       if (text.empty() || (n == 2 && text.find("search_web") == std::string::npos)) continue;  // the template refuses two calls
-      const ToolSyntax::Parsed p = syn.Parse("Let me check.\n" + text, Id);
+      const ToolSyntax::Parsed p = syn.Parse("Let me check.\n" + text, Id, &kTools);
       EXPECT_EQ(p.calls.size(), size_t(n)) << path << "\n" << text << "\n" << syn.Describe().dump();
       if (p.calls.size() != size_t(n)) continue;
       EXPECT_EQ(p.content, "Let me check.") << path;
@@ -87,7 +87,17 @@ TEST(ToolSyntax, SharedTemplatesRoundTrip) {
       auto g = syn.Grammar(kTools, "", true, {"abcdefgh1", "abcdefgh2", "abcdefgh3"});
       ASSERT_TRUE(g.ok()) << g.status().message();
       structured::SeqMatcher m(g->get());
-      const std::string trimmed = text.substr(text.find_first_not_of(" \n"), text.find_last_not_of(" \n") + 1 - text.find_first_not_of(" \n"));
+      std::string trimmed = text.substr(text.find_first_not_of(" \n"), text.find_last_not_of(" \n") + 1 - text.find_first_not_of(" \n"));
+      // A template that prints lists as Python's repr or in its own quotes:
+      // a forced call writes them as JSON (read back either way, above).
+      if (const ArgSyntax* per_arg = syn.per_argument(); per_arg && !per_arg->compound_json) {
+        const std::string json_tags = json(a2["tags"]).dump(), python = "['a', 'b']",
+                          quoted = "[" + per_arg->str_open + "a" + per_arg->str_close + "," + per_arg->str_open + "b" +
+                                   per_arg->str_close + "]";
+        for (const std::string& form : {python, quoted}) {
+          if (size_t at = trimmed.find(form); at != std::string::npos) trimmed.replace(at, form.size(), json_tags);
+        }
+      }
       size_t ok_bytes = 0;
       for (char c : trimmed) {
         structured::SeqMatcher next;
@@ -104,7 +114,7 @@ TEST(ToolSyntax, SharedTemplatesRoundTrip) {
     }
   }
   std::printf("tool-call syntax derived for %d of %d templates\n", supported, total);
-  EXPECT_GE(supported, 8);
+  EXPECT_GE(supported, 27);
 }
 
 TEST(ToolSyntax, PartialCallsAndPlainReplies) {
@@ -135,6 +145,42 @@ TEST(ToolSyntax, PartialCallsAndPlainReplies) {
   EXPECT_EQ(p.content, "ok");
   // The ChatML built-in renders no calls: no syntax.
   EXPECT_FALSE(ToolSyntax::Derive(*t).supported());
+}
+
+// One element per argument (Qwen3-Coder's syntax, read off its template):
+// a reply cut anywhere in a call reports it partial with arguments that are
+// a prefix of the whole call's, so streamed fragments add up; values are
+// typed by the tool's parameters (a string parameter's "42" stays a string,
+// an integer's is a number; Python's True is true); a reply with no marker
+// stays content.
+TEST(ToolSyntax, PerArgumentCallsStreamAsPrefixes) {
+  PC_SHARED_OR_SKIP(path, "templates/Qwen3-Coder.jinja");
+  auto t = ChatTemplate::FromSource(test::ReadText(path), path);
+  ASSERT_TRUE(t.ok());
+  const ToolSyntax syn = ToolSyntax::Derive(*t);
+  ASSERT_TRUE(syn.supported()) << syn.reason();
+  ASSERT_NE(syn.per_argument(), nullptr);
+  EXPECT_EQ(syn.per_argument()->key_before, "<parameter=");
+  const json tools = json::parse(R"([{"type": "function", "function": {"name": "set", "parameters": {"type": "object",
+      "properties": {"label": {"type": "string"}, "count": {"type": "integer"}, "on": {"type": "boolean"}}}}}])");
+  const std::string full =
+      "Sure.\n<tool_call>\n<function=set>\n<parameter=label>\n42\n</parameter>\n<parameter=count>\n7\n</parameter>\n"
+      "<parameter=on>\nTrue\n</parameter>\n</function>\n</tool_call>";
+  const ToolSyntax::Parsed whole = syn.Parse(full, Id, &tools);
+  ASSERT_EQ(whole.calls.size(), 1u);
+  EXPECT_EQ(whole.content, "Sure.");
+  EXPECT_EQ(whole.calls[0].name, "set");
+  EXPECT_EQ(whole.calls[0].arguments, R"({"label": "42", "count": 7, "on": true})");
+  size_t partials = 0;
+  for (size_t cut = 0; cut < full.size(); ++cut) {
+    const ToolSyntax::Parsed p = syn.Parse(full.substr(0, cut), Id, &tools);
+    if (!p.partial) continue;
+    ++partials;
+    EXPECT_EQ(p.partial_call.name, "set");
+    EXPECT_EQ(whole.calls[0].arguments.rfind(p.partial_call.arguments, 0), 0u) << p.partial_call.arguments;
+  }
+  EXPECT_GT(partials, 100u);
+  EXPECT_EQ(syn.Parse("no call here", Id, &tools).content, "no call here");
 }
 
 }  // namespace

@@ -101,5 +101,35 @@ TEST(Sequence, FreeTextUntilAMarker) {
   EXPECT_FALSE(m.CanEnd());
 }
 
+// A raw string (a tool argument printed without quotes): its schema holds
+// (length, enum, pattern) over the raw bytes, quotes, backslashes and line
+// breaks are plain characters, and it never contains its stop text.
+TEST(Sequence, RawStringsKeepTheirSchemaWithoutQuotes) {
+  auto grammar = [](const char* schema) {
+    auto g = std::make_shared<SeqGrammar>();
+    const int32_t open = g->AddState(), value = g->AddState();
+    g->Literal(SeqGrammar::kStart, open, "<p>");
+    g->RawString(open, value, Schema(schema), "</p>");
+    g->Literal(value, SeqGrammar::kAccept, "</p>");
+    return g;
+  };
+  auto any = grammar(R"({"type":"string"})");
+  EXPECT_TRUE(Accepts(*any, "<p>say \"hi\" \\ now\nok</p>"));
+  EXPECT_TRUE(Accepts(*any, "<p></p>"));
+  EXPECT_TRUE(Accepts(*any, "<p>a</b></p>"));      // a prefix of the stop is text
+  EXPECT_FALSE(Accepts(*any, "<p>a</p>b</p>"));    // the stop ends the string
+  auto short3 = grammar(R"({"type":"string","maxLength":3})");
+  EXPECT_TRUE(Accepts(*short3, "<p>a\"c</p>"));
+  EXPECT_FALSE(Accepts(*short3, "<p>abcd</p>"));
+  auto choice = grammar(R"({"enum":["red","green"]})");
+  EXPECT_TRUE(Accepts(*choice, "<p>green</p>"));
+  EXPECT_FALSE(Accepts(*choice, "<p>gre</p>"));
+  EXPECT_FALSE(Accepts(*choice, "<p>\"red\"</p>"));
+  auto digits = grammar(R"({"type":"string","pattern":"^[0-9]+$"})");
+  EXPECT_TRUE(Accepts(*digits, "<p>2024</p>"));
+  EXPECT_FALSE(Accepts(*digits, "<p>20x4</p>"));
+  EXPECT_FALSE(Accepts(*grammar(R"({"type":"integer"})"), "<p>5</p>"));  // no string is an integer
+}
+
 }  // namespace
 }  // namespace pc::structured
