@@ -228,5 +228,40 @@ TEST(Cli, TemplateJsonlRendersEverySharedTemplateAsTheLibrary) {
   EXPECT_GT(exact, 0);
 }
 
+// template --tool-syntax: the syntax read off a template (here one written
+// for the test: Pythonic calls, strings in single quotes, as LFM2.5's), then
+// replies parsed into content and calls, arguments typed by the tools.
+TEST(Cli, TemplateToolSyntaxReadsCallsOffTheTemplate) {
+  const std::string tpl = test::TempPath("pythonic.jinja"), replies = test::TempPath("replies.jsonl");
+  std::ofstream(tpl) << "{%- for m in messages %}<|{{ m.role }}|>{{ m.content }}{%- if m.tool_calls %}<calls>["
+                        "{%- for c in m.tool_calls %}{{ c.function.name }}({%- for k, v in c.function.arguments.items() %}"
+                        "{{ k }}={% if v is string %}'{{ v }}'{% else %}{{ v }}{% endif %}{{ ', ' if not loop.last }}"
+                        "{%- endfor %}){{ ', ' if not loop.last }}{%- endfor %}]</calls>{%- endif %}<|end|>{%- endfor %}";
+  std::ofstream(replies)
+      << nlohmann::json{{"reply", "Checking. <calls>[get(city='Paris', days=3), get(city='Rome')]</calls>"},
+                        {"tools", nlohmann::json::parse(R"([{"type": "function", "function": {"name": "get",
+                            "parameters": {"type": "object", "properties": {"city": {"type": "string"},
+                            "days": {"type": "integer"}}}}}])")}}.dump()
+      << "\n" << nlohmann::json{{"reply", "no call"}}.dump() << "\n";
+  int rc = 0;
+  const std::string out = test::RunCommand(Bin() + " template --template-file " + tpl + " --tool-syntax < " + replies, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  std::istringstream lines(out);
+  std::string syntax, first, second;
+  ASSERT_TRUE(std::getline(lines, syntax) && std::getline(lines, first) && std::getline(lines, second)) << out;
+  const auto s = nlohmann::json::parse(syntax);
+  EXPECT_TRUE(s["supported"].get<bool>()) << syntax;
+  EXPECT_EQ(s["per_argument"]["str_open"], "'");
+  EXPECT_EQ(s["per_argument"]["sep"], ", ");
+  const auto a = nlohmann::json::parse(first);
+  EXPECT_EQ(a["content"], "Checking.");
+  ASSERT_EQ(a["tool_calls"].size(), 2u) << first;
+  EXPECT_EQ(a["tool_calls"][0]["arguments"], R"({"city": "Paris", "days": 3})");
+  EXPECT_EQ(a["tool_calls"][1]["arguments"], R"({"city": "Rome"})");
+  const auto b = nlohmann::json::parse(second);
+  EXPECT_EQ(b["content"], "no call");
+  EXPECT_TRUE(b["tool_calls"].empty());
+}
+
 }  // namespace
 }  // namespace pc

@@ -12,18 +12,47 @@
 #include "commands.h"
 #include "model/forward.h"
 #include "server/chat_template.h"
+#include "server/tool_syntax.h"
 
 namespace pc::cli {
 namespace {
 
 struct TemplateFlags {
   std::string model, file, bos, eos, date;
-  bool bos_set = false, eos_set = false, jsonl = false;
+  bool bos_set = false, eos_set = false, jsonl = false, tool_syntax = false;
 };
+
+// --tool-syntax: the tool-call syntax read off the template, then each stdin
+// line {"reply": TEXT, "tools"?: [...]} parsed as a model's reply would be.
+int RunToolSyntax(const ChatTemplate& chat) {
+  const ToolSyntax syn = ToolSyntax::Derive(chat);
+  std::printf("%s\n", syn.Describe().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    if (line.empty()) continue;
+    const nlohmann::json in = nlohmann::json::parse(line, nullptr, false);
+    nlohmann::json out;
+    if (in.is_discarded() || !in.is_object() || !in.contains("reply") || !in["reply"].is_string()) {
+      out["error"] = "each line must be a JSON object with \"reply\" (a string)";
+    } else {
+      const nlohmann::json tools = in.value("tools", nlohmann::json::array());
+      const ToolSyntax::Parsed p =
+          syn.Parse(in["reply"].get<std::string>(), [](size_t i) { return "call" + std::to_string(i); }, &tools);
+      out["content"] = p.content;
+      out["tool_calls"] = nlohmann::json::array();
+      for (const ToolCall& c : p.calls) out["tool_calls"].push_back({{"id", c.id}, {"name", c.name}, {"arguments", c.arguments}});
+      if (p.partial) out["partial"] = {{"name", p.partial_call.name}, {"arguments", p.partial_call.arguments}};
+    }
+    std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  }
+  return 0;
+}
 
 int RunTemplate(const TemplateFlags& f) {
   if (f.model.empty() == f.file.empty()) return Fail("give exactly one of -m MODEL and --template-file F");
-  if (!f.jsonl) return Fail("--jsonl is required: one {\"messages\", \"add_generation_prompt\"} object per stdin line");
+  if (!f.jsonl && !f.tool_syntax) {
+    return Fail("--jsonl is required: one {\"messages\", \"add_generation_prompt\"} object per stdin line");
+  }
   Result<ChatTemplate> chat = Status::Error("");
   std::unique_ptr<Tokenizer> tok;
   if (!f.model.empty()) {
@@ -52,6 +81,7 @@ int RunTemplate(const TemplateFlags& f) {
     std::mktime(&tm);  // fills the weekday and day of the year
     chat->set_date(tm);
   }
+  if (f.tool_syntax) return RunToolSyntax(*chat);
   std::string line;
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
@@ -83,6 +113,9 @@ void RegisterTemplate(CLI::App& app, int* exit_code) {
   c->add_option("--bos-token", f->bos, "bos_token text (default: the model's, or <s>)")->each([f](const std::string&) { f->bos_set = true; });
   c->add_option("--eos-token", f->eos, "eos_token text (default: the model's, or </s>)")->each([f](const std::string&) { f->eos_set = true; });
   c->add_option("--date", f->date, "Pin strftime_now's date (YYYY-MM-DD)");
+  c->add_flag("--tool-syntax", f->tool_syntax,
+              "Print the tool-call syntax read off the template (JSON); then parse each stdin line {\"reply\", \"tools\"?} "
+              "into {\"content\", \"tool_calls\"}");
   c->add_flag("--jsonl", f->jsonl, "Each stdin line {\"messages\": [...], \"add_generation_prompt\": bool} -> {\"prompt\"} or {\"error\"}");
   c->callback([f, exit_code] { *exit_code = RunTemplate(*f); });
 }
