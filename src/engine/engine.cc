@@ -10,23 +10,6 @@
 
 namespace pc {
 
-const char* FinishReasonName(FinishReason r) {
-  switch (r) {
-    case FinishReason::kStop: return "stop";
-    case FinishReason::kLength: return "length";
-    case FinishReason::kCancelled: return "cancelled";
-    case FinishReason::kError: return "error";
-  }
-  return "error";
-}
-
-double RequestTimings::mean_itl_ms() const {
-  if (itl_ms.empty()) return 0;
-  double s = 0;
-  for (double v : itl_ms) s += v;
-  return s / static_cast<double>(itl_ms.size());
-}
-
 std::optional<StreamEvent> RequestStream::Next(int timeout_ms) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   MutexLock lock(mu_);

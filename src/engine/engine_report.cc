@@ -7,6 +7,23 @@
 
 namespace pc {
 
+const char* FinishReasonName(FinishReason r) {
+  switch (r) {
+    case FinishReason::kStop: return "stop";
+    case FinishReason::kLength: return "length";
+    case FinishReason::kCancelled: return "cancelled";
+    case FinishReason::kError: return "error";
+  }
+  return "error";
+}
+
+double RequestTimings::mean_itl_ms() const {
+  if (itl_ms.empty()) return 0;
+  double s = 0;
+  for (double v : itl_ms) s += v;
+  return s / static_cast<double>(itl_ms.size());
+}
+
 // One line per finished request (a trace line, plus what it cached and its
 // queue time and TTFT as measured), kept until the loop writes it outside the
 // lock (FlushRequestLog). Block ids are the chained (salted) block hashes cut

@@ -40,104 +40,118 @@ bool IsStringSchema(const json* schema) {
 
 // A value as a template may print it: JSON, Python's repr (single quotes,
 // True/False/None) or the template's own quotes around strings with bare
-// object keys (Gemma 4's {k:<|"|>v<|"|>}). Returns the position after it,
-// npos when the text ends inside it or it is none of these.
-// whole: t is the value and nothing else (a bare word may end with it).
-size_t LooseValue(std::string_view t, size_t pos, const ArgSyntax& s, json* out, bool whole = false, int depth = 0) {
-  auto ws = [&] {
-    while (pos < t.size() && IsToolSpace(t[pos])) ++pos;
-  };
-  ws();
-  if (pos >= t.size() || depth > 64) return std::string_view::npos;
-  const char c = t[pos];
-  if (!s.str_open.empty() && t.substr(pos).starts_with(s.str_open) && !s.str_close.empty()) {
-    const size_t e = t.find(s.str_close, pos + s.str_open.size());
-    if (e == std::string_view::npos) return e;
-    *out = std::string(t.substr(pos + s.str_open.size(), e - pos - s.str_open.size()));
-    return e + s.str_close.size();
+// object keys (Gemma 4's {k:<|"|>v<|"|>}). Each method returns the position
+// after what it read, npos when the text ends inside it or it is none of these.
+class LooseReader {
+ public:
+  // whole: the text is the value and nothing else (a bare word may end with it).
+  LooseReader(std::string_view t, const ArgSyntax& s, bool whole) : t_(t), s_(s), whole_(whole) {}
+
+  size_t Value(size_t pos, json* out, int depth = 0) const {
+    pos = Skip(pos);
+    if (pos >= t_.size() || depth > 64) return kNone;
+    const char c = t_[pos];
+    if (!s_.str_open.empty() && !s_.str_close.empty() && t_.substr(pos).starts_with(s_.str_open)) {
+      const size_t e = t_.find(s_.str_close, pos + s_.str_open.size());
+      if (e == kNone) return e;
+      *out = std::string(t_.substr(pos + s_.str_open.size(), e - pos - s_.str_open.size()));
+      return e + s_.str_close.size();
+    }
+    if (c == '"' || c == '\'') return Quoted(pos, out);
+    if (c == '{' || c == '[') return Compound(pos, out, depth);
+    return Word(pos, out);
   }
-  if (c == '"' || c == '\'') {  // JSON's string, or Python's in either quote
+
+ private:
+  static constexpr size_t kNone = std::string_view::npos;
+  size_t Skip(size_t pos) const {
+    while (pos < t_.size() && IsToolSpace(t_[pos])) ++pos;
+    return pos;
+  }
+  // JSON's string, or Python's in either quote.
+  size_t Quoted(size_t pos, json* out) const {
+    const char c = t_[pos];
     std::string v;
-    for (size_t i = pos + 1; i < t.size(); ++i) {
-      if (t[i] == '\\' && i + 1 < t.size()) {
-        const char e = t[++i];
+    for (size_t i = pos + 1; i < t_.size(); ++i) {
+      if (t_[i] == '\\' && i + 1 < t_.size()) {
+        const char e = t_[++i];
         v += e == 'n' ? '\n' : e == 't' ? '\t' : e == 'r' ? '\r' : e;
         continue;
       }
-      if (t[i] != c) {
-        v += t[i];
+      if (t_[i] != c) {
+        v += t_[i];
         continue;
       }
       if (c == '"') {  // JSON's escapes (\u...) decoded by the parser
-        json j = json::parse(t.substr(pos, i + 1 - pos), nullptr, false);
+        json j = json::parse(t_.substr(pos, i + 1 - pos), nullptr, false);
         if (j.is_string()) v = j.get<std::string>();
       }
       *out = std::move(v);
       return i + 1;
     }
-    return std::string_view::npos;
+    return kNone;
   }
-  if (c == '{' || c == '[') {
-    const bool obj = c == '{';
+  // An object (keys quoted or bare) or a list.
+  size_t Compound(size_t pos, json* out, int depth) const {
+    const bool obj = t_[pos] == '{';
     json v = obj ? json::object() : json::array();
-    ++pos;
     for (bool first = true;; first = false) {
-      ws();
-      if (pos >= t.size()) return std::string_view::npos;
-      if (t[pos] == (obj ? '}' : ']')) break;
-      if (!first) {
-        if (t[pos] != ',') return std::string_view::npos;
-        ++pos;
-      }
+      pos = Skip(first ? pos + 1 : pos);
+      if (pos >= t_.size()) return kNone;
+      if (t_[pos] == (obj ? '}' : ']')) break;
+      if (!first && t_[pos++] != ',') return kNone;
       json item;
-      if (obj) {
-        ws();
-        std::string key;
-        if (pos < t.size() && IsKeyByte(t[pos]) && t[pos] != '-') {
-          const size_t b = pos;
-          while (pos < t.size() && IsKeyByte(t[pos])) ++pos;
-          key = std::string(t.substr(b, pos - b));
-        } else {
-          json k;
-          pos = LooseValue(t, pos, s, &k, whole, depth + 1);
-          if (pos == std::string_view::npos || !k.is_string()) return std::string_view::npos;
-          key = k.get<std::string>();
-        }
-        ws();
-        if (pos >= t.size() || t[pos] != ':') return std::string_view::npos;
-        pos = LooseValue(t, pos + 1, s, &item, whole, depth + 1);
-        if (pos == std::string_view::npos) return pos;
-        v[key] = std::move(item);
-      } else {
-        pos = LooseValue(t, pos, s, &item, whole, depth + 1);
-        if (pos == std::string_view::npos) return pos;
+      if (!obj) {
+        if ((pos = Value(pos, &item, depth + 1)) == kNone) return kNone;
         v.push_back(std::move(item));
+        continue;
       }
+      json key;
+      pos = Skip(pos);
+      if (pos < t_.size() && IsKeyByte(t_[pos]) && t_[pos] != '-') {
+        const size_t b = pos;
+        while (pos < t_.size() && IsKeyByte(t_[pos])) ++pos;
+        key = std::string(t_.substr(b, pos - b));
+      } else if ((pos = Value(pos, &key, depth + 1)) == kNone || !key.is_string()) {
+        return kNone;
+      }
+      pos = Skip(pos);
+      if (pos >= t_.size() || t_[pos] != ':') return kNone;
+      if ((pos = Value(pos + 1, &item, depth + 1)) == kNone) return kNone;
+      v[key.get<std::string>()] = std::move(item);
     }
     *out = std::move(v);
     return pos + 1;
   }
-  size_t e = pos;
-  while (e < t.size() && (IsKeyByte(t[e]) || t[e] == '+')) ++e;
-  if (e == pos || (e == t.size() && !whole)) return std::string_view::npos;
-  const std::string word(t.substr(pos, e - pos));
-  if (word == "True" || word == "true") *out = true;
-  else if (word == "False" || word == "false") *out = false;
-  else if (word == "None" || word == "null") *out = nullptr;
-  else {
-    json n = json::parse(word, nullptr, false);
-    if (n.is_discarded() || !n.is_number()) return std::string_view::npos;
-    *out = n;
+  // A number, or true/false/null in JSON's or Python's spelling.
+  size_t Word(size_t pos, json* out) const {
+    size_t e = pos;
+    while (e < t_.size() && (IsKeyByte(t_[e]) || t_[e] == '+')) ++e;
+    if (e == pos || (e == t_.size() && !whole_)) return kNone;
+    const std::string word(t_.substr(pos, e - pos));
+    if (word == "True" || word == "true" || word == "False" || word == "false") {
+      *out = word[0] == 'T' || word[0] == 't';
+    } else if (word == "None" || word == "null") {
+      *out = nullptr;
+    } else {
+      json n = json::parse(word, nullptr, false);
+      if (n.is_discarded() || !n.is_number()) return kNone;
+      *out = n;
+    }
+    return e;
   }
-  return e;
-}
+
+  std::string_view t_;
+  const ArgSyntax& s_;
+  bool whole_;
+};
 
 // A value written raw up to its terminator: the parameter's type decides;
-// without one, a value that parses (LooseValue) is that value.
+// without one, a value that parses (LooseReader) is that value.
 json TypedValue(const std::string& raw, const json* schema, const ArgSyntax& s) {
   if (IsStringSchema(schema)) return raw;
   json v;
-  size_t end = LooseValue(raw, 0, s, &v, /*whole=*/true);
+  size_t end = LooseReader(raw, s, /*whole=*/true).Value(0, &v);
   while (end != std::string_view::npos && end < raw.size() && IsToolSpace(raw[end])) ++end;
   return end == raw.size() ? v : json(raw);
 }
@@ -315,7 +329,7 @@ size_t ParseArgBlock(const ArgSyntax& s, std::string_view text, size_t pos, cons
       value = TypedValue(raw, schema, s);
       q = e;
     } else {
-      const size_t e = LooseValue(text, q, s, &value);
+      const size_t e = LooseReader(text, s, /*whole=*/false).Value(q, &value);
       if (e == std::string_view::npos) return cut();
       q = e;
     }

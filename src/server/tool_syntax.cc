@@ -211,6 +211,61 @@ bool ToolSyntax::ProbeRegions(const ChatTemplate& t, std::string* one, std::stri
   return !one->empty();
 }
 
+// The arguments' span [*a0, *a1) in the one-call region and the second
+// call's arguments as the two-call region shows them: one JSON value, else
+// one element per argument (then one and two are rendered again with the
+// probes of tool_args.h). False with reason_ set.
+bool ToolSyntax::ArgsHole(const ChatTemplate& t, std::string* one, std::string* two, size_t* a0, size_t* a1,
+                          std::string* beta_args) {
+  if (FindArgs(*one, kArgKeys[0], a0, a1)) {
+    size_t b0, b1;
+    if (!two->empty() && FindArgs(*two, kArgKeys[1], &b0, &b1)) *beta_args = two->substr(b0, b1 - b0);
+    return true;
+  }
+  const RegionProbe regions(t);
+  Result<ArgProbe> probe = DeriveArgSyntax([&](const json& args) {
+    return regions.Region(json::array({ProbeCallWith(0, args_as_object_ ? args : json(args.dump()))}));
+  });
+  if (!probe.ok()) {
+    reason_ = probe.status().message();
+    return false;
+  }
+  args_ = probe->syntax;
+  *one = probe->region;
+  *a0 = probe->block_begin;
+  *a1 = probe->block_end;
+  const json alpha = {{std::string(kArgProbeKeys[0]), std::string(kArgProbeValues[0])}};
+  const json beta = {{std::string(kArgProbeKeys[1]), std::string(kArgProbeValues[1])}};
+  Result<std::string> r2 = regions.Region(json::array({ProbeCallWith(0, alpha), ProbeCallWith(1, beta)}));
+  *two = r2.ok() ? *r2 : std::string();
+  *beta_args = args_->Render(std::string(kArgProbeKeys[1]), beta[std::string(kArgProbeKeys[1])]);
+  if (two->find(*beta_args) == std::string::npos) beta_args->clear();
+  return true;
+}
+
+namespace {
+// SplitUnit, and where that fails, SplitUnit with a running number: a lone 0
+// outside the holes that the second call writes as 1 (added to *holes).
+bool SplitUnitOrIndex(const std::string& one, const std::string& two, std::vector<HoleSpan>* holes, size_t* head,
+                      size_t* tail, std::string* sep, const std::string& beta_args) {
+  if (SplitUnit(one, two, *holes, head, tail, sep, beta_args)) return true;
+  const auto by_begin = [](const HoleSpan& x, const HoleSpan& y) { return x.begin < y.begin; };
+  const auto digit = [&](size_t k) { return k < one.size() && std::isdigit(uint8_t(one[k])); };
+  for (size_t i = 0; i < one.size(); ++i) {
+    if (one[i] != '0' || (i > 0 && digit(i - 1)) || digit(i + 1)) continue;
+    if (std::any_of(holes->begin(), holes->end(), [&](const HoleSpan& h) { return i >= h.begin && i < h.end; })) continue;
+    std::vector<HoleSpan> with = *holes;
+    with.push_back({i, i + 1, ToolSyntax::Hole::kIndex});
+    std::sort(with.begin(), with.end(), by_begin);
+    if (SplitUnit(one, two, with, head, tail, sep, beta_args)) {
+      *holes = std::move(with);
+      return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
 ToolSyntax ToolSyntax::Derive(const ChatTemplate& t) {
   ToolSyntax s;
   std::string one, two;
@@ -218,32 +273,8 @@ ToolSyntax ToolSyntax::Derive(const ChatTemplate& t) {
   // Holes in the one-call region, in order.
   std::vector<HoleSpan> holes;
   size_t a0 = 0, a1 = 0;
-  std::string beta_args;  // the second call's arguments as the two-call region shows them
-  if (FindArgs(one, kArgKeys[0], &a0, &a1)) {
-    size_t b0, b1;
-    if (!two.empty() && FindArgs(two, kArgKeys[1], &b0, &b1)) beta_args = two.substr(b0, b1 - b0);
-  } else {
-    // One element per argument: derived from calls with string and number
-    // arguments (tool_args.h).
-    const RegionProbe regions(t);
-    Result<ArgProbe> probe = DeriveArgSyntax([&](const json& args) {
-      return regions.Region(json::array({ProbeCallWith(0, s.args_as_object_ ? args : json(args.dump()))}));
-    });
-    if (!probe.ok()) {
-      s.reason_ = probe.status().message();
-      return s;
-    }
-    s.args_ = probe->syntax;
-    one = probe->region;
-    a0 = probe->block_begin;
-    a1 = probe->block_end;
-    const json alpha = {{std::string(kArgProbeKeys[0]), std::string(kArgProbeValues[0])}};
-    const json beta = {{std::string(kArgProbeKeys[1]), std::string(kArgProbeValues[1])}};
-    Result<std::string> r2 = regions.Region(json::array({ProbeCallWith(0, alpha), ProbeCallWith(1, beta)}));
-    two = r2.ok() ? *r2 : std::string();
-    beta_args = s.args_->Render(std::string(kArgProbeKeys[1]), beta[std::string(kArgProbeKeys[1])]);
-    if (two.find(beta_args) == std::string::npos) beta_args.clear();
-  }
+  std::string beta_args;
+  if (!s.ArgsHole(t, &one, &two, &a0, &a1, &beta_args)) return s;
   const size_t name_at = one.find(kNames[0]);
   if (a1 == 0 || name_at == std::string::npos) {
     s.reason_ = "the template's tool-call arguments are not one JSON object";
@@ -260,19 +291,7 @@ ToolSyntax ToolSyntax::Derive(const ChatTemplate& t) {
     }
   }
   size_t head = 0, tail = 0;
-  bool split = SplitUnit(one, two, holes, &head, &tail, &s.sep_, beta_args);
-  // A running number: a lone 0 outside the holes that the second call
-  // writes as 1.
-  for (size_t i = 0; !split && i < one.size(); ++i) {
-    const auto digit = [&](size_t k) { return k < one.size() && std::isdigit(uint8_t(one[k])); };
-    if (one[i] != '0' || (i > 0 && digit(i - 1)) || digit(i + 1)) continue;
-    if (std::any_of(holes.begin(), holes.end(), [&](const HoleSpan& h) { return i >= h.begin && i < h.end; })) continue;
-    std::vector<HoleSpan> with = holes;
-    with.push_back({i, i + 1, Hole::kIndex});
-    std::sort(with.begin(), with.end(), [](const HoleSpan& x, const HoleSpan& y) { return x.begin < y.begin; });
-    if ((split = SplitUnit(one, two, with, &head, &tail, &s.sep_, beta_args))) holes = std::move(with);
-  }
-  if (!split) {
+  if (!SplitUnitOrIndex(one, two, &holes, &head, &tail, &s.sep_, beta_args)) {
     s.reason_ = "the template's calls carry more than a name, arguments, id and number";
     return s;
   }

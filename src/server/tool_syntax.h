@@ -99,6 +99,8 @@ class ToolSyntax {
   std::string head_, sep_, tail_;
   std::vector<std::string> unit_lits_;  // unit_holes_.size() + 1 literals around the holes
   bool ProbeRegions(const ChatTemplate& t, std::string* one, std::string* two);
+  bool ArgsHole(const ChatTemplate& t, std::string* one, std::string* two, size_t* a0, size_t* a1,
+                std::string* beta_args);
   std::vector<Hole> unit_holes_;
   std::string trigger_, reason_;
   bool args_as_object_ = true;
