@@ -515,7 +515,7 @@ bool Engine::Step() {
   metrics_.Add("promptcache_step_tokens_total", "kind=\"draft\"", static_cast<double>(ran.n_prefill - shape.n_prefill));
   {
     MutexLock lock(mu_);
-    RefreshPoolSnapshot();
+    RefreshPoolSnapshot(/*between_steps=*/true);
   }
   FlushRequestLog();
   return true;

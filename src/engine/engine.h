@@ -205,7 +205,10 @@ class Engine {
   // Runs the planned step (shape: what it holds) and returns what it ran,
   // drafts included.
   StepShape RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts, StepShape shape);
-  void RefreshPoolSnapshot() PC_REQUIRES(mu_);
+  // between_steps: after a step's sequences slid their windows (the per-
+  // sequence peaks are sampled only then: a step being planned holds its
+  // chunks' blocks too).
+  void RefreshPoolSnapshot(bool between_steps = false) PC_REQUIRES(mu_);
   void StartAdmitted(int64_t now_ns) PC_REQUIRES(mu_);
   void StartSequence(Active& a, int64_t now_ns, const std::map<std::string, size_t>& loaded_tokens) PC_REQUIRES(mu_);
   void InstallLoads(int64_t now_ns) PC_REQUIRES(mu_);

@@ -109,7 +109,7 @@ EngineSnapshot Engine::Snapshot() const {
 }
 
 // Requires mu_; runs on the loop thread, the only one that touches the pool.
-void Engine::RefreshPoolSnapshot() {
+void Engine::RefreshPoolSnapshot(bool between_steps) {
   const BlockPool& p = cache_.pool();
   pool_snapshot_.num_blocks = static_cast<size_t>(p.num_blocks());
   pool_snapshot_.kv_bytes = cache_.store().bytes();
@@ -124,6 +124,7 @@ void Engine::RefreshPoolSnapshot() {
   s.num_cached_local_blocks = cache_.split() ? static_cast<size_t>(lp.num_cached()) : 0;
   s.local_bound_bytes = cache_.local_blocks_per_sequence() * kv.local_block_bytes();
   s.window_tokens = cache_.window_tokens();
+  if (!between_steps) return;
   for (const auto& [id, a] : active_) {
     if (!a->seq) continue;
     s.peak_sequence_global_bytes = std::max(s.peak_sequence_global_bytes, a->seq->num_global_blocks() * kv.global_block_bytes());

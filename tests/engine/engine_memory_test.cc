@@ -15,6 +15,7 @@
 #include "engine/stream_output.h"
 #include "model/make_model.h"
 #include "test_model.h"
+#include "test_support.h"
 
 namespace pc {
 namespace {
@@ -52,6 +53,49 @@ double Counter(Engine& e, const std::string& name) {
   const size_t at = text.find("\n" + name + " ");
   if (at == std::string::npos) return 0;
   return std::stod(text.substr(at + name.size() + 2));
+}
+
+// A sliding-window model (tiny-gemma3: windows of 32 on five layers of six)
+// with a pool too small for its running set: preempted and resumed
+// sequences give the outputs they give alone, each holds at most its
+// window's local blocks between steps (ceil(32/16)+1 of 5 layers), and no
+// block of either pool is left held.
+TEST(EngineMemory, AWindowedModelUnderPressureKeepsItsWindowAndItsOutputs) {
+  PC_SHARED_OR_SKIP(path, "models/tiny-gemma3-f16.gguf");
+  auto model = Model::Load(path, 2);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  auto tok = Tokenizer::FromGguf((*model)->gguf());
+  ASSERT_TRUE(tok.ok());
+  constexpr int kRequests = 6, kNew = 40;
+  std::vector<Output> alone(kRequests);
+  {
+    Engine e(**model, *tok, EngineOptions{});
+    for (int i = 0; i < kRequests; ++i) alone[i] = Drain(*e.Submit(Greedy(Prompt(i, 100), kNew)).stream);
+  }
+  EngineOptions small;
+  small.max_batch_tokens = 64;
+  // 29 local blocks (8 windows and a step: the floor) and 24 global ones,
+  // where the six requests end at 9 each.
+  small.cache.mem_bytes = 29 * 5 * 2 * 16 * 64 * 2 + 24 * 1 * 2 * 16 * 64 * 2;
+  Engine e(**model, *tok, small);
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (int i = 0; i < kRequests; ++i) streams.push_back(e.Submit(Greedy(Prompt(i, 100), kNew)).stream);
+  for (int i = 0; i < kRequests; ++i) {
+    const Output got = Drain(*streams[i]);
+    ASSERT_EQ(got.ids, alone[i].ids) << "request " << i;
+    for (size_t t = 0; t < got.tops.size(); ++t) {
+      EXPECT_EQ(got.tops[t], alone[i].tops[t]) << "request " << i << " token " << t;
+    }
+  }
+  EXPECT_GT(Counter(e, "promptcache_preemptions_total"), 0) << "the pool was never short: the test tests nothing";
+  for (int tries = 0; tries < 100 && !e.Idle(); ++tries) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const EngineSnapshot s = e.Snapshot();
+  EXPECT_EQ(s.num_local_blocks, 28u);  // 29 less the sentinel
+  EXPECT_EQ(s.local_bound_bytes, 3u * 5 * 2 * 16 * 64 * 2);
+  EXPECT_GT(s.peak_sequence_local_bytes, 0u);
+  EXPECT_LE(s.peak_sequence_local_bytes, s.local_bound_bytes);
+  EXPECT_EQ(s.num_used_blocks, 0u) << "blocks leaked";
+  EXPECT_EQ(s.num_used_local_blocks, 0u) << "local blocks leaked";
 }
 
 TEST(EngineMemory, APoolTooSmallPreemptsAndResumesWithUnchangedOutputs) {
