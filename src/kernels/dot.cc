@@ -205,6 +205,7 @@ const DotKernels kScalar = {
     .tile_accum = TileAccum,
     .exp_sum = ExpSum,
     .silu_mul = SiluMul,
+    .gelu_mul = GeluMul,
     .attend_tile = AttendTile,
     .tile_f32 = nullptr,
     .tile_f16 = nullptr,

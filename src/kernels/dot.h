@@ -47,6 +47,9 @@ struct DotKernels {
   float (*exp_sum)(float* x, size_t n, float m);
   // out[i] = silu(gate[i]) * up[i] (the FFN's gate; out may alias either).
   void (*silu_mul)(const float* gate, const float* up, float* out, size_t n);
+  // out[i] = gelu_tanh(gate[i]) * up[i] (gemma's GeGLU), gelu_tanh(x) =
+  // 0.5 x (1 + tanh(y)) = x / (1 + exp(-2y)), y = sqrt(2/pi) (x + 0.044715 x^3).
+  void (*gelu_mul)(const float* gate, const float* up, float* out, size_t n);
   // One query against one tile, the online-softmax step: s = scores (scratch,
   // n floats); if max(s) > *m, *l and acc are rescaled by exp(*m - max) and
   // *m = max; then *l += sum exp(s - *m) and acc += those weights times V.

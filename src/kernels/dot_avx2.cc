@@ -319,6 +319,30 @@ void SiluMul(const float* gate, const float* up, float* out, size_t n) {
   }
 }
 
+// gelu_tanh(g) * u as g / (1 + exp(-2y)) * u (the sigmoid form of
+// 0.5 g (1 + tanh y): no cancellation for negative g), exp by the 8-lane
+// polynomial as in SiluMul; the tail through the same lanes.
+void GeluMul(const float* gate, const float* up, float* out, size_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f), a = _mm256_set1_ps(0.044715f);
+  const __m256 minus_2k = _mm256_set1_ps(-2.0f * 0.79788456080286535588f);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 g = _mm256_loadu_ps(gate + i);
+    const __m256 y = _mm256_mul_ps(minus_2k, _mm256_fmadd_ps(_mm256_mul_ps(a, g), _mm256_mul_ps(g, g), g));
+    const __m256 e = Exp8(y);
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
+  }
+  if (i < n) {
+    float g[8] = {}, u[8] = {};
+    for (size_t j = i; j < n; ++j) {
+      g[j - i] = gate[j];
+      u[j - i] = up[j];
+    }
+    GeluMul(g, u, g, 8);
+    for (size_t j = i; j < n; ++j) out[j] = g[j - i];
+  }
+}
+
 void AttendTile(const float* q, const float* k, const float* v, size_t head_dim, size_t n, float* s, float* m,
                 float* l, float* acc) {
   TileScores(q, k, head_dim, n, s);
@@ -375,6 +399,7 @@ const DotKernels kAvx2 = {
     .tile_accum = TileAccum,
     .exp_sum = ExpSum,
     .silu_mul = SiluMul,
+    .gelu_mul = GeluMul,
     .attend_tile = AttendTile,
     .tile_f32 = FloatTile<float>,
     .tile_f16 = FloatTile<uint16_t>,

@@ -439,7 +439,7 @@ void Model::GatedActivation(float* gate, const float* up, size_t n, size_t ff) {
       SwigluOaiMul(g, u, g, (t1 - t0) * ff);
     } else if (config_.ffn_act == ModelConfig::Act::kGeluTanh) {
       if (ggml) GeluMulF16(g, u, g, (t1 - t0) * ff);
-      else GeluMul(g, u, g, (t1 - t0) * ff);
+      else k.gelu_mul(g, u, g, (t1 - t0) * ff);
     } else if (ggml) {
       GgmlSiluMul(g, u, g, t1 - t0, static_cast<int>(ff));
     } else {

@@ -264,6 +264,25 @@ TEST(TileKernels, SiluMulMatchesScalar) {
   }
 }
 
+// GeGLU's tanh GELU in the sigmoid form, against the scalar tanh form.
+TEST(TileKernels, GeluMulMatchesScalar) {
+  const DotKernels& ref = ScalarDotKernels();
+  for (const DotKernels* k : SimdTables()) {
+    for (size_t n : {0u, 1u, 7u, 8u, 9u, 31u, 100u}) {
+      auto g = RandomFloats(n + 1, 17, 6.0f), u = RandomFloats(n + 1, 18);
+      if (n > 3) {
+        g[1] = 100.0f;   // gelu -> g
+        g[2] = -100.0f;  // gelu -> -0
+        g[3] = 0.0f;
+      }
+      std::vector<float> a(n), b(n);
+      k->gelu_mul(g.data() + 1, u.data() + 1, a.data(), n);
+      ref.gelu_mul(g.data() + 1, u.data() + 1, b.data(), n);
+      for (size_t i = 0; i < n; ++i) EXPECT_NEAR(a[i], b[i], 1e-6 * (1 + std::fabs(b[i]))) << "n=" << n << " i=" << i;
+    }
+  }
+}
+
 TEST(TileKernels, ActivationQuantizerIsBitExact) {
   for (const DotKernels* k : SimdTables()) {
     for (size_t nb : {0u, 1u, 2u, 7u, 18u}) {
