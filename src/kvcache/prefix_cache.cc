@@ -281,6 +281,14 @@ std::optional<int32_t> PrefixCache::AllocateBlock() {
 size_t PrefixCache::NumPoolLeading(std::span<const Hash128> keys) const {
   size_t n = 0;
   while (n < keys.size() && pool_.Lookup(keys[n])) ++n;
+  // Split caches: only as far as a hit could go, a boundary with its window
+  // tail (keys alone: Start checks the tokens).
+  while (split() && n > 0) {
+    bool tail = true;
+    for (size_t j = FirstLocalBlock(n * block_size()); tail && j < n; ++j) tail = local_pool_.Lookup(keys[j]).has_value();
+    if (tail) break;
+    --n;
+  }
   return n;
 }
 
@@ -309,27 +317,39 @@ PrefixCache::Install PrefixCache::InstallBlock(const Hash128& key, std::span<con
     std::memcpy(&has_local, payload.data() + payload.size() - sizeof(int32_t), sizeof(int32_t));
     if (has_local != 0 && has_local != 1) return {R::kMalformed};
   }
-  if (pool_.Lookup(key)) return {R::kAlreadyCached};
+  if (pool_.Lookup(key)) {
+    // The global rows are here; the window tail may not be (a tier's copy
+    // brings it back).
+    if (has_local == 1 && !local_pool_.Lookup(key)) InstallLocal(key, payload, tokens);
+    return {R::kAlreadyCached};
+  }
   std::optional<int32_t> b = AllocateBlock();
   if (!b) return {R::kPoolFull};
-  // The local rows, when the payload has them and the local pool lacks them:
-  // a cached block like any other (no reference kept).
-  std::optional<int32_t> local;
-  if (has_local == 1 && !local_pool_.Lookup(key)) local = local_pool_.Allocate();
   const size_t lb = store_.block_layer_bytes();
   std::copy(tokens.begin(), tokens.end(), TokensOf(*b).begin());
   for (size_t l = 0; l < store_.num_layers(); ++l) {
-    if (store_.is_local(l) && !local) continue;
-    const int32_t to = store_.is_local(l) ? *local : *b;
-    std::memcpy(store_.BlockK(l, to), payload.data() + tb + (2 * l) * lb, lb);
-    std::memcpy(store_.BlockV(l, to), payload.data() + tb + (2 * l + 1) * lb, lb);
+    if (store_.is_local(l)) continue;
+    std::memcpy(store_.BlockK(l, *b), payload.data() + tb + (2 * l) * lb, lb);
+    std::memcpy(store_.BlockV(l, *b), payload.data() + tb + (2 * l + 1) * lb, lb);
   }
   PC_CHECK(pool_.Register(*b, key));
-  if (local) {
-    RegisterLocal(*local, key, tokens);
-    local_pool_.Unref(*local);
-  }
+  if (has_local == 1 && !local_pool_.Lookup(key)) InstallLocal(key, payload, tokens);
   return {R::kInstalled, *b};
+}
+
+void PrefixCache::InstallLocal(const Hash128& key, std::span<const uint8_t> payload, std::span<const int32_t> tokens) {
+  // A cached block like any other (no reference kept); none when every
+  // local block is held.
+  const std::optional<int32_t> local = local_pool_.Allocate();
+  if (!local) return;
+  const size_t lb = store_.block_layer_bytes(), tb = block_size() * sizeof(int32_t);
+  for (size_t l = 0; l < store_.num_layers(); ++l) {
+    if (!store_.is_local(l)) continue;
+    std::memcpy(store_.BlockK(l, *local), payload.data() + tb + (2 * l) * lb, lb);
+    std::memcpy(store_.BlockV(l, *local), payload.data() + tb + (2 * l + 1) * lb, lb);
+  }
+  RegisterLocal(*local, key, tokens);
+  local_pool_.Unref(*local);
 }
 
 void PrefixCache::NoteChild(const Hash128& parent, const Hash128& child) {

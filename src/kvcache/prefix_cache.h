@@ -142,7 +142,8 @@ class PrefixCache {
   std::vector<Hash128> BlockHashes(std::span<const int32_t> prompt, std::string_view salt) const;
 
   void set_listener(PoolListener* l) { listener_ = l; }
-  // How many of keys, from the first, are indexed in the pool.
+  // How many of keys, from the first, are indexed in the pool (split
+  // caches: as far as a hit could adopt, to a boundary with its window tail).
   size_t NumPoolLeading(std::span<const Hash128> keys) const;
   // What installing a tier's block did.
   struct Install {
@@ -158,7 +159,8 @@ class PrefixCache {
     int32_t block = -1;
     bool installed() const { return result == Result::kInstalled; }
   };
-  // Puts a block loaded from a tier into the pool under key.
+  // Puts a block loaded from a tier into the pool under key (split caches:
+  // its window-tail rows too, also when the global rows were there already).
   Install InstallBlock(const Hash128& key, std::span<const uint8_t> payload, std::span<const int32_t> tokens);
   void ReleaseBlock(int32_t b) { pool_.Unref(b); }
   // Holds a reference on each of keys' leading blocks indexed in the pool
@@ -224,6 +226,8 @@ class PrefixCache {
   // Copies every local layer's rows of local block from into local block to.
   void CopyLocal(int32_t from, int32_t to);
   void CopyGlobal(int32_t from, int32_t to);
+  // A tier payload's local rows as a cached local block under key.
+  void InstallLocal(const Hash128& key, std::span<const uint8_t> payload, std::span<const int32_t> tokens);
   // Indexes a local block under key (tokens as for the global block).
   void RegisterLocal(int32_t b, const Hash128& key, std::span<const int32_t> tokens);
 

@@ -176,7 +176,9 @@ TEST(WindowCache, AHitFallsBackToABoundaryWithItsTail) {
   ASSERT_TRUE((*hog)->Reserve(take * kBs).ok());
   EXPECT_EQ(lp.num_cached(), 6);
   const std::vector<int32_t> short_prefix = Join(Tokens(16, 1), Tokens(4, 900));
-  EXPECT_EQ(cache.NumPoolLeading(cache.BlockHashes(short_prefix, "")), 4u);  // the global rows are there
+  const std::vector<Hash128> short_keys = cache.BlockHashes(short_prefix, "");
+  for (size_t k = 0; k < 4; ++k) EXPECT_TRUE(cache.pool().Lookup(short_keys[k]));  // the global rows are there
+  EXPECT_EQ(cache.NumPoolLeading(short_keys), 0u);  // but no boundary with its tail
   for (const auto& [p, want] : {std::pair{short_prefix, size_t{0}}, std::pair{Join(Tokens(28, 1), Tokens(3, 900)), size_t{28}},
                                 std::pair{Join(prompt, Tokens(2, 900)), size_t{40}}}) {
     auto seq = cache.Start(p, "");
@@ -186,6 +188,44 @@ TEST(WindowCache, AHitFallsBackToABoundaryWithItsTail) {
       EXPECT_TRUE(RowsRead(**seq, want - kWindow + 1, want));
     }
   }
+  EXPECT_TRUE(cache.pool().CheckInvariants());
+  EXPECT_TRUE(lp.CheckInvariants());
+}
+
+// The pool's leading count stops where a hit would (a boundary with its
+// tail), and a tier's copy of a block whose global rows are still in the
+// pool brings its evicted tail back: the hit is whole again.
+TEST(WindowCache, ATierBringsBackAnEvictedTail) {
+  PrefixCache cache(Shape(), Hash128{1, 2}, Options(size_t{1} << 20));
+  const std::vector<int32_t> prompt = Tokens(40, 1);
+  {
+    auto seq = cache.Start(prompt, "");
+    ASSERT_TRUE(seq.ok());
+    RunSteps(cache, **seq, prompt, 5);
+  }
+  const std::vector<Hash128> keys = cache.BlockHashes(prompt, "");
+  std::vector<std::vector<uint8_t>> copies;  // what a tier wrote behind
+  for (const Hash128& k : keys) copies.push_back(cache.BlockBytes(*cache.pool().Lookup(k)));
+  const BlockPool& lp = cache.local_pool();
+  {
+    const size_t take = static_cast<size_t>(lp.num_free() - lp.num_cached()) + 4;  // tails of blocks 0-3 go
+    auto hog = cache.Start(Tokens(take * kBs, 100000), "", /*use_cache=*/false);
+    ASSERT_TRUE(hog.ok());
+    ASSERT_TRUE((*hog)->Reserve(take * kBs).ok());
+  }
+  const std::vector<int32_t> short_prefix = Join(Tokens(16, 1), Tokens(4, 900));
+  const std::vector<Hash128> short_keys = cache.BlockHashes(short_prefix, "");
+  EXPECT_EQ(cache.NumPoolLeading(short_keys), 0u);
+  EXPECT_EQ(cache.NumPoolLeading(keys), 10u);  // the end's tail is there
+  for (size_t k = 0; k < 4; ++k) {
+    const auto in = cache.InstallBlock(keys[k], copies[k], std::span<const int32_t>(prompt).subspan(k * kBs, kBs));
+    EXPECT_EQ(in.result, PrefixCache::Install::Result::kAlreadyCached);
+  }
+  EXPECT_EQ(cache.NumPoolLeading(short_keys), 4u);
+  auto seq = cache.Start(short_prefix, "");
+  ASSERT_TRUE(seq.ok());
+  EXPECT_EQ((*seq)->num_cached_tokens(), 16u);
+  EXPECT_TRUE(RowsRead(**seq, 16 - kWindow + 1, 16));
   EXPECT_TRUE(cache.pool().CheckInvariants());
   EXPECT_TRUE(lp.CheckInvariants());
 }
