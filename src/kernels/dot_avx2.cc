@@ -3,6 +3,8 @@
 // confirmed the CPU supports them.
 #include <immintrin.h>
 
+#include <algorithm>
+
 #include <cstring>
 
 #include "kernels/dot.h"
@@ -298,49 +300,40 @@ float ExpSum(float* x, size_t n, float m) {
   return sum;
 }
 
-// silu(g) * u = g / (1 + exp(-g)) * u, exp by the 8-lane polynomial (inputs
-// past its range saturate: silu(g) -> g or -0), scalar tail the same way.
-void SiluMul(const float* gate, const float* up, float* out, size_t n) {
-  const __m256 one = _mm256_set1_ps(1.0f), neg = _mm256_set1_ps(-0.0f);
+// g / (1 + exp(arg(g))) * u over n elements, 8 lanes at a time, exp by the
+// 8-lane polynomial (inputs past its range saturate: the result tends to g or
+// -0); the tail through the same lanes, zero-padded.
+template <class Arg>
+void SigmoidGateMul(const float* gate, const float* up, float* out, size_t n, Arg arg) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  auto lanes = [&](const float* g8, const float* u8, float* o8) {
+    const __m256 g = _mm256_loadu_ps(g8);
+    _mm256_storeu_ps(o8, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, Exp8(arg(g)))), _mm256_loadu_ps(u8)));
+  };
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 g = _mm256_loadu_ps(gate + i);
-    const __m256 e = Exp8(_mm256_xor_ps(g, neg));
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
-  }
+  for (; i + 8 <= n; i += 8) lanes(gate + i, up + i, out + i);
   if (i < n) {
     float g[8] = {}, u[8] = {};
-    for (size_t j = i; j < n; ++j) {
-      g[j - i] = gate[j];
-      u[j - i] = up[j];
-    }
-    SiluMul(g, u, g, 8);
-    for (size_t j = i; j < n; ++j) out[j] = g[j - i];
+    std::copy(gate + i, gate + n, g);
+    std::copy(up + i, up + n, u);
+    lanes(g, u, g);
+    std::copy(g, g + (n - i), out + i);
   }
 }
 
-// gelu_tanh(g) * u as g / (1 + exp(-2y)) * u (the sigmoid form of
-// 0.5 g (1 + tanh y): no cancellation for negative g), exp by the 8-lane
-// polynomial as in SiluMul; the tail through the same lanes.
+// silu(g) * u = g / (1 + exp(-g)) * u.
+void SiluMul(const float* gate, const float* up, float* out, size_t n) {
+  const __m256 neg = _mm256_set1_ps(-0.0f);
+  SigmoidGateMul(gate, up, out, n, [&](__m256 g) { return _mm256_xor_ps(g, neg); });
+}
+
+// gelu_tanh(g) * u as g / (1 + exp(-2y)) * u, the sigmoid form of
+// 0.5 g (1 + tanh y) (no cancellation for negative g).
 void GeluMul(const float* gate, const float* up, float* out, size_t n) {
-  const __m256 one = _mm256_set1_ps(1.0f), a = _mm256_set1_ps(0.044715f);
-  const __m256 minus_2k = _mm256_set1_ps(-2.0f * 0.79788456080286535588f);
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 g = _mm256_loadu_ps(gate + i);
-    const __m256 y = _mm256_mul_ps(minus_2k, _mm256_fmadd_ps(_mm256_mul_ps(a, g), _mm256_mul_ps(g, g), g));
-    const __m256 e = Exp8(y);
-    _mm256_storeu_ps(out + i, _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(one, e)), _mm256_loadu_ps(up + i)));
-  }
-  if (i < n) {
-    float g[8] = {}, u[8] = {};
-    for (size_t j = i; j < n; ++j) {
-      g[j - i] = gate[j];
-      u[j - i] = up[j];
-    }
-    GeluMul(g, u, g, 8);
-    for (size_t j = i; j < n; ++j) out[j] = g[j - i];
-  }
+  const __m256 a = _mm256_set1_ps(0.044715f), minus_2k = _mm256_set1_ps(-2.0f * 0.79788456080286535588f);
+  SigmoidGateMul(gate, up, out, n, [&](__m256 g) {
+    return _mm256_mul_ps(minus_2k, _mm256_fmadd_ps(_mm256_mul_ps(a, g), _mm256_mul_ps(g, g), g));
+  });
 }
 
 void AttendTile(const float* q, const float* k, const float* v, size_t head_dim, size_t n, float* s, float* m,

@@ -6,6 +6,7 @@
 // writes them, with values that name their layer and position.
 #include <cstring>
 
+#include "base/check.h"
 #include "base/fp16.h"
 #include "kvcache/prefix_cache.h"
 #include "test_support.h"
@@ -86,6 +87,23 @@ std::vector<int32_t> Join(std::vector<int32_t> a, const std::vector<int32_t>& b)
   return a;
 }
 
+// A sequence for prompt run to its end in steps of `step` tokens, then ended.
+void RunPrompt(PrefixCache& cache, const std::vector<int32_t>& prompt, size_t step) {
+  auto seq = cache.Start(prompt, "");
+  ASSERT_TRUE(seq.ok());
+  RunSteps(cache, **seq, prompt, step);
+}
+
+// A sequence holding every empty local block and `evict` cached ones (the
+// least recently released: their tails leave the index).
+std::unique_ptr<CachedSequence> HoldLocalBlocks(PrefixCache& cache, int evict) {
+  const BlockPool& lp = cache.local_pool();
+  const size_t take = static_cast<size_t>(lp.num_free() - lp.num_cached() + evict);
+  auto hog = cache.Start(Tokens(take * kBs, 100000), "", /*use_cache=*/false);
+  PC_CHECK(hog.ok() && (*hog)->Reserve(take * kBs).ok());
+  return std::move(*hog);
+}
+
 TEST(WindowCache, SplitsOnlyWhenTheWindowBoundsSomething) {
   const size_t mem = size_t{1} << 20, full_block = 2 * 3 * kBs * kDim * 2;
   const PoolSizes split = PoolSizesFor(Shape(), Options(mem));
@@ -138,11 +156,7 @@ TEST(WindowCache, ARunningSequenceHoldsOnlyItsWindow) {
 TEST(WindowCache, AHitAdoptsTheWindowTail) {
   PrefixCache cache(Shape(), Hash128{1, 2}, Options(size_t{1} << 20));
   const std::vector<int32_t> prompt = Tokens(40, 1);
-  {
-    auto seq = cache.Start(prompt, "");
-    ASSERT_TRUE(seq.ok());
-    RunSteps(cache, **seq, prompt, 5);
-  }
+  RunPrompt(cache, prompt, 5);
   for (const std::vector<int32_t>& p : {Join(prompt, Tokens(5, 500)), Join(Tokens(24, 1), Tokens(3, 700))}) {
     auto seq = cache.Start(p, "");
     ASSERT_TRUE(seq.ok());
@@ -161,19 +175,11 @@ TEST(WindowCache, AHitAdoptsTheWindowTail) {
 TEST(WindowCache, AHitFallsBackToABoundaryWithItsTail) {
   PrefixCache cache(Shape(), Hash128{1, 2}, Options(size_t{1} << 20));
   const std::vector<int32_t> prompt = Tokens(40, 1);
-  {
-    auto seq = cache.Start(prompt, "");
-    ASSERT_TRUE(seq.ok());
-    RunSteps(cache, **seq, prompt, 5);
-  }
+  RunPrompt(cache, prompt, 5);
   // The first run's 10 local blocks are cached, released in block order.
   const BlockPool& lp = cache.local_pool();
   ASSERT_EQ(lp.num_cached(), 10);
-  // Hold every empty local block and 4 cached ones: blocks 0-3's tails go.
-  const size_t take = static_cast<size_t>(lp.num_free() - lp.num_cached()) + 4;
-  auto hog = cache.Start(Tokens(take * kBs, 100000), "");
-  ASSERT_TRUE(hog.ok());
-  ASSERT_TRUE((*hog)->Reserve(take * kBs).ok());
+  const auto hog = HoldLocalBlocks(cache, 4);  // blocks 0-3's tails go
   EXPECT_EQ(lp.num_cached(), 6);
   const std::vector<int32_t> short_prefix = Join(Tokens(16, 1), Tokens(4, 900));
   const std::vector<Hash128> short_keys = cache.BlockHashes(short_prefix, "");
@@ -198,21 +204,12 @@ TEST(WindowCache, AHitFallsBackToABoundaryWithItsTail) {
 TEST(WindowCache, ATierBringsBackAnEvictedTail) {
   PrefixCache cache(Shape(), Hash128{1, 2}, Options(size_t{1} << 20));
   const std::vector<int32_t> prompt = Tokens(40, 1);
-  {
-    auto seq = cache.Start(prompt, "");
-    ASSERT_TRUE(seq.ok());
-    RunSteps(cache, **seq, prompt, 5);
-  }
+  RunPrompt(cache, prompt, 5);
   const std::vector<Hash128> keys = cache.BlockHashes(prompt, "");
   std::vector<std::vector<uint8_t>> copies;  // what a tier wrote behind
   for (const Hash128& k : keys) copies.push_back(cache.BlockBytes(*cache.pool().Lookup(k)));
   const BlockPool& lp = cache.local_pool();
-  {
-    const size_t take = static_cast<size_t>(lp.num_free() - lp.num_cached()) + 4;  // tails of blocks 0-3 go
-    auto hog = cache.Start(Tokens(take * kBs, 100000), "", /*use_cache=*/false);
-    ASSERT_TRUE(hog.ok());
-    ASSERT_TRUE((*hog)->Reserve(take * kBs).ok());
-  }
+  HoldLocalBlocks(cache, 4);  // blocks 0-3's tails go; the holder ends at once
   const std::vector<int32_t> short_prefix = Join(Tokens(16, 1), Tokens(4, 900));
   const std::vector<Hash128> short_keys = cache.BlockHashes(short_prefix, "");
   EXPECT_EQ(cache.NumPoolLeading(short_keys), 0u);
@@ -237,11 +234,7 @@ TEST(WindowCache, ATierBringsBackAnEvictedTail) {
 TEST(WindowCache, TierPayloadsCarryTheWindowTail) {
   PrefixCache from(Shape(), Hash128{1, 2}, Options(size_t{1} << 20));
   const std::vector<int32_t> prompt = Tokens(40, 1);
-  {
-    auto seq = from.Start(prompt, "");
-    ASSERT_TRUE(seq.ok());
-    RunSteps(from, **seq, prompt, 40);
-  }
+  RunPrompt(from, prompt, 40);
   const std::vector<Hash128> keys = from.BlockHashes(prompt, "");
   PrefixCache to(Shape(), Hash128{1, 2}, Options(size_t{1} << 20));
   ASSERT_EQ(to.payload_bytes(), kBs * 4 + 3 * 2 * kBs * kDim * 2 + 4);
