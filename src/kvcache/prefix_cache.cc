@@ -74,8 +74,10 @@ size_t DefaultKvCacheBytes(const KvShape& c, const CacheOptions& opt) {
 }
 
 PrefixCache::PrefixCache(const KvShape& c, const Hash128& fingerprint, const CacheOptions& opt)
-    : store_(c.n_layer, c.kv_dim, opt.block_size, PoolSizesFor(c, opt).global, opt.dtype, c.local_layers,
-             PoolSizesFor(c, opt).local),
+    : PrefixCache(c, fingerprint, opt, PoolSizesFor(c, opt)) {}
+
+PrefixCache::PrefixCache(const KvShape& c, const Hash128& fingerprint, const CacheOptions& opt, const PoolSizes& sizes)
+    : store_(c.n_layer, c.kv_dim, opt.block_size, sizes.global, opt.dtype, c.local_layers, sizes.local),
       pool_(static_cast<int32_t>(store_.num_blocks())),
       local_pool_(static_cast<int32_t>(std::max<size_t>(1, store_.num_local_blocks()))) {
   if (store_.split()) {

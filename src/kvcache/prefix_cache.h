@@ -49,6 +49,12 @@ struct CacheOptions {
 
 class PrefixCache;
 
+// Blocks of the global pool and, for a sliding-window model with
+// bound_windows, of the local pool (0 otherwise): PoolSizesFor below.
+struct PoolSizes {
+  size_t global = 0, local = 0;
+};
+
 // Hooks into the pool for the spill tiers, called on the owning (loop)
 // thread with a copy of the block's payload (PrefixCache::BlockBytes: the
 // block's token ids, then K and V layer by layer).
@@ -200,6 +206,7 @@ class PrefixCache {
 
  private:
   friend class CachedSequence;
+  PrefixCache(const KvShape& shape, const Hash128& model_fingerprint, const CacheOptions& opt, const PoolSizes& sizes);
   // Allocate with the eviction hook: an evicted block's bytes go to the listener first.
   std::optional<int32_t> AllocateBlock();
   // The tokens an indexed block holds: every adoption checks them.
@@ -255,9 +262,6 @@ class PrefixCache {
 // Blocks that fit in mem_bytes for this model (at least 1): the global
 // pool's and, for a sliding-window model with bound_windows, the local
 // pool's (0 otherwise; see prefix_cache.cc for the split).
-struct PoolSizes {
-  size_t global = 0, local = 0;
-};
 PoolSizes PoolSizesFor(const KvShape& c, const CacheOptions& opt);
 size_t BlocksForMemory(const KvShape& c, const CacheOptions& opt);
 // Default pool size: a quarter of available memory, capped at what 8 full

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <random>
 
 #include "server/chat_template.h"
 #include "server/tool_syntax.h"
@@ -181,6 +182,37 @@ TEST(ToolSyntax, PerArgumentCallsStreamAsPrefixes) {
   }
   EXPECT_GT(partials, 100u);
   EXPECT_EQ(syn.Parse("no call here", Id, &tools).content, "no call here");
+}
+
+// Replies that are pieces of calls in any order (cut, doubled, unclosed,
+// stray quotes) on the per-argument and numbered syntaxes: nothing throws,
+// and every call reported whole carries arguments that are a JSON object.
+TEST(ToolSyntax, BrokenRepliesNeverGiveBrokenArguments) {
+  PC_SHARED_OR_SKIP(dir, "templates");
+  const char* pieces[] = {"<tool_call>", "\n", "<function=", "get_weather", ">", "<parameter=", "city", "</parameter>",
+                          "</function>", "</tool_call>", "Paris", "[", "'a'", "{", "}", "\"", "\\", "7", "True", ",",
+                          ":", "<|\"|>", "<|tool_call>call:", "<tool_call|>", "functions.get_weather:0",
+                          "<|tool_calls_section_begin|>", "<|tool_call_begin|>", "<|tool_call_argument_begin|>",
+                          "<|tool_call_end|>", "<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>"};
+  std::mt19937 rng(7);
+  for (const char* name : {"Qwen3-Coder", "google-gemma-4-31B-it", "moonshotai-Kimi-K2", "GLM-4.6", "ByteDance-Seed-OSS"}) {
+    auto t = ChatTemplate::FromSource(test::ReadText(dir + "/" + name + ".jinja"), name);
+    ASSERT_TRUE(t.ok()) << name;
+    const ToolSyntax syn = ToolSyntax::Derive(*t);
+    ASSERT_TRUE(syn.supported()) << name << ": " << syn.reason();
+    size_t with_calls = 0;
+    for (int i = 0; i < 3000; ++i) {
+      std::string reply;
+      for (int n = static_cast<int>(rng() % 31); n > 0; --n) reply += pieces[rng() % std::size(pieces)];
+      const ToolSyntax::Parsed p = syn.Parse(reply, Id, &kTools);
+      with_calls += !p.calls.empty();
+      for (const ToolCall& c : p.calls) {
+        const json args = json::parse(c.arguments, nullptr, false);
+        EXPECT_TRUE(args.is_object()) << name << ": " << reply << " -> " << c.arguments;
+      }
+    }
+    std::printf("%s: %zu of 3000 broken replies still held a whole call\n", name, with_calls);
+  }
 }
 
 }  // namespace
