@@ -12,6 +12,7 @@ const X16Kernels* X16KernelsFor(Isa isa) {
   if (isa >= Isa::kAvx512) {
     if (const X16Kernels* k = Avx512X16Kernels()) return k;
   }
+  if (isa == Isa::kAvxVnni) return AvxVnniX16Kernels();
   return isa >= Isa::kAvx2 ? Avx2X16Kernels() : nullptr;
 }
 

@@ -45,6 +45,7 @@ constexpr X16Kernels MakeX16Kernels(const char* name) {
 
 // Null where this binary was built without that level.
 const X16Kernels* Avx2X16Kernels();
+const X16Kernels* AvxVnniX16Kernels();
 const X16Kernels* Avx512X16Kernels();
 // The best table at or below isa; null at the scalar level (which computes
 // the file's layout with QuantDot and never repacks).

@@ -44,6 +44,7 @@ CpuFeatures Detect() {
   unsigned a1 = 0, b1 = 0, c1 = 0, d1 = 0;
   __cpuid_count(7, 1, a1, b1, c1, d1);
   f.avx512bf16 = zmm_os && ((a1 >> 5) & 1);
+  f.avx_vnni = ymm_os && ((a1 >> 4) & 1);
   return f;
 }
 
@@ -58,31 +59,45 @@ const CpuFeatures& DetectCpuFeatures() {
   return features;
 }
 
-Isa BestSupportedIsa() {
+bool IsaSupported(Isa isa) {
   const CpuFeatures& f = DetectCpuFeatures();
   const bool avx2 = f.avx2 && f.fma && f.f16c;
-  // The AVX-512 kernels multiply bytes with VNNI (Cascade Lake and later,
-  // Zen 4): a CPU with AVX-512 but no VNNI runs the AVX2 level.
-  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
-  if (avx512) return Isa::kAvx512;
-  if (avx2) return Isa::kAvx2;
-  return Isa::kScalar;
+  switch (isa) {
+    case Isa::kScalar: return true;
+    case Isa::kAvx2: return avx2;
+    case Isa::kAvxVnni: return avx2 && f.avx_vnni;
+    // The AVX-512 kernels multiply bytes with VNNI (Cascade Lake and later,
+    // Zen 4): a CPU with AVX-512 but no VNNI runs an AVX2 level.
+    case Isa::kAvx512: return avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512vnni;
+  }
+  return false;
 }
+
+std::vector<Isa> SupportedIsas() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
+    if (IsaSupported(isa)) out.push_back(isa);
+  }
+  return out;
+}
+
+Isa BestSupportedIsa() { return SupportedIsas().back(); }
 
 const char* IsaName(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kAvx2: return "avx2";
+    case Isa::kAvxVnni: return "avxvnni";
     case Isa::kAvx512: return "avx512";
   }
   return "?";
 }
 
 Result<Isa> ParseIsa(const std::string& name) {
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
     if (name == IsaName(isa)) return isa;
   }
-  return Errorf("unknown instruction set '{}' (expected scalar, avx2 or avx512)", name);
+  return Errorf("unknown instruction set '{}' (expected scalar, avx2, avxvnni or avx512)", name);
 }
 
 Result<Isa> ActiveIsa() {
@@ -96,7 +111,7 @@ Result<Isa> ActiveIsa() {
     Result<Isa> isa = ParseIsa(env);
     if (!isa.ok()) {
       g_active = Errorf("PROMPTCACHE_ISA: {}", isa.status().message());
-    } else if (*isa > BestSupportedIsa()) {
+    } else if (!IsaSupported(*isa)) {
       g_active = Errorf("PROMPTCACHE_ISA={} is not supported on this CPU (best: {})", env,
                         IsaName(BestSupportedIsa()));
     } else {
@@ -109,7 +124,7 @@ Result<Isa> ActiveIsa() {
 
 Status SetActiveIsa(Isa isa) {
   (void)ActiveIsa();
-  if (isa > BestSupportedIsa()) {
+  if (!IsaSupported(isa)) {
     return Errorf("{} is not supported on this CPU (best: {})", IsaName(isa),
                   IsaName(BestSupportedIsa()));
   }
@@ -124,7 +139,7 @@ std::string CpuFeatureSummary() {
   auto add = [&s](bool on, const char* name) {
     if (on) s += (s.empty() ? "" : " ") + std::string(name);
   };
-  add(f.avx2, "avx2"); add(f.fma, "fma"); add(f.f16c, "f16c");
+  add(f.avx2, "avx2"); add(f.fma, "fma"); add(f.f16c, "f16c"); add(f.avx_vnni, "avx-vnni");
   add(f.avx512f, "avx512f"); add(f.avx512bw, "avx512bw"); add(f.avx512vl, "avx512vl");
   add(f.avx512vnni, "avx512vnni"); add(f.avx512bf16, "avx512bf16");
   add(f.avx512fp16, "avx512fp16"); add(f.amx_tile, "amx-tile"); add(f.amx_bf16, "amx-bf16");

@@ -22,16 +22,12 @@ using test::RefCase;
 // Every level this CPU has; in the sanitizer tree only the best one (its
 // SIMD kernels are what the sanitizers watch there), unless
 // PROMPTCACHE_PARITY_ALL_ISAS=1 (scripts/test.sh --full).
-std::vector<Isa> SupportedIsas() {
+std::vector<Isa> ParityIsas() {
 #ifdef PROMPTCACHE_SANITIZER_BUILD
   const char* all = std::getenv("PROMPTCACHE_PARITY_ALL_ISAS");
   if (all == nullptr || std::string(all) != "1") return {BestSupportedIsa()};
 #endif
-  std::vector<Isa> out;
-  for (Isa i : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
-    if (i <= BestSupportedIsa()) out.push_back(i);
-  }
-  return out;
+  return SupportedIsas();
 }
 
 // The reference cases a check runs. At the scalar level (the portable
@@ -253,7 +249,7 @@ TEST(ParityFamilies, GgmlNumerics) {
   for (const FamilyFile& f : kFamilies) CheckTeacherForced(f.name, {f.bound, f.bound}, Numerics::kGgmlCompat, 0, f.jumps);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, ParityTest, ::testing::ValuesIn(SupportedIsas()),
+INSTANTIATE_TEST_SUITE_P(AllIsas, ParityTest, ::testing::ValuesIn(ParityIsas()),
                          [](const auto& info) { return std::string(IsaName(info.param)); });
 
 }  // namespace

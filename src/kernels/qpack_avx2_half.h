@@ -1,0 +1,105 @@
+// The x16 kernels' SIMD traits for 256-bit registers (qpack_simd.h
+// describes the trait), shared by the AVX2 and AVX-VNNI levels: each pass
+// computes 8 of the 16 rows (one half of every 64-byte vector). Without
+// VNNI, products go through maddubs (exact for the unsigned bytes below 128
+// of every format but Q8_0 and the grid ones, which take signed products);
+// with it, one vpdpbusd (VEX form) per vector, exact for any byte.
+// Included only by qpack_avx2.cc and qpack_avxvnni.cc, which compile it
+// for their instruction sets (internal linkage, like qpack_simd.h).
+#pragma once
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/qpack_kernels.h"
+#include "kernels/qpack_simd.h"
+
+namespace pc {
+namespace {
+
+template <int H, bool Vnni>
+struct Avx2Half {
+  using V = __m256i;
+  using F = __m256;
+  [[maybe_unused]] static constexpr int kLanes = 8;  // the trait qpack_simd.h describes
+  static constexpr bool kVnni = Vnni;
+  static V Load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * H)); }
+  static V LanesU8(const uint8_t* p) {
+    return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * H)));
+  }
+  static V LanesI8(const uint8_t* p) {
+    return _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * H)));
+  }
+  static F LanesF16(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * H))); }
+  static F LanesBf16(const uint16_t* p) {
+    const V w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8 * H)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
+  static V DotU(V acc, V w, int32_t x4) {
+    if constexpr (Vnni) return _mm256_dpbusd_avx_epi32(acc, w, _mm256_set1_epi32(x4));
+    const V prod = _mm256_maddubs_epi16(w, _mm256_set1_epi32(x4));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(prod, _mm256_set1_epi16(1)));
+  }
+  static V DotS(V acc, V w, int32_t x4) {
+    const V prod = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(_mm256_set1_epi32(x4), w));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(prod, _mm256_set1_epi16(1)));
+  }
+  static V And(V a, V b) { return _mm256_and_si256(a, b); }
+  static V Or(V a, V b) { return _mm256_or_si256(a, b); }
+  static V Xor8(V a, int v) { return _mm256_xor_si256(a, _mm256_set1_epi8(static_cast<char>(v))); }
+  static V Sub8(V a, char v) { return _mm256_sub_epi8(a, _mm256_set1_epi8(v)); }
+  template <int N> static V Srl16(V a) { return _mm256_srli_epi16(a, N); }
+  template <int N> static V Sll16(V a) { return _mm256_slli_epi16(a, N); }
+  template <int N> static V Srl32(V a) { return _mm256_srli_epi32(a, N); }
+  template <int N> static V Sll32(V a) { return _mm256_slli_epi32(a, N); }
+  static V Set1x8(char v) { return _mm256_set1_epi8(v); }
+  static V Set1x32(int32_t v) { return _mm256_set1_epi32(v); }
+  static V Zero() { return _mm256_setzero_si256(); }
+  static V Add(V a, V b) { return _mm256_add_epi32(a, b); }
+  static V Sub(V a, V b) { return _mm256_sub_epi32(a, b); }
+  static V MulLo(V a, V b) { return _mm256_mullo_epi32(a, b); }
+  static V Lut(V idx, const void* grid) {
+    return _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(static_cast<const __m128i*>(grid))), idx);
+  }
+  static F ZeroF() { return _mm256_setzero_ps(); }
+  static F Cvt(V a) { return _mm256_cvtepi32_ps(a); }
+  static F Mul(F a, F b) { return _mm256_mul_ps(a, b); }
+  static F AddF(F a, F b) { return _mm256_add_ps(a, b); }
+  static F Set1(float v) { return _mm256_set1_ps(v); }
+  static F Neg(F a) { return _mm256_xor_ps(a, _mm256_set1_ps(-0.0f)); }
+  static void Store(float* y, F v) { _mm256_storeu_ps(y + 8 * H, v); }
+  static void Prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
+};
+
+// Tokens per pass: two without VNNI (more would spill the 16 ymm
+// registers: maddubs needs temporaries), four with it.
+template <bool Vnni>
+struct Avx2Runner {
+  static constexpr int kMaxTokens = Vnni ? 4 : 2;
+  template <TensorType T, int NT>
+  static void Pass(const uint8_t* group, size_t nb, const uint8_t* xt, size_t x_stride, float* yt, size_t y_stride,
+                   const uint8_t* pf, size_t lines) {
+    x16::Kernel<Avx2Half<0, Vnni>, T, NT>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
+    x16::Kernel<Avx2Half<1, Vnni>, T, NT>(group, nb, xt, x_stride, yt, y_stride);
+  }
+  template <TensorType T>
+  static void Run(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, int nt, float* y,
+                  size_t y_stride, const uint8_t* pf, size_t pf_lines) {
+    for (int t = 0; t < nt; t += kMaxTokens) {
+      const uint8_t* xt = x + static_cast<size_t>(t) * x_stride;
+      float* yt = y + static_cast<size_t>(t) * y_stride;
+      // The lines to fetch, spread over the first pass's blocks (once is enough).
+      const size_t lines = t == 0 ? pf_lines : 0;
+      switch (std::min(nt - t, kMaxTokens)) {
+        case 1: Pass<T, 1>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
+        case 2: Pass<T, 2>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
+        case 3: if constexpr (kMaxTokens >= 3) Pass<T, 3>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
+        default: if constexpr (kMaxTokens >= 4) Pass<T, 4>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
+      }
+    }
+  }
+};
+
+}  // namespace
+}  // namespace pc
