@@ -24,6 +24,7 @@ struct Avx2Half {
   using F = __m256;
   [[maybe_unused]] static constexpr int kLanes = 8;  // the trait qpack_simd.h describes
   static constexpr bool kVnni = Vnni;
+  static constexpr bool kI16Acc = !Vnni;  // VNNI adds into 32-bit lanes at no cost
   static V Load(const uint8_t* p) { return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * H)); }
   static V LanesU8(const uint8_t* p) {
     return _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * H)));
@@ -45,6 +46,13 @@ struct Avx2Half {
     const V prod = _mm256_maddubs_epi16(_mm256_sign_epi8(w, w), _mm256_sign_epi8(_mm256_set1_epi32(x4), w));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(prod, _mm256_set1_epi16(1)));
   }
+  static V Dot16(V acc, V w, int32_t x4) { return _mm256_add_epi16(acc, _mm256_maddubs_epi16(w, _mm256_set1_epi32(x4))); }
+  static V Widen(V a, V b) { return _mm256_madd_epi16(a, b); }
+  static V Pairs16(const uint8_t* p) {
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * H));
+    return _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(b, b));
+  }
+  static V Ones16() { return _mm256_set1_epi16(1); }
   static V And(V a, V b) { return _mm256_and_si256(a, b); }
   static V Or(V a, V b) { return _mm256_or_si256(a, b); }
   static V Xor8(V a, int v) { return _mm256_xor_si256(a, _mm256_set1_epi8(static_cast<char>(v))); }

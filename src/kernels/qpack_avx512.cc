@@ -14,6 +14,7 @@ struct Avx512 {
   using F = __m512;
   [[maybe_unused]] static constexpr int kLanes = 16;  // the trait qpack_simd.h describes
   static constexpr bool kVnni = true;
+  static constexpr bool kI16Acc = false;
   static V Load(const uint8_t* p) { return _mm512_loadu_si512(p); }
   static V LanesU8(const uint8_t* p) { return _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
   static V LanesI8(const uint8_t* p) { return _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }

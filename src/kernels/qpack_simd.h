@@ -10,6 +10,11 @@
 //   V DotU(acc, w, x4) acc += per lane sum of 4 (w unsigned byte * x signed byte)
 //   V DotS(acc, w, x4) the same with signed w (|w| <= 128)
 //   bool kVnni         DotU is exact for any unsigned byte (else w < 128 only)
+//   bool kI16Acc       has the 16-bit lane path below (maddubs without VNNI):
+//   V Dot16(acc, w, x4)  acc += per 16-bit lane sum of 2 (w unsigned * x), unsaturated
+//   V Widen(a16, b16)  per lane a.lo * b.lo + a.hi * b.hi (int16 halves, exact in int32)
+//   V Pairs16(p)       bytes (one per row) sign-extended into both int16 halves
+//   V Ones16()         1 in every int16 half
 //   integer ops And, Or, Xor8, Srl16/Sll16/Srl32/Sll32<N>, Add, Sub, MulLo,
 //   Set1x8, Set1x32, Lut(idx, table) (a 16-entry byte table per 128 bits), float ops
 //   Cvt, Mul, Add, Set1, Neg, Store(float* y16, F): its lanes of 16 floats.
@@ -93,6 +98,58 @@ inline int32_t XSum(const ActBlock<L.n == 256>& x, int j) {
   else return x.bsums[2 * j] + x.bsums[2 * j + 1];
 }
 
+// Vectors whose maddubs products the kernel sums in 16-bit lanes before
+// widening them once (0: not this way). Unsigned weights of `bits` bits give
+// pair sums of at most 2 * (2^bits - 1) * 127, so a group of g vectors stays
+// below 2^15 while g * that does: Q4 (8 vectors, 30,480), Q5 (4), Q2 (all).
+// The widening multiplies by the sub-block scale at once; formats whose
+// offset would need that scale too (Q6_K, Q3_K), the signed and the grid
+// ones keep the 32-bit path.
+template <class S, X16Layout L, bool Signed>
+constexpr int I16Group() {
+  if constexpr (!S::kI16Acc || Signed || L.table || (L.offset != 0 && L.sub_scales)) {
+    return 0;
+  } else {
+    const int pair_max = 2 * ((1 << L.bits) - 1) * 127, vecs = L.sub / 4;
+    int best = 0;
+    for (int g = 1; g <= vecs; ++g) {
+      if (vecs % g == 0 && g * pair_max <= 32767) best = g;
+    }
+    return best >= 2 ? best : 0;
+  }
+}
+
+// One sub-block j of chunk c through the 16-bit lanes (I16Group above): the
+// integer sums of every token, scaled by the sub-block's scale if it has one,
+// into a[t]; the minimum's product into m[t].
+template <class S, TensorType T, int NT, int JS, class XB>
+inline void SubBlock16(const uint8_t* blk, size_t c, int j, const XB* const* xb, typename S::V* a, typename S::V* m) {
+  using V = typename S::V;
+  constexpr X16Layout L = X16LayoutFor(T);
+  constexpr int kVecPerSub = L.sub / 4, kGroup = I16Group<S, L, false>();
+  const V scale = L.sub_scales ? S::Pairs16(blk + L.sc + static_cast<size_t>(j) * 16) : S::Ones16();
+  V part[NT];
+  for (int t = 0; t < NT; ++t) part[t] = S::Zero();
+  StaticFor<kVecPerSub / kGroup>([&](auto g) {
+    V h[NT];
+    for (int t = 0; t < NT; ++t) h[t] = S::Zero();
+    StaticFor<kGroup>([&](auto vv) {
+      constexpr int kVl = JS * kVecPerSub + decltype(g)::value * kGroup + decltype(vv)::value;
+      const V w = Unpack<S, L, false, kVl>(blk, c);
+      for (int t = 0; t < NT; ++t) h[t] = S::Dot16(h[t], w, Load4(xb[t]->qs + c * 32 + kVl * 4));
+    });
+    for (int t = 0; t < NT; ++t) part[t] = S::Add(part[t], S::Widen(h[t], scale));
+  });
+  for (int t = 0; t < NT; ++t) {
+    const int32_t xs = XSum<L>(*xb[t], j);
+    if constexpr (L.offset != 0) part[t] = S::Sub(part[t], S::Set1x32(L.offset * xs));  // no sub-scales here
+    a[t] = L.sub_scales ? S::Add(a[t], part[t]) : part[t];
+    // A minimum's lanes are (min, 0) as int16 halves and |xs| < 2^15.
+    if constexpr (L.sub_mins) m[t] = S::Add(m[t], S::Widen(S::LanesU8(blk + L.mn + static_cast<size_t>(j) * 16), S::Set1x32(xs)));
+    else if constexpr (L.has_min) m[t] = S::Set1x32(xs);
+  }
+}
+
 template <class S, TensorType T, int NT>
 void Kernel(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, float* y, size_t y_stride,
             const uint8_t* pf = nullptr, size_t pf_lines = 0) {
@@ -119,6 +176,10 @@ void Kernel(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, 
     for (size_t c = 0; c < static_cast<size_t>(L.n / 32); ++c) {
       StaticFor<kSubsPerChunk>([&](auto js) {
         const int j = static_cast<int>(c) * kSubsPerChunk + js;
+        if constexpr (I16Group<S, L, kSigned>() > 0) {
+          SubBlock16<S, T, NT, decltype(js)::value>(blk, c, j, xb, a, m);
+          return;
+        }
         V isum[NT];
         for (int t = 0; t < NT; ++t) isum[t] = S::Zero();
         StaticFor<kVecPerSub>([&](auto vv) {

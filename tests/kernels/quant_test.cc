@@ -4,6 +4,8 @@
 // bit for bit.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -166,12 +168,17 @@ TEST_P(QuantFormats, X16LayoutRoundTrips) {
 // remainders) and row range (ranges that cut a group included); weights
 // are random bytes (every q value, extremes included) and activations
 // reach +-127.
-TEST_P(QuantFormats, X16KernelsEqualTheReferenceDotBitForBit) {
-  const TensorType t = GetParam();
+std::vector<const X16Kernels*> X16TablesHere() {
   std::vector<const X16Kernels*> tables;
   for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
     if (IsaSupported(isa) && X16KernelsFor(isa) != nullptr) tables.push_back(X16KernelsFor(isa));
   }
+  return tables;
+}
+
+TEST_P(QuantFormats, X16KernelsEqualTheReferenceDotBitForBit) {
+  const TensorType t = GetParam();
+  const std::vector<const X16Kernels*> tables = X16TablesHere();
   if (tables.empty()) GTEST_SKIP() << "no SIMD level on this CPU";
   std::mt19937 rng(6);
   for (size_t nb : {1u, 2u, 5u}) {
@@ -206,6 +213,54 @@ TEST_P(QuantFormats, X16KernelsEqualTheReferenceDotBitForBit) {
         DequantizeMatrixRow(m, r, from_packed.data());
         DequantizeRow(t, w.data() + r * rb, from_data.data(), cols);
         ASSERT_EQ(from_packed, from_data) << "row " << r;
+      }
+    }
+  }
+}
+
+// The largest integer sums a kernel adds: every stored q at its largest
+// (or smallest) value and activations all +127, all -127 or alternating, so
+// the 16-bit lane sums of the AVX2 level and the 32-bit sums of the others
+// reach their bounds and still give the reference dot's bits.
+TEST_P(QuantFormats, X16KernelsHoldAtTheLargestSums) {
+  const TensorType t = GetParam();
+  const std::vector<const X16Kernels*> tables = X16TablesHere();
+  if (tables.empty()) GTEST_SKIP() << "no SIMD level on this CPU";
+  const QuantFormat f = QuantFormatFor(t);
+  // Grid formats store the grid value + 128: their largest and smallest.
+  int q_max = (1 << f.bits) - 1, q_min = 0;
+  if (f.grid != Grid::kNone) {
+    const int8_t* v = GridValues(f.grid);
+    q_max = 128 + *std::max_element(v, v + 16), q_min = 128 + *std::min_element(v, v + 16);
+  }
+  constexpr size_t kNb = 2, kRows = 16;
+  const size_t cols = kNb * BlockElems(t), rb = RowBytes(t, cols), bb = BlockBytes(t);
+  std::mt19937 rng(11);
+  std::vector<uint8_t> w = RandomBlocks(t, kRows * cols, rng);
+  for (size_t b = 0; b < w.size() / bb; ++b) {
+    DecodedBlock d;
+    DecodeBlock(t, w.data() + b * bb, &d);
+    for (int e = 0; e < d.n; ++e) d.q[e] = static_cast<uint8_t>(b % 3 == 2 ? q_min : q_max);
+    EncodeBlock(t, d, w.data() + b * bb);
+  }
+  const X16Layout l = X16LayoutOf(t);
+  std::vector<uint8_t> packed(kNb * l.bytes);
+  RepackX16(t, w.data(), rb, kNb, packed.data());
+  const WeightMatrix m{t, w.data(), kRows, cols, packed.data()};
+  constexpr size_t kTok = 3;
+  std::vector<float> xf(kTok * cols);
+  for (size_t i = 0; i < cols; ++i) {
+    xf[i] = 1.0f, xf[cols + i] = -1.0f, xf[2 * cols + i] = i % 2 ? 1.0f : -1.0f;  // each quantizes to +-127
+  }
+  const std::vector<uint8_t> x = Activations(t, xf, kTok, cols);
+  const size_t xb = RowBytes(ActivationTypeFor(t), cols);
+  for (const X16Kernels* k : tables) {
+    std::vector<float> y(kTok * kRows, -1.0f);
+    MatMulRows(ScalarDotKernels(), k, m, x.data(), xb, kTok, y.data(), kRows, 0, kRows);
+    for (size_t tok = 0; tok < kTok; ++tok) {
+      for (size_t r = 0; r < kRows; ++r) {
+        ASSERT_EQ(y[tok * kRows + r], QuantDot(t, w.data() + r * rb, x.data() + tok * xb, cols))
+            << k->name << " " << TensorTypeName(t) << " row " << r << " token " << tok;
       }
     }
   }
