@@ -197,6 +197,7 @@ const DotKernels kScalar = {
     .bf16 = DotBf16,
     .to_f16 = ConvertRowF16,
     .quantize_q8_0 = GgmlQuantizeRowQ8_0,
+    .quantize_q8_k = QuantizeRowQ8_K,
     .f16_to_f32 = F16ToF32,
     .axpy_f32 = AxpyF32,
     .axpy_f16 = AxpyF16,

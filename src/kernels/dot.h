@@ -31,6 +31,9 @@ struct DotKernels {
   // (GgmlQuantizeRowQ8_0: 127 / max|x|, ties to even); bit-exact in every
   // table. n % 32 == 0.
   void (*quantize_q8_0)(const float* x, BlockQ8_0* y, size_t n);
+  // Activation rows to Q8_K as QuantizeRowQ8_K (the signed extreme maps to
+  // -127, ties to even, sums of each 16); bit-exact in every table. n % 256 == 0.
+  void (*quantize_q8_k)(const float* x, BlockQ8_K* y, size_t n);
   void (*f16_to_f32)(const uint16_t* x, float* y, size_t n);
   // y[i] += a * x[i] (attention value accumulation) and y[i] *= s.
   void (*axpy_f32)(float a, const float* x, float* y, size_t n);

@@ -159,6 +159,57 @@ void QuantizeQ8_0(const float* x, BlockQ8_0* y, size_t n) {
   }
 }
 
+// 8 int32 -> the int16 sums of the first and of the last four (the sums of
+// 16 int8 values q8 held once widened: maddubs by 1, madd by 1, then these).
+inline void SumHalves(__m256i s32, int16_t* out) {
+  const __m256i h = _mm256_hadd_epi32(s32, s32);
+  const __m256i hh = _mm256_hadd_epi32(h, h);
+  out[0] = static_cast<int16_t>(_mm256_extract_epi32(hh, 0));
+  out[1] = static_cast<int16_t>(_mm256_extract_epi32(hh, 4));
+}
+
+// QuantizeRowQ8_K's arithmetic: the first value of largest magnitude sets
+// the sign of the scale (a NaN is skipped as the scalar comparison skips it),
+// q = min(127, round-to-even(iscale * x)), d = 1 / iscale.
+void QuantizeQ8_K(const float* x, BlockQ8_K* y, size_t n) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  for (size_t b = 0; b < n / 256; ++b) {
+    const float* xb = x + b * 256;
+    __m256 amax = _mm256_setzero_ps();
+    // abs first: max_ps returns its second operand when either is NaN.
+    for (int i = 0; i < 32; ++i) amax = _mm256_max_ps(_mm256_andnot_ps(sign_mask, _mm256_loadu_ps(xb + 8 * i)), amax);
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    const float a = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+    y[b] = BlockQ8_K{};
+    if (a == 0.0f) continue;
+    float extreme = a;
+    for (int i = 0; i < 32; ++i) {
+      const __m256 abs = _mm256_andnot_ps(sign_mask, _mm256_loadu_ps(xb + 8 * i));
+      const int hit = _mm256_movemask_ps(_mm256_cmp_ps(abs, _mm256_set1_ps(a), _CMP_EQ_OQ));
+      if (hit != 0) {
+        extreme = xb[8 * i + __builtin_ctz(static_cast<unsigned>(hit))];
+        break;
+      }
+    }
+    const float iscale = -127.0f / extreme;
+    const __m256 vs = _mm256_set1_ps(iscale), top = _mm256_set1_ps(127.0f);
+    for (int c = 0; c < 8; ++c) {  // 32 values per pass
+      __m256i q[4];
+      for (int i = 0; i < 4; ++i) {
+        const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(xb + 32 * c + 8 * i), vs);
+        q[i] = _mm256_cvtps_epi32(_mm256_min_ps(_mm256_round_ps(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC), top));
+      }
+      const __m256i q16 = _mm256_packs_epi32(q[0], q[1]), r16 = _mm256_packs_epi32(q[2], q[3]);
+      const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16, r16), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs + 32 * c), q8);
+      const __m256i s16 = _mm256_maddubs_epi16(_mm256_set1_epi8(1), q8);
+      SumHalves(_mm256_madd_epi16(s16, _mm256_set1_epi16(1)), y[b].bsums + 2 * c);
+    }
+    y[b].d = 1.0f / iscale;
+  }
+}
+
 void AxpyF32(float a, const float* x, float* y, size_t n) {
   const __m256 va = _mm256_set1_ps(a);
   size_t i = 0;
@@ -384,6 +435,7 @@ const DotKernels kAvx2 = {
     .bf16 = DotBf16,
     .to_f16 = ToF16,
     .quantize_q8_0 = QuantizeQ8_0,
+    .quantize_q8_k = QuantizeQ8_K,
     .f16_to_f32 = F16ToF32,
     .axpy_f32 = AxpyF32,
     .axpy_f16 = AxpyF16,

@@ -115,7 +115,7 @@ std::pair<const uint8_t*, size_t> Model::ConvertActivations(TensorType at, const
           s.kernels->quantize_q8_0(xt, q8, cols);
           Q8_0ToQ8A(q8, reinterpret_cast<BlockQ8A*>(dst), cols / kQuantBlock);
           break;
-        case TensorType::kQ8_K: QuantizeRowQ8_K(xt, reinterpret_cast<BlockQ8_K*>(dst), cols); break;
+        case TensorType::kQ8_K: s.kernels->quantize_q8_k(xt, reinterpret_cast<BlockQ8_K*>(dst), cols); break;
         default: QuantizeRow(at, xt, dst, cols); break;
       }
     }

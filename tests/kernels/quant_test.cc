@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 
 #include <cmath>
 #include <cstring>
@@ -289,6 +290,31 @@ TEST(QuantActivations, Q8AIsTheReferenceQ8_0WithItsSum) {
       int sum = 0;
       for (int8_t v : a[i].qs) sum += v;
       EXPECT_EQ(a[i].sum, sum);
+    }
+  }
+}
+
+// Every table's Q8_K quantizer gives the scalar one's bytes: random rows,
+// ties between values of equal magnitude and opposite sign (the first one
+// sets the sign), halves that round to even, zero blocks, NaNs and values
+// whose products land just past +-127.
+TEST(QuantActivations, EveryTableQuantizesQ8_KAsTheScalarOne) {
+  std::vector<float> x = test::RandomFloats(6 * 256, 10, 3.0f);
+  x[5] = 4.0f, x[9] = -4.0f;                              // block 0: first of equal magnitudes wins
+  x[256 + 200] = -8.0f, x[256 + 201] = 8.0f;              // block 1: the negative one first
+  for (size_t i = 512; i < 768; ++i) x[i] = 0.0f;         // block 2: zeros
+  for (size_t i = 768; i < 1024; ++i) x[i] = static_cast<float>(static_cast<int>(i % 255) - 127) * 0.5f;  // halves
+  x[1024 + 3] = std::numeric_limits<float>::quiet_NaN();  // block 4: a NaN
+  x[1280 + 7] = 127.0f, x[1280 + 8] = -126.99999f;        // block 5: products at the bound
+  std::vector<const DotKernels*> tables = {&ScalarDotKernels()};
+  if (IsaSupported(Isa::kAvx2) && Avx2DotKernels() != nullptr) tables.push_back(Avx2DotKernels());
+  if (IsaSupported(Isa::kAvx512) && Avx512DotKernels() != nullptr) tables.push_back(Avx512DotKernels());
+  for (const DotKernels* k : tables) {
+    std::vector<BlockQ8_K> got(6), want(6);
+    QuantizeRowQ8_K(x.data(), want.data(), x.size());
+    k->quantize_q8_k(x.data(), got.data(), x.size());
+    for (size_t b = 0; b < 6; ++b) {
+      EXPECT_EQ(0, std::memcmp(&got[b], &want[b], sizeof(BlockQ8_K))) << k->name << " block " << b;
     }
   }
 }
