@@ -80,11 +80,15 @@ struct Avx2Half {
   static void Prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 };
 
-// Tokens per pass: two without VNNI (more would spill the 16 ymm
-// registers: maddubs needs temporaries), four with it.
+// Tokens per pass: four with VNNI; without it four for the 32-element
+// formats (the weights' unpacking shared by more tokens, with the pressure-
+// aware scheduling the CMake file asks for: before it, four spilled and ran
+// slower than two) and two for the K-quants, whose sub-block scales and
+// minimums take two more registers per token (four: MoE Q4_K_M pp512 -6%).
 template <bool Vnni>
 struct Avx2Runner {
-  static constexpr int kMaxTokens = Vnni ? 4 : 2;
+  template <TensorType T>
+  static constexpr int kMaxTokens = Vnni || !X16LayoutFor(T).sub_scales ? 4 : 2;
   template <TensorType T, int NT>
   static void Pass(const uint8_t* group, size_t nb, const uint8_t* xt, size_t x_stride, float* yt, size_t y_stride,
                    const uint8_t* pf, size_t lines) {
@@ -94,16 +98,16 @@ struct Avx2Runner {
   template <TensorType T>
   static void Run(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, int nt, float* y,
                   size_t y_stride, const uint8_t* pf, size_t pf_lines) {
-    for (int t = 0; t < nt; t += kMaxTokens) {
+    for (int t = 0; t < nt; t += kMaxTokens<T>) {
       const uint8_t* xt = x + static_cast<size_t>(t) * x_stride;
       float* yt = y + static_cast<size_t>(t) * y_stride;
       // The lines to fetch, spread over the first pass's blocks (once is enough).
       const size_t lines = t == 0 ? pf_lines : 0;
-      switch (std::min(nt - t, kMaxTokens)) {
+      switch (std::min(nt - t, kMaxTokens<T>)) {
         case 1: Pass<T, 1>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
         case 2: Pass<T, 2>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
-        case 3: if constexpr (kMaxTokens >= 3) Pass<T, 3>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
-        default: if constexpr (kMaxTokens >= 4) Pass<T, 4>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
+        case 3: if constexpr (kMaxTokens<T> >= 3) Pass<T, 3>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
+        default: if constexpr (kMaxTokens<T> >= 4) Pass<T, 4>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
       }
     }
   }
