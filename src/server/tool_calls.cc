@@ -130,19 +130,11 @@ ToolCallStream::Delta ToolCallStream::Push(const std::string& text) {
   held_ += text;
   auto id = [this](size_t i) { return Id(i); };
   if (!in_call_) {
-    const std::string& trig = syntax_->trigger();
-    const size_t at = held_.find(trig);
-    size_t safe = at;
-    if (at == std::string::npos) {
-      // Hold a suffix that could begin the marker, and whitespace before it.
-      safe = held_.size();
-      for (size_t k = std::min(trig.size() - 1, held_.size()); k > 0; --k) {
-        if (held_.compare(held_.size() - k, k, trig, 0, k) == 0) {
-          safe = held_.size() - k;
-          break;
-        }
-      }
-    }
+    const size_t at = held_.find(syntax_->trigger());
+    // Hold what could still begin a call (and whitespace before it); from a
+    // trigger on, the call starts where its header words do.
+    size_t safe = at == std::string::npos ? syntax_->HoldFrom(held_) : syntax_->CallStart(held_, at);
+    const size_t call_at = safe;
     while (safe > 0 && IsSpace(held_[safe - 1])) --safe;
     d.content = held_.substr(0, safe);
     content_sent_ += safe;
@@ -151,7 +143,7 @@ ToolCallStream::Delta ToolCallStream::Push(const std::string& text) {
       return d;
     }
     in_call_ = true;
-    held_.erase(0, at);
+    held_.erase(0, call_at);
   }
   Emit(syntax_->Parse(held_, id, tools_), &d);
   return d;

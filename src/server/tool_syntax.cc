@@ -314,7 +314,90 @@ ToolSyntax ToolSyntax::Derive(const ChatTemplate& t) {
     s.unit_holes_.clear();
     s.reason_ = "a call starts with its name (no marker to find it by)";
   }
+  s.DeriveHeaderWords();
   return s;
+}
+
+void ToolSyntax::DeriveHeaderWords() {
+  for (size_t k = 0; k + 1 < unit_holes_.size(); ++k) {
+    if (unit_holes_[k] != Hole::kName || unit_holes_[k + 1] != Hole::kArgs || args_) continue;
+    const std::string& lit = unit_lits_[k + 1];
+    const size_t tag = lit.rfind('<');
+    if (lit.empty() || lit.back() != '>' || tag == std::string::npos || tag == 0) return;
+    std::vector<std::string> words;
+    std::string word;
+    for (char c : lit.substr(0, tag) + " ") {
+      if (!IsSpace(c)) {
+        word += c;
+      } else if (!word.empty()) {
+        words.push_back(std::move(word));
+        word.clear();
+      }
+    }
+    if (words.empty()) return;
+    loose_lit_ = k + 1;
+    loose_tag_ = lit.substr(tag);
+    lead_words_ = std::move(words);
+    return;
+  }
+}
+
+// After a call's name: the header up to loose_tag_ (on the same line, at
+// most 64 bytes, starting with a tag); the position after loose_tag_, or
+// npos (*short_text when the text ends before it could be decided).
+size_t ToolSyntax::MatchLooseHeader(std::string_view text, size_t pos, bool* short_text) const {
+  constexpr size_t kMaxHeader = 64;
+  *short_text = false;
+  // A header goes on with a tag (" <|constrain|>json"), never with words:
+  // "to=functions.x please" is prose.
+  size_t first = pos;
+  while (first < text.size() && text[first] == ' ') ++first;
+  if (first < text.size() && text[first] != '<') return std::string_view::npos;
+  const size_t end = std::min(text.size(), pos + kMaxHeader + loose_tag_.size());
+  const size_t at = text.substr(0, end).find(loose_tag_, pos);
+  const size_t line = text.find('\n', pos);
+  if (at != std::string_view::npos && (line == std::string_view::npos || line > at)) return at + loose_tag_.size();
+  *short_text = end == text.size() && line == std::string_view::npos;
+  return std::string_view::npos;
+}
+
+size_t ToolSyntax::CallStart(std::string_view text, size_t trigger_at) const {
+  size_t start = trigger_at;
+  for (bool moved = true; moved && !lead_words_.empty();) {
+    moved = false;
+    size_t before = start;
+    while (before > 0 && IsSpace(text[before - 1])) --before;
+    for (const std::string& w : lead_words_) {
+      if (before >= w.size() && text.substr(before - w.size(), w.size()) == w) {
+        start = before - w.size();
+        moved = true;
+        break;
+      }
+    }
+  }
+  return start;
+}
+
+size_t ToolSyntax::HoldFrom(std::string_view text) const {
+  // A suffix that could begin the trigger, then header words before it.
+  size_t hold = text.size();
+  for (size_t k = std::min(trigger_.size() - 1, text.size()); k > 0; --k) {
+    if (text.compare(text.size() - k, k, trigger_, 0, k) == 0) {
+      hold = text.size() - k;
+      break;
+    }
+  }
+  for (const std::string& w : lead_words_) {  // or a header word
+    for (size_t k = std::min(w.size() - 1, text.size()); k > 0; --k) {
+      if (text.compare(text.size() - k, k, w, 0, k) == 0) {
+        hold = std::min(hold, text.size() - k);
+        break;
+      }
+    }
+  }
+  hold = CallStart(text, hold);
+  while (hold > 0 && IsSpace(text[hold - 1])) --hold;
+  return hold;
 }
 
 json ToolSyntax::Describe() const {
@@ -330,7 +413,8 @@ json ToolSyntax::Describe() const {
   }
   return {{"supported", supported()}, {"reason", reason_}, {"head", head_}, {"unit", unit}, {"sep", sep_},
           {"tail", tail_}, {"multi", multi_}, {"args_as_object", args_as_object_}, {"max_whitespace", max_whitespace_},
-          {"per_argument", args_ ? args_->Describe() : json(nullptr)}};
+          {"per_argument", args_ ? args_->Describe() : json(nullptr)},
+          {"header_words", lead_words_.empty() ? json(nullptr) : json{{"words", lead_words_}, {"tag", loose_tag_}}}};
 }
 
 using Match = MatchResult;
@@ -360,8 +444,16 @@ size_t ToolSyntax::ParseUnit(std::string_view text, size_t pos, ToolCall* call, 
   *partial = false;
   bool named = false;
   for (size_t k = 0; k <= unit_holes_.size(); ++k) {
+    const size_t lit_at = pos;
     const Match m = MatchLit(text, &pos, unit_lits_[k]);
-    if (m != Match::kYes) {
+    if (m != Match::kYes && k == loose_lit_ && named) {
+      bool short_text = false;
+      pos = MatchLooseHeader(text, lit_at, &short_text);
+      if (pos == std::string_view::npos) {
+        *partial = short_text || m == Match::kShort;
+        return pos;
+      }
+    } else if (m != Match::kYes) {
       *partial = m == Match::kShort && named;
       return std::string_view::npos;
     }
@@ -451,7 +543,7 @@ ToolSyntax::Parsed ToolSyntax::Parse(std::string_view text, const std::function<
     return out;
   }
   MatchLit(text, &pos, tail_);
-  std::string_view before = text.substr(0, start);
+  std::string_view before = text.substr(0, CallStart(text, start));
   while (!before.empty() && IsSpace(before.back())) before.remove_suffix(1);
   out.content = std::string(before);
   if (!out.partial && pos < text.size()) {

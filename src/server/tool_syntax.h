@@ -20,6 +20,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -61,6 +62,12 @@ class ToolSyntax {
   bool args_as_object() const { return args_as_object_; }
   // The bytes that start a call in a reply (its first non-space literal).
   const std::string& trigger() const { return trigger_; }
+  // Where the call whose trigger is at trigger_at starts: earlier than the
+  // trigger when header words of the unit (below) precede it.
+  size_t CallStart(std::string_view text, size_t trigger_at) const;
+  // The first byte a stream must hold back: the text from there on could
+  // still begin a call (a prefix of the trigger, or header words before it).
+  size_t HoldFrom(std::string_view text) const;
   // The parts as JSON (head, unit literals and holes, sep, tail), for
   // debugging templates.
   nlohmann::json Describe() const;
@@ -103,6 +110,17 @@ class ToolSyntax {
                 std::string* beta_args);
   std::vector<Hole> unit_holes_;
   std::string trigger_, reason_;
+  // Header words: when the literal between the name and the arguments ends
+  // in a tag (gpt-oss's "<|channel|>commentary json<|message|>"), replies
+  // may write its words in another place or with other tags among them
+  // ("<|channel|>commentary to=functions.f <|constrain|>json<|message|>"):
+  // after the name, anything short on one line up to the tag is taken as
+  // that literal, and the words right before the trigger belong to the call.
+  size_t loose_lit_ = SIZE_MAX;  // index into unit_lits_ (SIZE_MAX: none)
+  std::string loose_tag_;
+  std::vector<std::string> lead_words_;
+  void DeriveHeaderWords();
+  size_t MatchLooseHeader(std::string_view text, size_t pos, bool* short_text) const;
   bool args_as_object_ = true;
   std::optional<ArgSyntax> args_;  // arguments written one element each
   bool multi_ = false;       // the template writes several calls in one turn

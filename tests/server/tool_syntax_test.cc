@@ -9,6 +9,7 @@
 #include <random>
 
 #include "server/chat_template.h"
+#include "server/tool_calls.h"
 #include "server/tool_syntax.h"
 #include "test_support.h"
 
@@ -182,6 +183,65 @@ TEST(ToolSyntax, PerArgumentCallsStreamAsPrefixes) {
   }
   EXPECT_GT(partials, 100u);
   EXPECT_EQ(syn.Parse("no call here", Id, &tools).content, "no call here");
+}
+
+// gpt-oss's template writes the recipient in the role header ("to=functions.f
+// <|channel|>commentary json<|message|>"), its replies mostly in the channel
+// header with another tag ("<|channel|>commentary to=functions.f
+// <|constrain|>json<|message|>"). The words before the tag that opens the
+// arguments are read off the unit's literal, so both spellings parse, whole
+// and streamed in pieces of any size, and those words never reach the
+// content; prose mentioning the trigger, or a header broken by a newline,
+// stays content.
+TEST(ToolSyntax, HeaderWordsMayComeBeforeTheNameOrAmongOtherTags) {
+  PC_SHARED_OR_SKIP(path, "templates/openai-gpt-oss-120b.jinja");
+  auto t = ChatTemplate::FromSource(test::ReadText(path), path);
+  ASSERT_TRUE(t.ok());
+  const ToolSyntax syn = ToolSyntax::Derive(*t);
+  ASSERT_TRUE(syn.supported()) << syn.reason();
+  const std::string args = R"({"city": "Paris", "days": 2})";
+  for (const std::string& reply :
+       {"<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>" + args + "<|call|>",
+        "to=functions.get_weather<|channel|>commentary json<|message|>" + args + "<|call|>",
+        "<|channel|>commentary json to=functions.get_weather<|message|>" + args + "<|call|>"}) {
+    const ToolSyntax::Parsed whole = syn.Parse(reply, Id, &kTools);
+    ASSERT_EQ(whole.calls.size(), 1u) << reply;
+    EXPECT_EQ(whole.calls[0].name, "get_weather");
+    EXPECT_EQ(whole.calls[0].arguments, args);
+    EXPECT_EQ(whole.content, "") << reply;
+    for (size_t step : {1u, 2u, 3u, 5u, 8u}) {
+      ToolCallStream stream(&syn, {"id0"}, &kTools);
+      std::string content, streamed;
+      auto take = [&](const ToolCallStream::Delta& d) {
+        content += d.content;
+        for (const json& e : d.tool_calls) {
+          if (e.contains("function") && e["function"].contains("arguments")) streamed += e["function"]["arguments"].get<std::string>();
+        }
+      };
+      for (size_t i = 0; i < reply.size(); i += step) take(stream.Push(reply.substr(i, step)));
+      std::vector<ToolCall> calls;
+      take(stream.Finish(&calls));
+      ASSERT_EQ(calls.size(), 1u) << reply << " step " << step;
+      EXPECT_EQ(calls[0].name, "get_weather");
+      EXPECT_EQ(streamed, args) << reply << " step " << step;
+      EXPECT_EQ(content, "") << reply << " step " << step;
+    }
+  }
+  for (const std::string& prose : {std::string("Use to=functions.get_weather please"),
+                                   "<|channel|>commentary to=functions.get_weather\n<|message|>" + args + "<|call|>"}) {
+    const ToolSyntax::Parsed p = syn.Parse(prose, Id, &kTools);
+    EXPECT_TRUE(p.calls.empty() && !p.partial) << prose;
+    EXPECT_EQ(p.content, prose);
+  }
+  // A final-channel reply streams out whole: the held start of "<|channel|>"
+  // is released once it cannot begin the header words.
+  ToolCallStream plain(&syn, {"id0"}, &kTools);
+  std::string out;
+  for (char c : std::string("<|channel|>final<|message|>Sunny.")) out += plain.Push(std::string(1, c)).content;
+  std::vector<ToolCall> none;
+  out += plain.Finish(&none).content;
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(out, "<|channel|>final<|message|>Sunny.");
 }
 
 // Replies that are pieces of calls in any order (cut, doubled, unclosed,
