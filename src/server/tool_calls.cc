@@ -129,6 +129,13 @@ ToolCallStream::Delta ToolCallStream::Push(const std::string& text) {
   Delta d;
   held_ += text;
   auto id = [this](size_t i) { return Id(i); };
+  if (!in_call_ && syntax_->anchored() && !start_decided_) {
+    // A reply may begin with a call (its name): held until that is decided.
+    const int starts = syntax_->StartsWithCall(held_, tools_);
+    if (starts < 0) return d;
+    start_decided_ = true;
+    in_call_ = starts > 0;
+  }
   if (!in_call_) {
     const size_t at = held_.find(syntax_->trigger());
     // Hold what could still begin a call (and whitespace before it); from a

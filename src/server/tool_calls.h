@@ -62,6 +62,7 @@ class ToolCallStream {
   const nlohmann::json* tools_;
   std::string held_;   // from the marker's possible start on
   bool in_call_ = false;
+  bool start_decided_ = false;  // anchored syntaxes: whether the reply began with a call is known
   size_t content_sent_ = 0;  // content bytes before the marker sent
   struct Sent {
     bool named = false;

@@ -310,9 +310,15 @@ ToolSyntax ToolSyntax::Derive(const ChatTemplate& t) {
   s.unit_lits_.push_back(one.substr(at, one.size() - tail - at));
   const std::string start = s.head_ + s.unit_lits_[0];
   s.trigger_ = start.substr(0, std::find_if(start.begin(), start.end(), IsSpace) - start.begin());
-  if (s.trigger_.empty()) {
+  if (s.trigger_.empty() && s.multi_ && s.head_.empty() && s.unit_lits_[0].empty() &&
+      !s.sep_.empty() && !IsSpace(s.sep_[0])) {
+    // A call starts with its name: at the reply's beginning, or after the
+    // separator that comes before every later call.
+    s.anchored_ = true;
+    s.trigger_ = s.sep_.substr(0, std::find_if(s.sep_.begin(), s.sep_.end(), IsSpace) - s.sep_.begin());
+  } else if (s.trigger_.empty()) {
     s.unit_holes_.clear();
-    s.reason_ = "a call starts with its name (no marker to find it by)";
+    s.reason_ = "a call starts with its name (no marker to find it by, nor a separator between calls)";
   }
   s.DeriveHeaderWords();
   return s;
@@ -332,7 +338,7 @@ json ToolSyntax::Describe() const {
   return {{"supported", supported()}, {"reason", reason_}, {"head", head_}, {"unit", unit}, {"sep", sep_},
           {"tail", tail_}, {"multi", multi_}, {"args_as_object", args_as_object_}, {"max_whitespace", max_whitespace_},
           {"per_argument", args_ ? args_->Describe() : json(nullptr)},
-          {"header_words", lead_words_.empty() ? json(nullptr) : json{{"words", lead_words_}, {"tag", loose_tag_}}}};
+          {"anchored", anchored_}, {"header_words", lead_words_.empty() ? json(nullptr) : json{{"words", lead_words_}, {"tag", loose_tag_}}}};
 }
 
 using Match = MatchResult;
@@ -426,12 +432,17 @@ size_t ToolSyntax::ParseUnit(std::string_view text, size_t pos, ToolCall* call, 
 ToolSyntax::Parsed ToolSyntax::Parse(std::string_view text, const std::function<std::string(size_t)>& make_id,
                                      const json* tools) const {
   Parsed out;
-  const size_t start = supported() ? text.find(trigger_) : std::string_view::npos;
+  size_t start = std::string_view::npos, pos = 0;
+  if (anchored_ && StartsWithCall(text, tools) == 1) {
+    start = pos = static_cast<size_t>(std::find_if_not(text.begin(), text.end(), IsSpace) - text.begin());
+  } else if (supported()) {
+    start = pos = text.find(trigger_);
+    if (anchored_ && start != std::string_view::npos) pos += trigger_.size();  // the separator before a call
+  }
   if (start == std::string_view::npos) {
     out.content = std::string(text);
     return out;
   }
-  size_t pos = start;
   if (MatchLit(text, &pos, head_) == Match::kYes) {
     for (;;) {
       ToolCall call;
@@ -475,6 +486,27 @@ ToolSyntax::Parsed ToolSyntax::Parse(std::string_view text, const std::function<
     if (!rest.empty()) out.content += (out.content.empty() ? "" : "\n") + std::string(rest);
   }
   return out;
+}
+
+int ToolSyntax::StartsWithCall(std::string_view text, const json* tools) const {
+  if (!anchored_ || unit_holes_.empty() || unit_holes_[0] != Hole::kName) return 0;
+  size_t pos = static_cast<size_t>(std::find_if_not(text.begin(), text.end(), IsSpace) - text.begin());
+  size_t end = pos;
+  while (end < text.size() && (std::isalnum(uint8_t(text[end])) || text[end] == '_' || text[end] == '-' || text[end] == '.')) ++end;
+  const std::string_view name = text.substr(pos, end - pos);
+  const bool any = tools == nullptr || !tools->is_array() || tools->empty();  // no list: any name
+  bool known = false, prefix = any;
+  for (size_t i = 0; !any && i < tools->size(); ++i) {
+    const json& f = (*tools)[i];
+    const std::string n = f.contains("function") && f["function"].is_object() ? f["function"].value("name", "") : "";
+    known |= n == name;
+    prefix |= n.starts_with(name);
+  }
+  if (end == text.size()) return prefix ? -1 : 0;  // the name may go on
+  if (name.empty() || !(any || known)) return 0;
+  size_t at = end;
+  const Match m = MatchLit(text, &at, unit_lits_[1]);
+  return m == Match::kYes ? 1 : m == Match::kShort ? -1 : 0;
 }
 
 Result<std::shared_ptr<const structured::SeqGrammar>> ToolSyntax::Grammar(const json& tools, const std::string& only,

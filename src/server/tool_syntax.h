@@ -60,8 +60,17 @@ class ToolSyntax {
   // Whether the template wants function.arguments as an object (clients
   // send a JSON string: it is parsed before rendering), else as the string.
   bool args_as_object() const { return args_as_object_; }
-  // The bytes that start a call in a reply (its first non-space literal).
+  // The bytes that start a call in a reply (its first non-space literal;
+  // the separator between calls when the unit starts with the name).
   const std::string& trigger() const { return trigger_; }
+  // The unit starts with the name (functionary's "NAME\nARGS" after the
+  // ">>>" its generation prompt ends with): a reply that begins with a
+  // tool's name and the unit's next literal is a call, and later calls follow
+  // the separator (the trigger).
+  bool anchored() const { return anchored_; }
+  // For an anchored syntax, whether text (a reply's beginning) starts with a
+  // call to one of tools (null: any name): 1 yes, 0 no, -1 not decided yet.
+  int StartsWithCall(std::string_view text, const nlohmann::json* tools) const;
   // Where the call whose trigger is at trigger_at starts: earlier than the
   // trigger when header words of the unit (below) precede it.
   size_t CallStart(std::string_view text, size_t trigger_at) const;
@@ -116,6 +125,7 @@ class ToolSyntax {
   // ("<|channel|>commentary to=functions.f <|constrain|>json<|message|>"):
   // after the name, anything short on one line up to the tag is taken as
   // that literal, and the words right before the trigger belong to the call.
+  bool anchored_ = false;
   size_t loose_lit_ = SIZE_MAX;  // index into unit_lits_ (SIZE_MAX: none)
   std::string loose_tag_;
   std::vector<std::string> lead_words_;

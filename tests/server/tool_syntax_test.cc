@@ -75,7 +75,15 @@ TEST(ToolSyntax, SharedTemplatesRoundTrip) {
       if (n == 2) calls.push_back(Call("abcdefgh2", "search_web", a2, obj));
       const std::string text = CallsText(*t, calls);
       if (text.empty() || (n == 2 && text.find("search_web") == std::string::npos)) continue;  // the template refuses two calls
-      const ToolSyntax::Parsed p = syn.Parse("Let me check.\n" + text, Id, &kTools);
+      // Content first; a syntax whose calls start with the name (anchored)
+      // has content before its separator, and may begin the reply with a call.
+      const std::string lead = syn.anchored() ? "Let me check." + syn.trigger() : "Let me check.\n";
+      if (syn.anchored()) {
+        const ToolSyntax::Parsed at_start = syn.Parse(text, Id, &kTools);
+        EXPECT_EQ(at_start.calls.size(), size_t(n)) << path << "\n" << text;
+        EXPECT_EQ(at_start.content, "") << path;
+      }
+      const ToolSyntax::Parsed p = syn.Parse(lead + text, Id, &kTools);
       EXPECT_EQ(p.calls.size(), size_t(n)) << path << "\n" << text << "\n" << syn.Describe().dump();
       if (p.calls.size() != size_t(n)) continue;
       EXPECT_EQ(p.content, "Let me check.") << path;
@@ -116,7 +124,7 @@ TEST(ToolSyntax, SharedTemplatesRoundTrip) {
     }
   }
   std::printf("tool-call syntax derived for %d of %d templates\n", supported, total);
-  EXPECT_GE(supported, 27);
+  EXPECT_GE(supported, 29);
 }
 
 TEST(ToolSyntax, PartialCallsAndPlainReplies) {
@@ -242,6 +250,58 @@ TEST(ToolSyntax, HeaderWordsMayComeBeforeTheNameOrAmongOtherTags) {
   out += plain.Finish(&none).content;
   EXPECT_TRUE(none.empty());
   EXPECT_EQ(out, "<|channel|>final<|message|>Sunny.");
+}
+
+// functionary's calls start with the name ("NAME\nARGS" right after the
+// ">>>" its generation prompt ends with; ">>>" between calls; content as
+// "all\nTEXT"): a reply that begins with a request tool's name and a newline
+// is a call, later calls follow the separator; streamed in pieces of any
+// size, the reply's start is held until that is decided, and the content and
+// arguments add up to the whole parse.
+TEST(ToolSyntax, CallsThatStartWithTheNameAreReadFromTheReplyStart) {
+  PC_SHARED_OR_SKIP(path, "templates/meetkai-functionary-medium-v3.2.jinja");
+  auto t = ChatTemplate::FromSource(test::ReadText(path), path);
+  ASSERT_TRUE(t.ok());
+  const ToolSyntax syn = ToolSyntax::Derive(*t);
+  ASSERT_TRUE(syn.supported()) << syn.reason();
+  ASSERT_TRUE(syn.anchored());
+  EXPECT_EQ(syn.trigger(), ">>>");
+  const std::string a1 = R"({"city": "Paris"})", a2 = R"({"query": "x"})";
+  struct Case {
+    std::string reply, content;
+    std::vector<std::string> names;
+  };
+  const std::vector<Case> cases = {
+      {"get_weather\n" + a1 + ">>>search_web\n" + a2, "", {"get_weather", "search_web"}},
+      {"all\nLet me check.>>>get_weather\n" + a1, "all\nLet me check.", {"get_weather"}},
+      {"Hello there, get_weather\n" + a1, "Hello there, get_weather\n" + a1, {}},
+      {"get_weathers\n" + a1, "get_weathers\n" + a1, {}},  // not a tool of the request
+      {"get", "get", {}},
+      {"all\nSunny.", "all\nSunny.", {}}};
+  for (const Case& c : cases) {
+    const ToolSyntax::Parsed whole = syn.Parse(c.reply, Id, &kTools);
+    EXPECT_EQ(whole.content, c.content) << c.reply;
+    ASSERT_EQ(whole.calls.size(), c.names.size()) << c.reply;
+    for (size_t i = 0; i < c.names.size(); ++i) EXPECT_EQ(whole.calls[i].name, c.names[i]);
+    for (size_t step : {1u, 2u, 5u, 9u}) {
+      ToolCallStream stream(&syn, {"id0", "id1"}, &kTools);
+      std::string content, streamed;
+      auto take = [&](const ToolCallStream::Delta& d) {
+        content += d.content;
+        for (const json& e : d.tool_calls) {
+          if (e.contains("function") && e["function"].contains("arguments")) streamed += e["function"]["arguments"].get<std::string>();
+        }
+      };
+      for (size_t i = 0; i < c.reply.size(); i += step) take(stream.Push(c.reply.substr(i, step)));
+      std::vector<ToolCall> calls;
+      take(stream.Finish(&calls));
+      EXPECT_EQ(content, c.content) << c.reply << " step " << step;
+      ASSERT_EQ(calls.size(), c.names.size()) << c.reply << " step " << step;
+      std::string args;
+      for (const ToolCall& call : calls) args += call.arguments;
+      EXPECT_EQ(streamed, args) << c.reply << " step " << step;
+    }
+  }
 }
 
 // Replies that are pieces of calls in any order (cut, doubled, unclosed,
