@@ -273,6 +273,15 @@ void ParseToolChoice(Fields& f, const ParseContext& ctx, const ToolRequest& tool
   if (!forced) r->engine.grammar_trigger = syn->trigger();
 }
 
+bool HasControlToken(const Tokenizer& tok, const std::string& text) {
+  EncodeOptions eo;
+  eo.add_special = false;
+  eo.parse_special = true;
+  for (int32_t id : tok.Encode(text, eo))
+    if (tok.vocab().IsControl(id)) return true;
+  return false;
+}
+
 void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
   ChatPromptTokens p;
   RenderChat(f, ctx, &p);
@@ -288,9 +297,16 @@ void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
   if (!f.ok() || ctx.chat_template == nullptr) return;
   const ReasoningStyle& style = ctx.chat_template->reasoning();
   bool closed_in_prompt = false;
-  if (format != "none" && include && !style.open.empty() && !style.via_thinking_field) {
+  // Markers that are control tokens (gpt-oss's channels) go out as their
+  // text, for the split and in the raw reply alike.
+  if (HasControlToken(*ctx.tok, style.open + style.split_close + style.trail + style.direct)) r->engine.control_text = true;
+  if (format != "none" && include) {
     r->reasoning_open = style.open;
-    r->reasoning_close = style.close;
+    r->reasoning_close = style.split_close;
+    r->reasoning_trail = style.trail;
+    r->reasoning_direct = style.direct;
+  }
+  if (format != "none" && include && !style.open.empty()) {
     std::string_view t = p.text;
     while (!t.empty() && (t.back() == '\n' || t.back() == ' ' || t.back() == '\r' || t.back() == '\t')) t.remove_suffix(1);
     const size_t open = t.rfind(style.open);

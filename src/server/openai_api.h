@@ -42,6 +42,7 @@ struct ApiRequest {
   // reasoning_content (open empty: kept in content), and whether the prompt
   // left the block open for the model.
   std::string reasoning_open, reasoning_close;
+  std::string reasoning_trail, reasoning_direct;  // ReasoningStyle's trail and direct
   bool reasoning_starts_inside = false;
   // Chat with tools (tool_choice not "none", a syntax read off the template):
   // the reply's calls are parsed into tool_calls; ids for them.

@@ -15,7 +15,9 @@ ResponseBuilder::ResponseBuilder(const ApiRequest& req, const Tokenizer& tok, st
                  {"text_offset", json::array()}};
   } else {
     logprobs_ = {{"content", json::array()}};
-    if (!req_.reasoning_open.empty()) split_.emplace(req_.reasoning_open, req_.reasoning_close, req_.reasoning_starts_inside);
+    if (!req_.reasoning_open.empty() || !req_.reasoning_direct.empty())
+      split_.emplace(req_.reasoning_open, req_.reasoning_close, req_.reasoning_starts_inside, req_.reasoning_trail,
+                      req_.reasoning_direct);
     if (req_.tool_syntax) tool_stream_.emplace(req_.tool_syntax, req_.tool_call_ids, &req_.tools);
   }
   if (req_.echo) text_ = req_.echo_text;

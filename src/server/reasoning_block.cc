@@ -101,7 +101,22 @@ ReasoningStyle WithBlock(std::string open, std::string close, std::string block 
   s.open = std::move(open);
   s.close = std::move(close);
   s.empty_block = block.empty() ? s.open + s.close : std::move(block);
+  s.split_close = s.close;
   return s;
+}
+
+// What a plain assistant turn (content only) writes between the end of the
+// generation prompt and its content: functionary's `all\n`, gpt-oss's
+// `<|channel|>final<|message|>`, Command R7B's `<|START_RESPONSE|>`; "" when
+// the turn does not start with the generation prompt.
+std::string ReplyHeader(const TemplateRender& render, const std::string& gen) {
+  constexpr std::string_view kContent = "PCCONTENTPROBE";
+  const ojson conv = {{{"role", "user"}, {"content", "U"}}, {{"role", "assistant"}, {"content", kContent}}};
+  Result<std::string> r = render(conv, false, ojson::object());
+  if (gen.empty() || !r.ok() || !r->starts_with(gen)) return "";
+  const size_t content = r->find(kContent, gen.size());
+  if (content == std::string::npos) return "";
+  return std::string(TrimLeft(std::string_view(*r).substr(gen.size(), content - gen.size())));
 }
 
 // Rule A. conv: one user turn and an assistant turn whose reasoning is the
@@ -127,6 +142,9 @@ bool FromRenderedField(const TemplateRender& render, const std::string& gen, Rea
     s.rendered = true;
     s.via_thinking_field = thinking_only;
     s.empty_block = s.open + s.close;
+    const std::string_view block_end = TrimLeft(after);  // the close, then what leads to the content
+    s.split_close = std::string(MarkerAtStart(block_end));
+    s.trail = std::string(TrimRight(TrimLeft(block_end.substr(s.split_close.size()))));
     // Whitespace the turn puts between its header (where the generation
     // prompt ends) and the block.
     size_t k = 0;
@@ -181,17 +199,17 @@ ReasoningStyle DeriveReasoningStyle(std::string_view source, const TemplateRende
   Result<std::string> gen = render(user, true, ojson::object());
   const std::string g = gen.ok() ? *gen : "";
   ReasoningStyle s;
-  if (FromRenderedField(render, g, &s)) return s;
-  // Rule B: the generation prompt opens a block the source also closes.
   const std::string_view last = MarkerAtEnd(g);
   const std::string twin = ClosingTwin(last);
-  if (!twin.empty() && MarkerAtStart(last) == last &&
-      (source.find(twin) != std::string_view::npos || NamedForReasoning(last))) {
-    return WithBlock(std::string(last), twin);
+  if (FromRenderedField(render, g, &s)) {
+  } else if (!twin.empty() && MarkerAtStart(last) == last &&
+             (source.find(twin) != std::string_view::npos || NamedForReasoning(last))) {
+    s = WithBlock(std::string(last), twin);  // rule B: the generation prompt opens a block the source closes
+  } else if (!FromSourceTags(source, &s) && !FromThinkingOff(render, user, g, &s)) {
+    s = {};
   }
-  if (FromSourceTags(source, &s)) return s;
-  if (FromThinkingOff(render, user, g, &s)) return s;
-  return {};
+  s.direct = ReplyHeader(render, g);
+  return s;
 }
 
 bool BringsOwnReasoning(const ojson& m, const ReasoningStyle& style) {

@@ -47,6 +47,16 @@ struct ReasoningStyle {
   bool rendered = false;      // A: the template renders a message's reasoning field
   bool via_thinking_field = false;  // A, through `thinking` only (gpt-oss), not `reasoning_content`
   bool drop_space_before = false;   // A: whitespace between the turn header and the block goes
+  // For splitting generated replies (server/reasoning_split.h): the close's
+  // first tag alone (`close` grows over the tags after it until it is
+  // unique in a render: gpt-oss's `<|end|><|start|>assistant<|channel|>`);
+  // under A the text the template writes between that tag and the answer
+  // (`trail`: `<|start|>assistant<|channel|>final<|message|>`); and, with
+  // or without a block, the header a plain assistant turn writes between
+  // the generation prompt and its content (`direct`: functionary's `all\n`,
+  // gpt-oss's `<|channel|>final<|message|>`), which opens a reply that
+  // answers at once and is not content.
+  std::string split_close, trail, direct;
 };
 
 // Renders messages (ordered JSON) with add_generation_prompt and extra

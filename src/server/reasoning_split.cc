@@ -14,8 +14,24 @@ size_t HeldSuffix(std::string_view s, std::string_view marker) {
 
 }  // namespace
 
-ReasoningSplitter::ReasoningSplitter(std::string open, std::string close, bool starts_inside)
-    : open_(std::move(open)), close_(std::move(close)), state_(starts_inside ? State::kInside : State::kBefore) {}
+ReasoningSplitter::ReasoningSplitter(std::string open, std::string close, bool starts_inside, std::string trail,
+                                     std::string direct)
+    : open_(std::move(open)),
+      close_(std::move(close)),
+      trail_(std::move(trail)),
+      direct_(std::move(direct)),
+      state_(starts_inside ? State::kInside : State::kBefore) {}
+
+bool ReasoningSplitter::Take(const std::string& lit, State next, bool* wait) {
+  if (lit.empty()) return false;
+  if (held_.size() >= lit.size() && held_.compare(0, lit.size(), lit) == 0) {
+    held_.erase(0, lit.size());
+    state_ = next;
+    return true;
+  }
+  if (lit.compare(0, held_.size(), held_) == 0) *wait = true;
+  return false;
+}
 
 std::pair<std::string, std::string> ReasoningSplitter::Push(std::string_view text) {
   std::string reasoning, content;
@@ -25,13 +41,13 @@ std::pair<std::string, std::string> ReasoningSplitter::Push(std::string_view tex
       case State::kBefore: {
         size_t lead = 0;
         while (lead < held_.size() && IsSpace(held_[lead])) ++lead;
-        std::string_view rest = std::string_view(held_).substr(lead);
-        if (rest.size() >= open_.size() && rest.substr(0, open_.size()) == open_) {
-          held_.erase(0, lead + open_.size());
-          state_ = State::kInside;
-          continue;
-        }
-        if (open_.substr(0, rest.size()) == rest) return {reasoning, content};  // undecided: wait
+        if (lead == held_.size()) return {reasoning, content};  // undecided: wait
+        const std::string spaces = held_.substr(0, lead);
+        held_.erase(0, lead);
+        bool wait = false;
+        if (Take(open_, State::kInside, &wait) || Take(direct_, State::kAfterTrail, &wait)) continue;
+        held_.insert(0, spaces);
+        if (wait) return {reasoning, content};
         state_ = State::kContent;
         continue;
       }
@@ -48,11 +64,16 @@ std::pair<std::string, std::string> ReasoningSplitter::Push(std::string_view tex
         held_.erase(0, held_.size() - keep);
         return {reasoning, content};
       }
-      case State::kAfterClose: {
+      case State::kAfterClose:
+      case State::kAfterTrail: {
         size_t lead = 0;
         while (lead < held_.size() && IsSpace(held_[lead])) ++lead;
         held_.erase(0, lead);
-        if (!held_.empty()) state_ = State::kContent;
+        if (held_.empty()) return {reasoning, content};
+        bool wait = false;
+        if (state_ == State::kAfterClose && Take(trail_, State::kAfterTrail, &wait)) continue;
+        if (wait) return {reasoning, content};
+        state_ = State::kContent;
         continue;
       }
       case State::kContent:
@@ -68,8 +89,7 @@ std::pair<std::string, std::string> ReasoningSplitter::Flush() {
   std::string held = std::move(held_);
   held_.clear();
   if (state_ == State::kInside) return {held, ""};
-  if (state_ == State::kAfterClose) return {"", ""};
-  return {"", held};  // an undecided beginning was content after all
+  return {"", held};  // an undecided beginning (or trail) was content after all
 }
 
 }  // namespace pc

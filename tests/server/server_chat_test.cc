@@ -7,6 +7,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/make_model.h"
+#include "server/chat_template.h"
+#include "server/openai_api.h"
 #include "server_harness.h"
 #include "test_model.h"
 
@@ -147,6 +149,69 @@ TEST(ServerChat, ReasoningGoesToReasoningContent) {
   }
   EXPECT_EQ(reasoning, split["reasoning_content"]);
   EXPECT_EQ(content, split["content"]);
+}
+
+// gpt-oss: the reply's analysis channel goes to reasoning_content and the
+// final channel's header is dropped, though every marker is a control
+// token: the request asks for control tokens as text. The reply is fed to
+// the response builder as the engine would release it, whole and streamed
+// (random weights never write it; a grammar cannot force control tokens).
+TEST(ServerChat, GptOssAnalysisChannelIsReasoning) {
+  const Family& fam = kFamilies[6];
+  ASSERT_EQ(std::string(fam.template_name), "openai-gpt-oss-120b");
+  PC_SHARED_OR_SKIP(tpath, std::string("templates/") + fam.template_name + ".jinja");
+  auto cs = StartChatServer(fam.template_name, fam.markers, test::ReadText(tpath));
+  ASSERT_TRUE(cs.ok()) << cs.status().message();
+  auto tmpl = ChatTemplateForModel(cs->model->gguf(), *cs->tok);
+  ASSERT_TRUE(tmpl.ok());
+  ParseContext ctx;
+  ctx.tok = cs->tok.get();
+  ctx.chat_template = &*tmpl;
+  ctx.n_ctx = 1024;
+  const std::vector<std::string> pieces = {"<|channel|>", "analysis", "<|message|>", "plan", " it", "<|end|>", "<|start|>",
+                                           "assistant", "<|channel|>", "final", "<|message|>", "Done", "."};
+  // (reasoning, content) of the reply under `body`, streamed or whole.
+  auto reply = [&](json body, bool stream) {
+    body["stream"] = stream;
+    ApiError err;
+    std::optional<ApiRequest> req = ParseApiRequest(ApiKind::kChat, body.dump(), ctx, &err);
+    PC_CHECK(req.has_value());
+    EXPECT_TRUE(req->engine.control_text);
+    ResponseBuilder b(*req, *cs->tok, "id", 0);
+    std::string reasoning, content;
+    auto take = [&](const json& c) {
+      const json& d = c["choices"][0][stream ? "delta" : "message"];
+      if (d.contains("reasoning_content")) reasoning += d["reasoning_content"].get<std::string>();
+      if (d.contains("content") && d["content"].is_string()) content += d["content"].get<std::string>();
+    };
+    for (const std::string& p : pieces) {
+      StreamEvent ev;
+      ev.token = 7;
+      ev.text = p;
+      const std::string chunk = b.OnToken(ev);
+      if (stream && !chunk.empty()) take(json::parse(chunk));
+    }
+    StreamEvent done;
+    done.done = true;
+    if (stream) {
+      for (const std::string& c : b.OnDoneChunks(done)) {
+        const json j = json::parse(c);
+        if (!j["choices"].empty()) take(j);
+      }
+    } else {
+      take(b.OnDoneResponse(done));
+    }
+    return std::make_pair(reasoning, content);
+  };
+  const json body = {{"messages", {{{"role", "user"}, {"content", "hi"}}}}};
+  for (bool stream : {false, true}) {
+    EXPECT_EQ(reply(body, stream), std::make_pair(std::string("plan it"), std::string("Done."))) << stream;
+    json raw = body;
+    raw["reasoning_format"] = "none";
+    std::string all;
+    for (const std::string& p : pieces) all += p;
+    EXPECT_EQ(reply(raw, stream), std::make_pair(std::string(), all)) << stream;
+  }
 }
 
 // /apply-template answers the rendered prompt; a final assistant message is

@@ -211,6 +211,31 @@ TEST(ChatTemplate, ReasoningMarkersAreReadOffTheTemplate) {
             "<|T|><|U|>Hi<|E|><|T|><|S|>tools<|E|><|T|><|A|>Hel");
 }
 
+// gpt-oss's real template: the block is its analysis channel, read through
+// `thinking`; replies are split at the close's first tag, and the final
+// channel's header (whole, or less what the generation prompt wrote) is
+// not content. Functionary's plain turns open with `all\n` (no block);
+// Llama 3's with nothing.
+TEST(ChatTemplate, RepliesOpenWithTheHeadersTheTemplateWrites) {
+  auto style = [](const std::string& name) {
+    const std::string path = test::SharedPath("templates/" + name + ".jinja");
+    auto t = ChatTemplate::FromSource(test::ReadText(path), name);
+    EXPECT_TRUE(t.ok()) << name;
+    return t.ok() ? t->reasoning() : ReasoningStyle{};
+  };
+  PC_SHARED_OR_SKIP(path, "templates/openai-gpt-oss-120b.jinja");
+  const ReasoningStyle s = style("openai-gpt-oss-120b");
+  EXPECT_TRUE(s.via_thinking_field);
+  EXPECT_EQ(s.open, "<|channel|>analysis<|message|>");
+  EXPECT_EQ(s.split_close, "<|end|>");
+  EXPECT_EQ(s.trail, "<|start|>assistant<|channel|>final<|message|>");
+  EXPECT_EQ(s.direct, "<|channel|>final<|message|>");
+  const ReasoningStyle f = style("meetkai-functionary-medium-v3.2");
+  EXPECT_EQ(f.open, "");
+  EXPECT_EQ(f.direct, "all\n");
+  EXPECT_EQ(style("meta-llama-Llama-3.1-8B-Instruct").direct, "");
+}
+
 // Tool results go where the template reads them: a template that reads an
 // assistant turn's `tool_responses` and treats `tool` messages like any other
 // role gets them folded into the turn (name by position, content parsed as
