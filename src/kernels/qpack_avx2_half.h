@@ -92,8 +92,11 @@ struct Avx2Runner {
   template <TensorType T, int NT>
   static void Pass(const uint8_t* group, size_t nb, const uint8_t* xt, size_t x_stride, float* yt, size_t y_stride,
                    const uint8_t* pf, size_t lines) {
-    x16::Kernel<Avx2Half<0, Vnni>, T, NT>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
-    x16::Kernel<Avx2Half<1, Vnni>, T, NT>(group, nb, xt, x_stride, yt, y_stride);
+    // The next group's lines fetched over both halves' passes, so that
+    // memory stays busy while the second half runs from cache.
+    const size_t first = lines / 2;
+    x16::Kernel<Avx2Half<0, Vnni>, T, NT>(group, nb, xt, x_stride, yt, y_stride, pf, first);
+    x16::Kernel<Avx2Half<1, Vnni>, T, NT>(group, nb, xt, x_stride, yt, y_stride, pf + 64 * first, lines - first);
   }
   template <TensorType T>
   static void Run(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, int nt, float* y,
