@@ -78,14 +78,21 @@ TEST(GgmlCompat, VectorAndGemmOrdersDifferSomewhere) {
 }
 
 TEST(GgmlCompat, F16VectorDotAccumulatesInF16FromStepsOf128) {
-  // Every product is (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20, exact in float. In a
-  // 128-element step each F16 lane rounds it to 1 + 2^-9, so the 128 lanes
-  // sum to exactly 128.25; a float accumulator would keep the 2^-20 parts.
+  // Every product is (1 + 2^-10)^2 = 1 + 2^-9 + 2^-20, exact in float. The
+  // AVX512-FP16 build's 128-element step rounds it to 1 + 2^-9 in each F16
+  // lane, so the 128 lanes sum to exactly 128.25; the AVX2 build's float
+  // accumulators keep the 2^-20 parts. (The target is set: the default one
+  // follows the CPU.)
+  const GgmlTarget before = ActiveGgmlTarget();
+  const double product = 1.0 + 0x1p-9 + 0x1p-20;
   std::vector<uint16_t> v(128, Fp32ToFp16(1.0f + 0x1p-10f));
+  SetGgmlTarget(GgmlTarget::kAvx512Fp16);
   EXPECT_EQ(GgmlDotF16Vec(v.data(), v.data(), 128), 128.25f);
   // Under 128 elements all products form the tail, summed in double.
-  const double product = 1.0 + 0x1p-9 + 0x1p-20;
   EXPECT_EQ(GgmlDotF16Vec(v.data(), v.data(), 127), static_cast<float>(127 * product));
+  SetGgmlTarget(GgmlTarget::kAvx2);
+  EXPECT_EQ(GgmlDotF16Vec(v.data(), v.data(), 128), static_cast<float>(128 * product));
+  SetGgmlTarget(before);
 }
 
 TEST(GgmlCompat, QuantizedDotsAgreeWithDequantizedSum) {
