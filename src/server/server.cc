@@ -8,6 +8,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "base/check.h"
 #include "server/json_body.h"
@@ -199,9 +200,26 @@ Result<int> Server::Bind() {
   return port;
 }
 
-void Server::Run() { http_->listen_after_bind(); }
+void Server::Run() {
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    if (stop_requested_) return;
+    run_entered_ = true;
+  }
+  http_->listen_after_bind();
+  run_done_ = true;
+}
 
-void Server::Stop() { http_->stop(); }
+void Server::Stop() {
+  {
+    std::lock_guard<std::mutex> lock(run_mu_);
+    stop_requested_ = true;
+    if (!run_entered_) return;  // Run, when it comes, returns at once
+  }
+  // Run is between its check and the listener's start: wait for either.
+  while (!http_->is_running() && !run_done_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  http_->stop();
+}
 
 std::optional<std::string> Server::Authenticate(const httplib::Request& req, httplib::Response& res) {
   if (opt_.api_keys.empty()) return std::string();

@@ -10,6 +10,7 @@
 // from any thread (a signal handler thread, say).
 #pragma once
 #include <map>
+#include <mutex>
 #include <memory>
 #include <optional>
 #include <string>
@@ -84,6 +85,13 @@ class Server {
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> request_counter_{0};
   std::atomic<int> num_inflight_{0};
+  // Run and Stop meet here: httplib's stop() does nothing before listen has
+  // begun, so a Stop that comes first must make Run return at once, and one
+  // that comes while Run is starting must wait for the listener.
+  std::mutex run_mu_;
+  bool stop_requested_ = false;  // guarded by run_mu_
+  bool run_entered_ = false;     // guarded by run_mu_
+  std::atomic<bool> run_done_{false};
 };
 
 }  // namespace pc
