@@ -397,27 +397,37 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
   size_t used_tokens = 0;
   double used_ms = 0;
   double stop_ms = std::numeric_limits<double>::infinity();  // once a prompt's first token is in the step
-  std::unordered_map<uint64_t, std::pair<size_t, double>> caps;  // tenant -> (tokens, ms)
+  struct Cap {
+    size_t tokens;
+    double ms;
+    bool may_finish;  // at its fair share: may stretch the step to finish a prompt
+  };
+  std::unordered_map<uint64_t, Cap> caps;  // by tenant
   for (const auto& [served, id] : prefills) {
     const Running& r = running_.at(id);
     auto [cap, fresh] = caps.try_emplace(r.req.tenant);
     if (fresh) {
       const Standing st = StandingOf(r.req.tenant);
-      cap->second = st == Standing::kPastShare    ? std::pair{prefill.within_target, prefill.within_target_ms}
-                    : st == Standing::kBelowShare ? std::pair{prefill.room, std::numeric_limits<double>::infinity()}
-                                                  : std::pair{prefill.shared, prefill.shared_ms};
+      cap->second = st == Standing::kPastShare    ? Cap{prefill.within_target, prefill.within_target_ms, false}
+                    : st == Standing::kBelowShare ? Cap{prefill.room, std::numeric_limits<double>::infinity(), false}
+                                                  : Cap{prefill.shared, prefill.shared_ms, true};
     }
-    const size_t cap_tokens = cap->second.first;
-    const double cap_ms = std::min(cap->second.second, stop_ms);
-    size_t allowed = std::min(budget, cap_tokens > used_tokens ? cap_tokens - used_tokens : 0);
+    const size_t cap_tokens = cap->second.tokens;
+    const double cap_ms = std::min(cap->second.ms, stop_ms);
+    const size_t left = r.req.num_prompt_tokens - r.num_computed();
+    const size_t token_room = std::min(budget, cap_tokens > used_tokens ? cap_tokens - used_tokens : 0);
+    size_t allowed = token_room;
     if (prefill.cost && allowed > 0) {
       const size_t fits = prefill.cost->PrefillTokensWithin(cap_ms - used_ms, r.num_computed());
       // A step's first chunk is at least a token: prompts always advance,
       // however deep the position or slow the machine.
       allowed = std::min(allowed, std::max<size_t>(fits, used_tokens == 0 ? 1 : 0));
+      if (allowed < left && left <= token_room && cap->second.may_finish &&
+          used_ms + prefill.cost->PrefillMs(r.num_computed(), left) <= std::min(prefill.finish_ms, stop_ms)) {
+        allowed = left;
+      }
     }
     if (allowed == 0) continue;
-    const size_t left = r.req.num_prompt_tokens - r.num_computed();
     const size_t n = std::min(left, allowed);
     work.push_back({id, n, false, n == left});
     budget -= n;

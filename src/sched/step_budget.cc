@@ -114,9 +114,11 @@ PrefillBudget StepBudget::Prefill(size_t n_decode, double decode_context, size_t
     const double decode_ms = DecodeMs(n_decode, decode_context);
     b.shared_ms = std::max(opt_.target_ms - decode_ms, decode_ms);
     b.within_target_ms = std::max(opt_.target_ms - decode_ms, 0.0);
+    b.finish_ms = std::max(b.shared_ms, 2 * opt_.target_ms - decode_ms);
   } else {
     b.shared_ms = b.within_target_ms = PrefillOnlyStepMs(static_cast<double>(prefill_depth)) - StepFixedMs();
     b.after_first_token_ms = std::max(opt_.target_ms - StepFixedMs(), 0.0);
+    b.finish_ms = std::max(b.shared_ms, 2 * opt_.target_ms - StepFixedMs());
   }
   return b;
 }

@@ -39,6 +39,8 @@
 //     (after_first_token_ms); a lone prompt (nothing else
 //     running or waiting) takes the whole step's tokens: no one waits on
 //     it, and one arriving meanwhile waits one such step at most.
+//   finishing a prompt: a tenant at its fair share may complete a prompt
+//     whose remainder fits in a step of twice the target (finish_ms).
 // A turn always gets at least one token (prompts always advance); before
 // any cost is known, min_chunk tokens. When even the decodes or that one
 // token cannot fit the target, steps_over_target() counts it.
@@ -77,6 +79,12 @@ struct PrefillBudget {
   // far may grow only to this: its first token waits for the step's end, and
   // a step without decodes runs past the target only for prefill speed.
   double after_first_token_ms = std::numeric_limits<double>::infinity();
+  // A prompt whose whole remainder fits in this (the step's prefill so far
+  // included) completes in the step, past shared_ms: the step then runs to
+  // at most twice the target, once, instead of the prompt's first token
+  // waiting whole steps for its last few tokens (a short prompt arriving
+  // while others decode would take three or four steps on a slow CPU).
+  double finish_ms = 0;
   const StepBudget* cost = nullptr;  // null: the token caps alone
 };
 

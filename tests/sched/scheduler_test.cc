@@ -555,6 +555,47 @@ TEST(Scheduler, AStepThatGivesAFirstTokenEndsAtTheTarget) {
   EXPECT_NEAR(static_cast<double>(w[1].num_tokens), 11.0, 1.0);  // to the target's 21 ms, not 36
 }
 
+// While others decode, a short prompt whose whole prefill fits in a step of
+// twice the target completes in one step (its first token is not put off by
+// whole steps for its last tokens); a longer one is chunked to the target.
+TEST(Scheduler, AShortPromptFinishesInOneStepOfAtMostTwiceTheTarget) {
+  StepBudget b(StepBudgetOptions{25, 4096, 16});
+  b.SetPrefillProfile({{0.0, 1.5}, {4096.0, 1.5}});  // 1.5 ms a prompt token at any depth
+  for (size_t n : {1, 2, 3}) b.Observe(StepShape{n, 0, 0, 0}, 3.0 + 1.0 * static_cast<double>(n));
+  const PrefillBudget pb = b.Prefill(2);
+  ASSERT_NEAR(pb.shared_ms, 20.0, 0.01);  // 25 ms less two decodes' 5 ms
+  ASSERT_NEAR(pb.finish_ms, 45.0, 0.01);  // 50 ms less the same
+  for (const auto& [prompt, expect] : std::vector<std::pair<size_t, size_t>>{{13, 13}, {25, 25}, {30, 30}, {31, 13}, {200, 13}}) {
+    Scheduler s(Opts(4096, 10000, 8, 64));
+    for (uint64_t id : {1, 2}) ASSERT_EQ(s.Submit(Req(id, 4, 50)), SubmitResult::kQueued);
+    s.Admit(0);
+    s.Started(1, 0);
+    s.Started(2, 0);
+    for (const WorkItem& w : s.Plan()) s.Advanced(w.id, w.num_tokens);
+    ASSERT_EQ(s.NumDecoding(), 2u);
+    ASSERT_EQ(s.Submit(Req(3, prompt, 5)), SubmitResult::kQueued);
+    s.Admit(0);
+    s.Started(3, 0);
+    const std::vector<WorkItem> w = s.Plan(pb);
+    ASSERT_EQ(w.size(), 3u);
+    EXPECT_TRUE(w[0].decode && w[1].decode);
+    EXPECT_EQ(w[2].num_tokens, expect) << prompt << "-token prompt";  // 30 tokens: 45 ms; 31: over
+    EXPECT_EQ(w[2].last_prompt_chunk, expect == prompt);
+  }
+  // Without decodes, once a prompt completes in the step no other stretches it.
+  const PrefillBudget alone = b.Prefill(0);
+  Scheduler s(Opts(4096, 10000, 8, 64));
+  s.Submit(At(1, 10, 0));
+  s.Submit(At(2, 30, 1));
+  s.Admit(0);
+  s.Started(1, 0);
+  s.Started(2, 0);
+  const std::vector<WorkItem> w = s.Plan(alone);
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].num_tokens, 10u);
+  EXPECT_LT(w[1].num_tokens, 30u);
+}
+
 // Prompts in prefill hold at most three quarters of the running slots; the
 // last quarter admits only a prompt that costs no more than what each of
 // them has left (cheap-first prefill would run it first): a hit is not kept
