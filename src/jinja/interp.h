@@ -41,8 +41,9 @@ class Renderer {
 
   // Counts one unit of work against the budget.
   void Step() {
-    if (++steps_ > opt_.max_steps) Fail("the template does too much work (more than " + std::to_string(opt_.max_steps) +
-                                        " steps)");
+    if (++steps_ > opt_.max_steps) {
+      Fail(std::string(kStepLimitMessage) + " (more than " + std::to_string(opt_.max_steps) + " steps)");
+    }
   }
   void Emit(std::string* out, const std::string& s) {
     if (out->size() + s.size() > opt_.max_output_bytes) {

@@ -24,6 +24,12 @@
 namespace pc::jinja {
 
 
+// How a render that ran out of steps (RenderOptions::max_steps) begins its
+// message: callers that render the same template again can tell that the
+// next render would cost the whole budget too.
+inline constexpr std::string_view kStepLimitMessage = "the template does too much work";
+inline bool IsStepLimit(const Status& s) { return !s.ok() && s.message().starts_with(kStepLimitMessage); }
+
 struct RenderOptions {
   // Loop iterations + macro calls + statements executed. Real templates take
   // a few thousand for long conversations; a hostile one stops within ~0.1 s.

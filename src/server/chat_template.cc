@@ -128,20 +128,28 @@ Result<ChatTemplate> ChatTemplate::FromSource(std::string_view source, std::stri
   // A template that renders a system message without its text (it reads
   // only user and assistant turns) gets the message in the first user turn,
   // as one that refuses it does; the reference engine probes the same way.
+  // The probes below stop at the first that runs out of steps: each later
+  // one would run to the budget as well, and a hostile template would cost
+  // its load a dozen budgets. What they would have read stays unknown.
+  bool spent = false;
+  const ProbeRender render = [&c, &spent](const nlohmann::ordered_json& m, bool agp, const nlohmann::ordered_json& x) {
+    if (spent) return Result<std::string>(Status::Error("not probed: an earlier probe ran out of steps"));
+    Result<std::string> r = c.RenderText(m, agp, x);
+    spent = jinja::IsStepLimit(r.status());
+    return r;
+  };
   const nlohmann::ordered_json probe = {{{"role", "system"}, {"content", "PCSYSPROBE"}}, {{"role", "user"}, {"content", "U"}}};
-  if (Result<std::string> r = c.RenderText(probe, true, nlohmann::ordered_json::object()); r.ok())
+  if (Result<std::string> r = render(probe, true, nlohmann::ordered_json::object()); r.ok())
     c.drops_system_ = r->find("PCSYSPROBE") == std::string::npos;
-  c.folds_tool_results_ = source.find("tool_responses") != std::string_view::npos && !c.HandlesToolRole();
-  c.reasoning_ = DeriveReasoningStyle(source, [&c](const nlohmann::ordered_json& m, bool agp, const nlohmann::ordered_json& x) {
-    return c.RenderText(m, agp, x);
-  });
+  c.folds_tool_results_ = source.find("tool_responses") != std::string_view::npos && !c.HandlesToolRole(render);
+  c.reasoning_ = DeriveReasoningStyle(source, render);
   return c;
 }
 
 // Whether the template treats a `tool` message otherwise than a message of
 // a role it does not know (which it renders generically or refuses).
 // (Arguments as an object and as a string: templates take one or the other.)
-bool ChatTemplate::HandlesToolRole() const {
+bool ChatTemplate::HandlesToolRole(const ProbeRender& render) const {
   for (const bool args_object : {true, false}) {
     auto probe = [&](const char* role) {
       const nlohmann::ordered_json args = args_object ? nlohmann::ordered_json::object() : nlohmann::ordered_json("{}");
@@ -151,7 +159,7 @@ bool ChatTemplate::HandlesToolRole() const {
            {"content", ""},
            {"tool_calls", {{{"id", "call00001"}, {"type", "function"}, {"function", {{"name", "f"}, {"arguments", args}}}}}}},
           {{"role", role}, {"tool_call_id", "call00001"}, {"content", "PCTOOLRESULT"}}};
-      return RenderText(msgs, false, nlohmann::ordered_json::object());
+      return render(msgs, false, nlohmann::ordered_json::object());
     };
     Result<std::string> tool = probe("tool"), other = probe("pcotherrole");
     if (!tool.ok() && !other.ok()) continue;
@@ -208,6 +216,7 @@ Result<std::string> ChatTemplate::RenderText(const nlohmann::ordered_json& given
   jinja::RenderOptions opt;
   opt.now = date_;
   Result<std::string> text = drops_system_ ? Status::Error("drops the system message") : tmpl_.Render(ctx, opt);
+  if (jinja::IsStepLimit(text.status())) return text;  // a retry would run out of steps as well
   // A template that refuses a system message (Gemma's "System role not
   // supported") or drops it gets it as the first lines of the first user
   // message.

@@ -30,6 +30,7 @@
 // Thread-safety: a ChatTemplate is immutable after set-up; Render may run
 // concurrently.
 #pragma once
+#include <functional>
 #include <nlohmann/json.hpp>
 
 #include <ctime>
@@ -93,7 +94,8 @@ class ChatTemplate {
  private:
   Result<std::string> RenderText(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                                  const nlohmann::ordered_json& extra) const;
-  bool HandlesToolRole() const;
+  using ProbeRender = std::function<Result<std::string>(const nlohmann::ordered_json&, bool, const nlohmann::ordered_json&)>;
+  bool HandlesToolRole(const ProbeRender& render) const;
   Result<std::string> ContinueFinal(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& extra) const;
   std::string name_;
   jinja::Template tmpl_;
