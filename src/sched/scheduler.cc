@@ -348,22 +348,11 @@ std::vector<size_t> Scheduler::WaitersOf(std::span<const std::pair<uint64_t, con
   return waiters;
 }
 
-std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
-  std::vector<WorkItem> work;
-  size_t budget = opt_.max_batch_tokens;
-  for (uint64_t id : order_) {  // decode first: running streams never stall
-    const Running& r = running_.at(id);
-    if (!r.started || r.in_prefill() || budget == 0) continue;
-    work.push_back({id, 1, true, false});
-    --budget;
-  }
-  // Prompts take turns by tenant: the tenant that has had the fewest
-  // prefill tokens lately goes first, so a tenant with a long queue cannot
-  // hold back one that sends little; within a tenant, cache-aware by
-  // CheapFirstOrder over the remaining prefill (arrival order when FIFO).
-  // Each chunk is bounded by its tenant's budget less what the step has
-  // prefilled already, in tokens and, when the budget prices chunks, in
-  // milliseconds at the chunk's depth.
+// Prompts take turns by tenant: the tenant that has had the fewest recent
+// prefill tokens goes first, so a tenant with a long queue cannot hold back
+// one that sends little; within a tenant, cache-aware by CheapFirstOrder over
+// the remaining prefill (arrival order when FIFO).
+std::vector<uint64_t> Scheduler::PrefillTurns() const {
   std::vector<std::pair<uint64_t, const Running*>> in_prefill;  // first come, first served
   for (uint64_t id : order_) {
     const Running& r = running_.at(id);
@@ -393,7 +382,24 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
     prefills.emplace_back(it == served_.end() ? 0.0 : it->second, id);
   }
   std::stable_sort(prefills.begin(), prefills.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  // The caps are on the step's prefill so far, at the turn of each tenant.
+  std::vector<uint64_t> ids;
+  ids.reserve(prefills.size());
+  for (const auto& [served, id] : prefills) ids.push_back(id);
+  return ids;
+}
+
+std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
+  std::vector<WorkItem> work;
+  size_t budget = opt_.max_batch_tokens;
+  for (uint64_t id : order_) {  // decode first: running streams never stall
+    const Running& r = running_.at(id);
+    if (!r.started || r.in_prefill() || budget == 0) continue;
+    work.push_back({id, 1, true, false});
+    --budget;
+  }
+  // Prompts in their turns (PrefillTurns). Each chunk is bounded by its
+  // tenant's budget less what the step has prefilled already, in tokens
+  // and, when the budget prices chunks, in milliseconds at its depth.
   size_t used_tokens = 0;
   double used_ms = 0;
   double stop_ms = std::numeric_limits<double>::infinity();  // once a prompt's first token is in the step
@@ -403,7 +409,7 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
     bool may_finish;  // at its fair share: may stretch the step to finish a prompt
   };
   std::unordered_map<uint64_t, Cap> caps;  // by tenant
-  for (const auto& [served, id] : prefills) {
+  for (uint64_t id : PrefillTurns()) {
     const Running& r = running_.at(id);
     auto [cap, fresh] = caps.try_emplace(r.req.tenant);
     if (fresh) {

@@ -222,6 +222,9 @@ class Scheduler {
   void CountWaiting(const SchedRequest& r, int delta);
   size_t WaitingWithFirstBlock(const Hash128& h) const;
   std::vector<size_t> WaitersOf(std::span<const std::pair<uint64_t, const Running*>> in_prefill) const;
+  // The sequences in prefill in the order their turns come (Plan): ids,
+  // the tenant with the fewest recent prefill tokens first.
+  std::vector<uint64_t> PrefillTurns() const;
   double PassedMs(uint64_t id) const;
   void SettlePassing();
   // A request may be passed for this share of its wait (cheap_first.h).
