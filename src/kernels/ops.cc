@@ -54,7 +54,12 @@ void RopeAngles(int32_t pos, const RopeParams& p, float* cs) {
   }
 }
 
-void RopeWith(float* x, size_t n_heads, const float* cs, const RopeParams& p) {
+namespace {
+
+// One product fused into each sum, the other rounded first: as the
+// reference engine's compiler contracts these lines. Rounding flips here
+// show up downstream once K and Q are rounded to F16.
+[[gnu::always_inline]] inline void RopeBody(float* x, size_t n_heads, const float* cs, const RopeParams& p) {
   const size_t rope_dim = p.rope_dim;
   const bool neox = p.neox;
   for (size_t h = 0; h < n_heads; ++h) {
@@ -64,13 +69,29 @@ void RopeWith(float* x, size_t n_heads, const float* cs, const RopeParams& p) {
       const size_t a = neox ? i : 2 * i;
       const size_t b = neox ? i + rope_dim / 2 : 2 * i + 1;
       const float x0 = v[a], x1 = v[b];
-      // One product fused into each sum, the other rounded first: as the
-      // reference engine's compiler contracts these lines. Rounding flips
-      // here show up downstream once K and Q are rounded to F16.
       v[a] = std::fma(x0, c, -(x1 * s));
       v[b] = std::fma(x0, s, x1 * c);
     }
   }
+}
+
+// The same code where the CPU has FMA: std::fma becomes one instruction
+// instead of a call into libm per element (the same correctly rounded
+// result either way).
+#if defined(__x86_64__) && defined(__GNUC__)
+[[gnu::target("fma")]] void RopeBodyFma(float* x, size_t n_heads, const float* cs, const RopeParams& p) {
+  RopeBody(x, n_heads, cs, p);
+}
+#endif
+
+}  // namespace
+
+void RopeWith(float* x, size_t n_heads, const float* cs, const RopeParams& p) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool has_fma = __builtin_cpu_supports("fma");
+  if (has_fma) return RopeBodyFma(x, n_heads, cs, p);
+#endif
+  RopeBody(x, n_heads, cs, p);
 }
 
 void Rope(float* x, size_t n_heads, int32_t pos, const RopeParams& p) {

@@ -2,6 +2,7 @@
 // activation quantizers they meet.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "base/check.h"
 #include "base/fp16.h"
@@ -28,12 +29,15 @@ void QuantizeRowQ8A(const float* x, BlockQ8A* y, size_t n) {
 
 void Q8_0ToQ8A(const BlockQ8_0* x, BlockQ8A* y, size_t nb) {
   for (size_t b = 0; b < nb; ++b) {
-    y[b].d = Fp16ToFp32(x[b].d);
+    // Through a local copy: a byte store into y may alias x, and copying
+    // byte by byte made the compiler reload x after every store (4% of a
+    // short prompt's prefill on 2 threads).
+    int8_t q[32];
+    std::memcpy(q, x[b].qs, sizeof(q));
+    std::memcpy(y[b].qs, q, sizeof(q));
     int32_t sum = 0;
-    for (int i = 0; i < 32; ++i) {
-      y[b].qs[i] = x[b].qs[i];
-      sum += x[b].qs[i];
-    }
+    for (int8_t v : q) sum += v;
+    y[b].d = Fp16ToFp32(x[b].d);
     y[b].sum = sum;
   }
 }

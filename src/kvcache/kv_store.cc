@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "base/check.h"
-#include "base/fp16.h"
+#include "kernels/dot.h"
 #include "kernels/quant.h"
 
 namespace pc {
@@ -24,7 +24,8 @@ KvStore::KvStore(size_t n_layer, size_t kv_dim, size_t block_size, size_t num_bl
 
 KvStore::KvStore(size_t n_layer, size_t kv_dim, size_t block_size, size_t num_blocks, KvDtype dtype,
                  const std::vector<uint8_t>& local_layers, size_t num_local_blocks)
-    : kv_dim_(kv_dim), block_size_(block_size), num_blocks_(num_blocks), dtype_(dtype) {
+    : kv_dim_(kv_dim), block_size_(block_size), num_blocks_(num_blocks), dtype_(dtype),
+      to_f16_(ActiveDotKernels().to_f16) {
   PC_CHECK(dtype != KvDtype::kQ8_0 || kv_dim % kKvQ8Block == 0);
   PC_CHECK(local_layers.empty() || local_layers.size() == n_layer);
   local_.assign(n_layer, 0);
@@ -60,12 +61,8 @@ void KvStore::Write(size_t layer, std::span<const int32_t> table, size_t pos, co
     std::memcpy(vd, v, kv_dim_ * 4);
     return;
   }
-  auto* kh = reinterpret_cast<uint16_t*>(kd);
-  auto* vh = reinterpret_cast<uint16_t*>(vd);
-  for (size_t i = 0; i < kv_dim_; ++i) {
-    kh[i] = Fp32ToFp16(k[i]);
-    vh[i] = Fp32ToFp16(v[i]);
-  }
+  to_f16_(k, reinterpret_cast<uint16_t*>(kd), kv_dim_);
+  to_f16_(v, reinterpret_cast<uint16_t*>(vd), kv_dim_);
 }
 
 KvLayerView KvStore::View(size_t layer, std::span<const int32_t> table) const {

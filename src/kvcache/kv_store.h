@@ -81,6 +81,9 @@ class KvStore {
 
   size_t kv_dim_, block_size_, num_blocks_, num_local_blocks_ = 0, num_local_layers_ = 0;
   KvDtype dtype_;
+  // F16 rows: the conversion of the level active at construction (every
+  // level rounds exactly as Fp32ToFp16 does).
+  void (*to_f16_)(const float* x, uint16_t* y, size_t n);
   std::vector<uint8_t> local_;  // per layer: 1 if local
   std::vector<std::vector<uint8_t>> k_, v_;  // per layer
 };
