@@ -132,7 +132,7 @@ Result<ChatTemplate> ChatTemplate::FromSource(std::string_view source, std::stri
   // one would run to the budget as well, and a hostile template would cost
   // its load a dozen budgets. What they would have read stays unknown.
   bool spent = false;
-  const ProbeRender render = [&c, &spent](const nlohmann::ordered_json& m, bool agp, const nlohmann::ordered_json& x) {
+  const TemplateRender render = [&c, &spent](const nlohmann::ordered_json& m, bool agp, const nlohmann::ordered_json& x) {
     if (spent) return Result<std::string>(Status::Error("not probed: an earlier probe ran out of steps"));
     Result<std::string> r = c.RenderText(m, agp, x);
     spent = jinja::IsStepLimit(r.status());
@@ -149,7 +149,7 @@ Result<ChatTemplate> ChatTemplate::FromSource(std::string_view source, std::stri
 // Whether the template treats a `tool` message otherwise than a message of
 // a role it does not know (which it renders generically or refuses).
 // (Arguments as an object and as a string: templates take one or the other.)
-bool ChatTemplate::HandlesToolRole(const ProbeRender& render) const {
+bool ChatTemplate::HandlesToolRole(const TemplateRender& render) const {
   for (const bool args_object : {true, false}) {
     auto probe = [&](const char* role) {
       const nlohmann::ordered_json args = args_object ? nlohmann::ordered_json::object() : nlohmann::ordered_json("{}");

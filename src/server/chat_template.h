@@ -94,8 +94,7 @@ class ChatTemplate {
  private:
   Result<std::string> RenderText(const nlohmann::ordered_json& messages, bool add_generation_prompt,
                                  const nlohmann::ordered_json& extra) const;
-  using ProbeRender = std::function<Result<std::string>(const nlohmann::ordered_json&, bool, const nlohmann::ordered_json&)>;
-  bool HandlesToolRole(const ProbeRender& render) const;
+  bool HandlesToolRole(const TemplateRender& render) const;
   Result<std::string> ContinueFinal(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& extra) const;
   std::string name_;
   jinja::Template tmpl_;

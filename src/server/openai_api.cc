@@ -306,7 +306,7 @@ void ParseMessages(Fields& f, const ParseContext& ctx, ApiRequest* r) {
     r->reasoning_trail = style.trail;
     r->reasoning_direct = style.direct;
   }
-  if (format != "none" && include && !style.open.empty()) {
+  if (!r->reasoning_open.empty()) {  // split, and the template has a block
     std::string_view t = p.text;
     while (!t.empty() && (t.back() == '\n' || t.back() == ' ' || t.back() == '\r' || t.back() == '\t')) t.remove_suffix(1);
     const size_t open = t.rfind(style.open);
