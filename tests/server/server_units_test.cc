@@ -211,6 +211,29 @@ TEST(ChatTemplate, ReasoningMarkersAreReadOffTheTemplate) {
             "<|T|><|U|>Hi<|E|><|T|><|S|>tools<|E|><|T|><|A|>Hel");
 }
 
+// The load-time probes stop at the first render that runs out of steps (a
+// hostile template would cost its load one budget per probe otherwise).
+// Here only the system probe's shape loops, so the block that the later
+// probes would read stays unknown; the same template without the loop
+// shows it, and requests render as usual.
+TEST(ChatTemplate, ProbesStopAfterARenderRunsOutOfSteps) {
+  const std::string body =
+      "{% for m in messages %}<{{ m.role }}>{% if m.reasoning_content %}<why>{{ m.reasoning_content }}</why>"
+      "{% endif %}{{ m.content }}{% endfor %}{% if add_generation_prompt %}<assistant>{% endif %}";
+  const std::string loop =
+      "{% if messages[0].role == 'system' and messages|length == 2 %}"
+      "{% for i in range(1000000) %}{% endfor %}{% endif %}";
+  auto plain = ChatTemplate::FromSource(body, "plain");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->reasoning().open, "<why>");
+  auto hostile = ChatTemplate::FromSource(loop + body, "hostile");
+  ASSERT_TRUE(hostile.ok());
+  EXPECT_EQ(hostile->reasoning().open, "");
+  auto r = hostile->Render(Msgs({{"user", "Hi"}}), true);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->text, "<user>Hi<assistant>");
+}
+
 // gpt-oss's real template: the block is its analysis channel, read through
 // `thinking`; replies are split at the close's first tag, and the final
 // channel's header (whole, or less what the generation prompt wrote) is
