@@ -95,13 +95,18 @@ std::pair<const uint8_t*, size_t> Model::ConvertActivations(TensorType at, const
                                                             Scratch& s) {
   if (at == TensorType::kF32) return {reinterpret_cast<const uint8_t*>(x), cols * sizeof(float)};
   for (const Scratch::Converted& c : s.acts) {
-    if (c.type == at) return {c.data.data(), c.row_bytes};
+    if (c.live && c.type == at) return {c.data.data(), c.row_bytes};
   }
-  Scratch::Converted c{at, RowBytes(at, cols), {}};
-  c.data.resize(n * c.row_bytes);
+  auto spare = std::find_if(s.acts.begin(), s.acts.end(), [](const Scratch::Converted& c) { return !c.live; });
+  if (spare == s.acts.end()) spare = s.acts.insert(s.acts.end(), Scratch::Converted{});
+  Scratch::Converted& c = *spare;  // other entries' buffers do not move
+  c.type = at;
+  c.row_bytes = RowBytes(at, cols);
+  c.live = true;
+  Fit(c.data, n * c.row_bytes);
   // Rows split across the pool for prompts (a serial conversion took 6% of
   // a Q4_K_M prefill on 2 threads); one row per thread-local Q8_0 buffer.
-  s.q8_rows.resize(static_cast<size_t>(pool_->num_threads()) * (cols / kQuantBlock));
+  Fit(s.q8_rows, static_cast<size_t>(pool_->num_threads()) * (cols / kQuantBlock));
   auto convert = [&](size_t t0, size_t t1, int thread) {
     BlockQ8_0* q8 = s.q8_rows.data() + static_cast<size_t>(thread) * (cols / kQuantBlock);
     for (size_t t = t0; t < t1; ++t) {
@@ -125,14 +130,13 @@ std::pair<const uint8_t*, size_t> Model::ConvertActivations(TensorType at, const
   } else {
     convert(0, n, 0);
   }
-  s.acts.push_back(std::move(c));
-  return {s.acts.back().data.data(), s.acts.back().row_bytes};
+  return {c.data.data(), c.row_bytes};
 }
 
 void Model::LinearPrecise(std::span<const Projection> ps, const float* x, size_t n, Scratch& s) {
   const size_t cols = ps[0].w->cols;
   // Convert the input once per activation type (F32 is used in place).
-  s.acts.clear();
+  s.ClearActs();
   std::vector<std::pair<const uint8_t*, size_t>> xs;  // per projection: rows, stride
   for (const Projection& p : ps) xs.push_back(ConvertActivations(ActivationTypeFor(p.w->type), x, n, cols, s));
   std::vector<MatJob> jobs;
@@ -201,7 +205,7 @@ void Model::LinearGgmlCompat(std::span<const Projection> ps, const float* x, siz
     case TensorType::kQ6_K: row_bytes = cols / kSuperBlock * sizeof(BlockQ8_K); break;
     default: break;
   }
-  s.xq.resize(n * row_bytes);
+  Fit(s.xq, n * row_bytes);
   for (size_t t = 0; t < n && row_bytes > 0; ++t) {
     uint8_t* dst = s.xq.data() + t * row_bytes;
     if (wt == TensorType::kF16) {
@@ -337,7 +341,7 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   }
   const size_t scratch_floats = AttendScratchFloats(kRows, h);
   const size_t threads = static_cast<size_t>(pool_->num_threads());
-  s.attn_scratch.resize(threads * scratch_floats);
+  Fit(s.attn_scratch, threads * scratch_floats);
   const DotKernels& k = *s.kernels;
   auto view = [&](const Item& it) { return kv.View(layer, batch[it.r0].tables()); };
   // Enough items to keep every thread busy: each runs its spans in order.
@@ -352,7 +356,7 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   // work item; each item's spans are then merged in order, which is exactly
   // what AttendRows does on one thread, so the bits do not change.
   const size_t part_floats = AttnStateFloats(kRows * h.n_head, h.head_dim);
-  s.attn_parts.resize(num_parts * part_floats);
+  Fit(s.attn_parts, num_parts * part_floats);
   std::vector<std::pair<size_t, size_t>> work;  // (item, span)
   for (size_t i = 0; i < items.size(); ++i) {
     for (size_t sp = 0; sp < items[i].num_spans; ++sp) work.emplace_back(i, sp);
@@ -487,31 +491,34 @@ void Model::Output(size_t m, Scratch& s, std::vector<float>* logits) {
   if (c.final_softcap != 0) SoftCap(logits->data(), logits->size(), c.final_softcap);
 }
 
+Model::~Model() = default;
+
 void Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits) {
   const ModelConfig& c = config_;
   const size_t n = batch.size();
-  Scratch s;
+  if (!scratch_) scratch_ = std::make_unique<Scratch>();
+  Scratch& s = *scratch_;
   s.kernels = &ActiveDotKernels();
   {
     Result<Isa> isa = ActiveIsa();
     s.x16 = X16KernelsFor(isa.ok() ? *isa : Isa::kScalar);
   }
-  s.x.resize(n * c.n_embd);
-  s.xb.resize(n * c.n_embd);
-  s.q.resize(n * c.q_dim());
-  s.att.resize(n * c.q_dim());
-  s.k.resize(n * c.kv_dim());
-  s.v.resize(n * c.kv_dim());
-  s.hb.resize(n * c.n_ff);
-  s.hb2.resize(n * c.n_ff);
-  s.out.resize(n * c.n_embd);
+  Fit(s.x, n * c.n_embd);
+  Fit(s.xb, n * c.n_embd);
+  Fit(s.q, n * c.q_dim());
+  Fit(s.att, n * c.q_dim());
+  Fit(s.k, n * c.kv_dim());
+  Fit(s.v, n * c.kv_dim());
+  Fit(s.hb, n * c.n_ff);
+  Fit(s.hb2, n * c.n_ff);
+  Fit(s.out, n * c.n_embd);
   Embed(batch, s.x.data());
   const RopeParams rope = RopeParamsOf(false);
-  s.rope_cs.resize(n * rope.rope_dim);
+  Fit(s.rope_cs, n * rope.rope_dim);
   for (size_t t = 0; t < n; ++t) RopeAngles(batch[t].pos, rope, &s.rope_cs[t * rope.rope_dim]);
   if (c.sliding_window > 0 && (c.swa_rope_base != c.rope_base || c.swa_rope_freq_scale != c.rope_freq_scale)) {
     const RopeParams swa = RopeParamsOf(true);
-    s.rope_cs_swa.resize(n * swa.rope_dim);
+    Fit(s.rope_cs_swa, n * swa.rope_dim);
     for (size_t t = 0; t < n; ++t) RopeAngles(batch[t].pos, swa, &s.rope_cs_swa[t * swa.rope_dim]);
   }
   size_t m = n;

@@ -3,7 +3,8 @@
 // K/V lives in a KvStore behind that sequence's block table. Prefill (many
 // tokens of one sequence) and decode (one token per sequence) are the two
 // shapes of the same batch.
-// Thread-safety: Forward is not reentrant (it uses the model's pool).
+// Thread-safety: Forward is not reentrant (it uses the model's pool and
+// activation buffers).
 #pragma once
 #include <functional>
 #include <memory>
@@ -66,7 +67,9 @@ class Model {
 
   // Runs the batch; K/V of every token is written to kv before attention.
   // logits receives n_vocab floats per token with want_logits, in order.
+  // Activation buffers are kept between calls (grown, never shrunk).
   void Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits);
+  ~Model();
 
  private:
   Model() = default;
@@ -144,6 +147,7 @@ class Model {
   ModelWeights weights_;
   PackedWeights packed_;
   std::unique_ptr<ThreadPool> pool_;
+  std::unique_ptr<Scratch> scratch_;  // Forward's buffers, made on its first call
   Numerics numerics_ = Numerics::kPrecise;
   Hash128 fingerprint_;
   double fingerprint_ms_ = 0;

@@ -40,7 +40,7 @@ void RouteToken(const float* logits, size_t n_expert, size_t k, int32_t* chosen,
 void Model::LinearExperts(std::span<const ExpertJob> jobs, const float* x, size_t rows, Scratch& s) {
   if (jobs.empty()) return;
   const size_t cols = jobs[0].w->cols;
-  s.acts.clear();  // every job's rows converted once per activation type
+  s.ClearActs();  // every job's rows converted once per activation type
   std::vector<MatJob> mat;
   for (const ExpertJob& j : jobs) {
     PC_CHECK(j.w->cols == cols && j.first + j.n <= rows);
@@ -55,7 +55,7 @@ void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {
   const LayerWeights& w = weights_.layers[layer];
   const size_t n_exp = static_cast<size_t>(c.n_expert), k = static_cast<size_t>(c.n_expert_used);
   const size_t ff = static_cast<size_t>(c.n_ff_expert), dim = static_cast<size_t>(c.n_embd);
-  s.router.resize(n * n_exp);
+  Fit(s.router, n * n_exp);
   Linear(w.w_router, s.xb.data(), n, s.router.data(), s);
   for (size_t t = 0; t < n && !w.b_router.empty(); ++t) AddInPlace(&s.router[t * n_exp], w.b_router.data(), n_exp);
   std::vector<int32_t> chosen(n * k);
@@ -70,10 +70,10 @@ void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {
   const size_t m_all = n * k;
   std::vector<size_t> first(n_exp + 1, 0);
   for (size_t e = 0; e < n_exp; ++e) first[e + 1] = first[e] + slots[e].size();
-  s.ex.resize(m_all * dim);
-  s.hb.resize(std::max(s.hb.size(), m_all * ff));
-  s.hb2.resize(std::max(s.hb2.size(), m_all * ff));
-  s.ey.resize(m_all * dim);
+  Fit(s.ex, m_all * dim);
+  Fit(s.hb, m_all * ff);
+  Fit(s.hb2, m_all * ff);
+  Fit(s.ey, m_all * dim);
   for (size_t e = 0; e < n_exp; ++e) {
     for (size_t i = 0; i < slots[e].size(); ++i) {
       std::memcpy(&s.ex[(first[e] + i) * dim], &s.xb[slots[e][i] / k * dim], dim * sizeof(float));
@@ -107,7 +107,7 @@ void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {
     }
   }
   LinearExperts(down, s.hb.data(), m_all, s);
-  s.moe_out.resize(n * k * dim);
+  Fit(s.moe_out, n * k * dim);
   for (size_t e = 0; e < n_exp; ++e) {
     for (size_t i = 0; i < slots[e].size(); ++i) {
       float* ey = &s.ey[(first[e] + i) * dim];
