@@ -126,6 +126,12 @@ int BenchModel(const Flags& f) {
   const double attn_flops_per_pos = 4.0 * c.n_layer * c.n_head * c.head_dim;
   std::mt19937 rng(42);
   std::vector<double> pp, tg;
+  {  // One unmeasured prompt and step first, as llama-bench warms up: the
+     // forward pass's buffers and the pool's threads exist before timing.
+    Session warm(m, static_cast<size_t>(f.p) + 2, *kv_type);
+    warm.Prefill(RandomTokens(static_cast<size_t>(f.p), c.n_vocab, rng));
+    warm.Decode(0);
+  }
   for (int r = 0; r < f.reps; ++r) {
     Session s(m, static_cast<size_t>(f.p) + 1, *kv_type);
     const std::vector<int32_t> prompt = RandomTokens(static_cast<size_t>(f.p), c.n_vocab, rng);
