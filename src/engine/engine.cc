@@ -555,7 +555,7 @@ StepShape Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<A
                        acts[i]->seq->local_block_table()});
     }
   }
-  std::vector<float> logits;
+  std::vector<float>& logits = step_logits_;
   model_.Forward(batch, cache_.store(), &logits);
   const int64_t now = NowNs();
   const size_t n_vocab = static_cast<size_t>(model_.config().n_vocab);

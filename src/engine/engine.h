@@ -247,6 +247,7 @@ class Engine {
   EngineOptions opt_;
   PrefixCache cache_;
   LogitsMemo logits_memo_;  // loop thread only
+  std::vector<float> step_logits_;  // loop thread only: a step's logits, its buffer kept between steps
   MetricsRegistry metrics_;
 
   mutable Mutex mu_;
