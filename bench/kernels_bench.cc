@@ -158,6 +158,7 @@ void BM_Attend(benchmark::State& state, Isa isa) {
 }
 BENCHMARK_CAPTURE(BM_Attend, scalar, Isa::kScalar)->Args({4096, 1})->Args({4096, 16});
 BENCHMARK_CAPTURE(BM_Attend, avx2, Isa::kAvx2)->Args({512, 1})->Args({4096, 1})->Args({4096, 16});
+BENCHMARK_CAPTURE(BM_Attend, avx512, Isa::kAvx512)->Args({512, 1})->Args({4096, 1})->Args({4096, 16});
 
 // Element-wise steps of a layer over n floats (one token row of bench-1b's
 // FFN is 5,632): GB/s counts bytes read and written.

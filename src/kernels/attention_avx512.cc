@@ -7,7 +7,9 @@
 // tree_sum_avx512.h, which only AVX-512 files include.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <limits>
+#include <utility>
 
 #include "kernels/dot.h"
 #include "kernels/tree_sum_avx512.h"
@@ -166,9 +168,12 @@ void TransposeTile(const float* k, size_t head_dim, float* kt) {
   }
 }
 
-// N queries' scores at once (N <= 8): independent fused chains over d,
+// N queries' scores at once (N <= 16): independent fused chains over d,
 // each with the positions in the lanes (the same chain as attend_lanes').
-// qs[i]: query i's elements; kts[i]: its K/V head's transposed tile.
+// Decode has one query per head, and a chain per query is latency-bound
+// (64 dependent FMAs for head_dim 64): the more queries in one pass, the
+// closer to the FMA ports' throughput. qs[i]: query i's elements; kts[i]:
+// its K/V head's transposed tile.
 template <int N>
 void ColScores(const float* const* qs, const float* const* kts, size_t head_dim, __m512* s) {
   __m512 a[N];
@@ -179,16 +184,62 @@ void ColScores(const float* const* qs, const float* const* kts, size_t head_dim,
   for (int i = 0; i < N; ++i) s[i] = a[i];
 }
 
-void ColScoresUpTo8(const float* const* qs, const float* const* kts, size_t n, size_t head_dim, __m512* s) {
-  switch (n) {
-    case 1: return ColScores<1>(qs, kts, head_dim, s);
-    case 2: return ColScores<2>(qs, kts, head_dim, s);
-    case 3: return ColScores<3>(qs, kts, head_dim, s);
-    case 4: return ColScores<4>(qs, kts, head_dim, s);
-    case 5: return ColScores<5>(qs, kts, head_dim, s);
-    case 6: return ColScores<6>(qs, kts, head_dim, s);
-    case 7: return ColScores<7>(qs, kts, head_dim, s);
-    default: return ColScores<8>(qs, kts, head_dim, s);
+template <size_t... I>
+void ColScoresUpTo16(const float* const* qs, const float* const* kts, size_t n, size_t head_dim, __m512* s,
+                     std::index_sequence<I...>) {
+  using Fn = void (*)(const float* const*, const float* const*, size_t, __m512*);
+  static constexpr Fn kFns[] = {&ColScores<static_cast<int>(I) + 1>...};
+  kFns[n - 1](qs, kts, head_dim, s);
+}
+
+// The online-softmax step of one query over the tile's scores si (positions
+// outside `seen` are -inf): m, l updated, the weights into p, the factor
+// the accumulator is rescaled by returned.
+float ColSoftmax(__m512 si, __mmask16 seen, float* m, float* l, float* p) {
+  si = _mm512_mask_blend_ps(seen, _mm512_set1_ps(-std::numeric_limits<float>::infinity()), si);
+  const float tile_max = _mm512_reduce_max_ps(si);
+  const float mx = tile_max > *m ? tile_max : *m;
+  const float c = _mm512_cvtss_f32(Exp16(_mm512_set1_ps(*m - mx)));
+  const __m512 pv = Exp16(_mm512_sub_ps(si, _mm512_set1_ps(mx)));
+  *l = *l * c + TreeSum(pv);
+  *m = mx;
+  _mm512_store_ps(p, pv);
+  return c;
+}
+
+// acc_i[d..d + 16D) = acc_i * c_i, then the fused chain over the 16
+// positions of p_i[j] * v[j][d] (the scalar twin's order per element), for N
+// queries of one K/V head: each V load shared by the N queries, N x D
+// independent chains.
+template <int N, int D>
+void ColAccumBlock(const float (*p)[kT], const float* c, const float* v, size_t head_dim, size_t d, float* acc) {
+  __m512 x[N][D];
+  for (int i = 0; i < N; ++i) {
+    for (int t = 0; t < D; ++t) x[i][t] = _mm512_mul_ps(_mm512_loadu_ps(acc + i * head_dim + d + 16 * t), _mm512_set1_ps(c[i]));
+  }
+  for (int j = 0; j < kT; ++j) {
+    for (int t = 0; t < D; ++t) {
+      const __m512 vb = _mm512_loadu_ps(v + j * head_dim + d + 16 * t);
+      for (int i = 0; i < N; ++i) x[i][t] = _mm512_fmadd_ps(_mm512_set1_ps(p[i][j]), vb, x[i][t]);
+    }
+  }
+  for (int i = 0; i < N; ++i) {
+    for (int t = 0; t < D; ++t) _mm512_storeu_ps(acc + i * head_dim + d + 16 * t, x[i][t]);
+  }
+}
+
+template <int N>
+void ColAccum(const float (*p)[kT], const float* c, const float* v, size_t head_dim, float* acc) {
+  size_t d = 0;
+  for (; d + 64 <= head_dim; d += 64) ColAccumBlock<N, 4>(p, c, v, head_dim, d, acc);
+  for (; d + 16 <= head_dim; d += 16) ColAccumBlock<N, 1>(p, c, v, head_dim, d, acc);
+  if (d == head_dim) return;
+  const __mmask16 tail = static_cast<__mmask16>((1u << (head_dim - d)) - 1u);
+  for (int i = 0; i < N; ++i) {
+    float* a = acc + i * head_dim + d;
+    __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, a), _mm512_set1_ps(c[i]));
+    for (int j = 0; j < kT; ++j) x = _mm512_fmadd_ps(_mm512_set1_ps(p[i][j]), _mm512_maskz_loadu_ps(tail, v + j * head_dim + d), x);
+    _mm512_mask_storeu_ps(a, tail, x);
   }
 }
 
@@ -197,44 +248,32 @@ void AttendCols(const float* q, size_t nq, size_t group, const float* k, const f
   const size_t heads = (nq + group - 1) / group;
   for (size_t g = 0; g < heads; ++g) TransposeTile(k + g * kT * head_dim, head_dim, kt_scratch + g * kT * head_dim);
   const __mmask16 seen = static_cast<__mmask16>(((1u << nv) - 1u) & ~((1u << first) - 1u));
-  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-  alignas(64) float p[kT];
-  for (size_t q0 = 0; q0 < nq; q0 += 8) {
-    const size_t n = nq - q0 < 8 ? nq - q0 : 8;
-    const float* qs[8];
-    const float* kts[8];
+  alignas(64) float p[16][kT];
+  float c[16];
+  for (size_t q0 = 0; q0 < nq; q0 += 16) {
+    const size_t n = nq - q0 < 16 ? nq - q0 : 16;
+    const float* qs[16];
+    const float* kts[16];
     for (size_t i = 0; i < n; ++i) {
       qs[i] = q + (q0 + i) * head_dim;
       kts[i] = kt_scratch + (q0 + i) / group * kT * head_dim;
     }
-    __m512 s[8];
-    ColScoresUpTo8(qs, kts, n, head_dim, s);
-    for (size_t i = q0; i < nq && i < q0 + 8; ++i) {
-      const __m512 si = _mm512_mask_blend_ps(seen, ninf, s[i - q0]);
-      const float tile_max = _mm512_reduce_max_ps(si);
-      const float mx = tile_max > m[i] ? tile_max : m[i];
-      const __m512 vmx = _mm512_set1_ps(mx);
-      const float c = _mm512_cvtss_f32(Exp16(_mm512_set1_ps(m[i] - mx)));
-      const __m512 pv = Exp16(_mm512_sub_ps(si, vmx));
-      l[i] = l[i] * c + TreeSum(pv);
-      m[i] = mx;
-      _mm512_store_ps(p, pv);
-      const float* vi = v + i / group * kT * head_dim;
-      float* a = acc + i * head_dim;
-      size_t d = 0;
-      for (; d + 16 <= head_dim; d += 16) {
-        __m512 x = _mm512_mul_ps(_mm512_loadu_ps(a + d), _mm512_set1_ps(c));
-        for (int j = 0; j < kT; ++j) x = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_loadu_ps(vi + j * head_dim + d), x);
-        _mm512_storeu_ps(a + d, x);
+    __m512 s[16];
+    ColScoresUpTo16(qs, kts, n, head_dim, s, std::make_index_sequence<16>{});
+    for (size_t i = 0; i < n; ++i) c[i] = ColSoftmax(s[i], seen, m + q0 + i, l + q0 + i, p[i]);
+    // Runs of queries that share a K/V head, up to four at a time.
+    for (size_t i = 0; i < n;) {
+      const size_t head = (q0 + i) / group;
+      const size_t run = std::min<size_t>(std::min(n, (head + 1) * group - q0) - i, 4);
+      const float* vh = v + head * kT * head_dim;
+      float* ai = acc + (q0 + i) * head_dim;
+      switch (run) {
+        case 1: ColAccum<1>(p + i, c + i, vh, head_dim, ai); break;
+        case 2: ColAccum<2>(p + i, c + i, vh, head_dim, ai); break;
+        case 3: ColAccum<3>(p + i, c + i, vh, head_dim, ai); break;
+        default: ColAccum<4>(p + i, c + i, vh, head_dim, ai); break;
       }
-      if (d < head_dim) {
-        const __mmask16 tail = static_cast<__mmask16>((1u << (head_dim - d)) - 1u);
-        __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, a + d), _mm512_set1_ps(c));
-        for (int j = 0; j < kT; ++j) {
-          x = _mm512_fmadd_ps(_mm512_set1_ps(p[j]), _mm512_maskz_loadu_ps(tail, vi + j * head_dim + d), x);
-        }
-        _mm512_mask_storeu_ps(a + d, tail, x);
-      }
+      i += run;
     }
   }
 }

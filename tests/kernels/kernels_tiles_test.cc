@@ -187,6 +187,38 @@ TEST(TileKernels, LaneAttentionComputesTheSoftmaxAverage) {
   }
 }
 
+// A decode row's column call: every query head of a row at once (more than
+// a pass's 16, several K/V heads, groups that a pass splits), against the
+// scalar twin bit for bit, from running states that rescale.
+TEST(TileKernels, ColumnAttentionOverManyHeadsEqualsTheScalarTwin) {
+  const DotKernels& ref = ScalarDotKernels();
+  for (const DotKernels* t : SimdTables()) {
+    for (size_t hd : {16u, 24u, 64u, 80u, 96u, 136u, 256u}) {
+      for (auto [nq, group] : {std::pair<size_t, size_t>{9, 3}, {1, 1}, {17, 17}, {20, 5}, {24, 8}, {32, 4}, {40, 1}}) {
+        const size_t heads = (nq + group - 1) / group;
+        const auto q = RandomFloats(nq * hd, 40), k = RandomFloats(heads * kLaneTile * hd, 41, 2.0f);
+        const auto v = RandomFloats(heads * kLaneTile * hd, 42), acc0 = RandomFloats(nq * hd, 43);
+        for (auto [first, nv] : {std::pair<size_t, size_t>{0, 16}, {0, 5}, {3, 12}}) {
+          std::vector<float> want_acc = acc0, got_acc = acc0, want_m(nq), want_l(nq, 1.5f), got_l(nq, 1.5f);
+          for (size_t i = 0; i < nq; ++i) want_m[i] = static_cast<float>(i % 5) - 2.0f;
+          std::vector<float> got_m = want_m, scratch(heads * kLaneTile * hd);
+          ref.attend_cols(q.data(), nq, group, k.data(), v.data(), hd, first, nv, scratch.data(), want_m.data(),
+                          want_l.data(), want_acc.data());
+          t->attend_cols(q.data(), nq, group, k.data(), v.data(), hd, first, nv, scratch.data(), got_m.data(),
+                         got_l.data(), got_acc.data());
+          for (size_t i = 0; i < nq; ++i) {
+            ASSERT_TRUE(SameBits(got_m[i], want_m[i]) && SameBits(got_l[i], want_l[i]))
+                << t->name << " hd=" << hd << " nq=" << nq << " group=" << group << " query " << i;
+          }
+          for (size_t e = 0; e < got_acc.size(); ++e) {
+            ASSERT_TRUE(SameBits(got_acc[e], want_acc[e])) << t->name << " hd=" << hd << " nq=" << nq << " element " << e;
+          }
+        }
+      }
+    }
+  }
+}
+
 const size_t kHeadDims[] = {1, 3, 8, 16, 24, 40, 64, 72, 128, 136};
 const size_t kCounts[] = {1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 31, 32, 33};
 
