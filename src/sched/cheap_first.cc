@@ -69,8 +69,10 @@ std::vector<size_t> CheapFirstOrder(std::span<const QueueEntry> entries, int64_t
   std::stable_sort(by_cost.begin(), by_cost.end(), [&](size_t a, size_t b) { return per_request(a) < per_request(b); });
   std::vector<double> slack(n);  // what each may still be passed by, ms
   for (size_t i = 0; i < n; ++i) {
+    // Its first-come-first-served time to its first token is at least its
+    // wait so far plus its own prefill: the allowance is a share of that.
     const double wait_ms = static_cast<double>(now_ns - entries[i].arrival_ns) / 1e6;
-    slack[i] = allowance * std::max(wait_ms, 0.0) - entries[i].passed_ms;
+    slack[i] = allowance * (std::max(wait_ms, 0.0) + entries[i].cost_ms) - entries[i].passed_ms;
   }
   SlackTree tree(slack);
   std::vector<bool> placed(n, false);

@@ -7,12 +7,14 @@
 // Each entry may be passed by cheaper ones that arrived after it only while
 // the time they have taken ahead of it (passed_ms, accounted by the caller
 // as it happens) plus the candidate's own cost stays within `allowance`
-// times its wait so far. So a request's delay from being passed is at most
-// allowance / (1 - allowance) of its first-come-first-served wait (0.25 for
-// 0.2): nobody starves, however many cheap requests arrive, and a request
-// that costs little goes ahead of misses that have waited long. With no
-// wait yet there is no allowance: an idle server is first come, first
-// served.
+// times its wait so far plus its own prefill (what it would wait for its
+// first token if nobody passed it from now on). So a request's delay from
+// being passed is at most allowance / (1 - allowance) of its
+// first-come-first-served time to first token (0.11 for 0.1): nobody
+// starves, however many cheap requests arrive, and a request that costs
+// little goes ahead of a long prompt that has just started (the longer the
+// prompt, the more room it leaves) as well as of misses that have waited
+// long. With allowance 0 the order is first come, first served.
 // Thread-safety: a pure function.
 #pragma once
 #include <cstddef>

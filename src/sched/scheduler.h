@@ -46,9 +46,9 @@
 // Cache-aware ordering: admission and prefill turns within a tenant go
 // cheapest predicted prefill first (cached leading blocks cost nothing), as
 // far as CheapFirstOrder allows: a request is passed by later, cheaper ones
-// only while the time they take ahead of it stays within a fifth of its
-// wait so far (kPassAllowance), so a mostly cached prompt is not queued
-// behind misses that have waited long, and a miss waits at most about 1.25x
+// only while the time they take ahead of it stays within a tenth of its
+// wait so far plus its own prefill (kPassAllowance), so a mostly cached
+// prompt is not queued behind misses, and a miss waits at most about 1.11x
 // what first come, first served would give it; Admission::kFifo orders by
 // arrival alone. A request computing (or first in line to compute) a first
 // block that other waiting requests start with counts them as served by
@@ -227,8 +227,10 @@ class Scheduler {
   std::vector<uint64_t> PrefillTurns() const;
   double PassedMs(uint64_t id) const;
   void SettlePassing();
-  // A request may be passed for this share of its wait (cheap_first.h).
-  static constexpr double kPassAllowance = 0.2;
+  // A request may be passed for this share of its wait plus its own
+  // prefill (cheap_first.h): a miss's time to first token stays within
+  // 1 / (1 - 0.1) = 1.11x first come, first served.
+  static constexpr double kPassAllowance = 0.1;
   void DecayServed(int64_t now_ns);
   size_t Promised(const Running& r) const;
 

@@ -16,7 +16,8 @@ using sched_test::Opts;
 using sched_test::Req;
 
 // Cache-aware admission (the default): cheapest predicted prefill first,
-// within what the requests passed allow (a fifth of their wait). The pool
+// within what the requests passed allow (a tenth of their wait plus
+// their own prefill). The pool
 // below holds 60 of request 9's 64 blocks.
 PoolView HoldsMostOf(uint64_t hit_id) {
   PoolView v;
@@ -44,20 +45,23 @@ TEST(Scheduler, AMostlyCachedPromptIsNotQueuedBehindMissesThatHaveWaited) {
     s.Submit(At(3, 1024, 2000));
     s.Submit(At(9, 1024, 3000));  // arrives last, 94% cached: 64 tokens to prefill
     s.Finish(1);
-    // The misses have waited 37 and 38 s: a fifth of that is far more than
+    // The misses have waited 37 and 38 s: a tenth of that is far more than
     // the hit's prefill. (Token counts stand for ms without a StepBudget.)
     const std::vector<uint64_t> next = s.Admit(40'000 * kMs, HoldsMostOf(9));
     ASSERT_EQ(next.size(), 1u);
     EXPECT_EQ(next[0], mode == Admission::kFifo ? 2u : 9u);
   }
-  // Misses that have just arrived allow nothing yet: first come, first served.
-  Scheduler fresh(Opts(256, 10000, 1, 64));
-  fresh.Submit(At(1, 1024, 0));
-  fresh.Admit(0, HoldsMostOf(9));
-  fresh.Submit(At(2, 1024, 10));
-  fresh.Submit(At(9, 1024, 20));
-  fresh.Finish(1);
-  EXPECT_EQ(fresh.Admit(30 * kMs, HoldsMostOf(9)), std::vector<uint64_t>{2});
+  // A miss that has just arrived leaves a tenth of its own prefill: a
+  // 1,024-token one lets the hit's 64 tokens go first, a 256-token one not.
+  for (size_t miss_tokens : {1024, 256}) {
+    Scheduler fresh(Opts(256, 10000, 1, 64));
+    fresh.Submit(At(1, 1024, 0));
+    fresh.Admit(0, HoldsMostOf(9));
+    fresh.Submit(At(2, miss_tokens, 10));
+    fresh.Submit(At(9, 1024, 20));
+    fresh.Finish(1);
+    EXPECT_EQ(fresh.Admit(30 * kMs, HoldsMostOf(9)), std::vector<uint64_t>{miss_tokens == 1024 ? 9u : 2u});
+  }
 }
 
 // Tenants keep their turns: the k-th waiting request of a tenant ranks k
@@ -246,14 +250,15 @@ int64_t MissAdmittedMs(Admission mode, int64_t hit_every_ms) {
 // Hits alone overload the slot (one every 30 ms, 40 ms each): cheapest
 // first would never admit the miss; first come, first served admits it
 // after the 34 hits that arrived before it; cheap-first within the
-// allowance admits it at most a quarter of that wait later.
+// allowance (a tenth of its wait plus its own 5,000 ms) admits it so that
+// its wait plus prefill is at most 1 / 0.9 of first come, first served's.
 TEST(Scheduler, AMissIsNeverStarvedByAStreamOfHits) {
   const int64_t fifo = MissAdmittedMs(Admission::kFifo, 30);
   const int64_t aware = MissAdmittedMs(Admission::kCacheAware, 30);
   ASSERT_GT(fifo, 1000);
   ASSERT_GT(aware, 0) << "starved";
-  EXPECT_GE(aware, fifo);  // hits went ahead of it
-  EXPECT_LE(aware - 1000, 1.25 * static_cast<double>(fifo - 1000) + 40);
+  EXPECT_GT(aware, fifo);  // hits went ahead of it
+  EXPECT_LE(static_cast<double>(aware - 1000 + 5000), static_cast<double>(fifo - 1000 + 5000) / 0.9 + 40);
 }
 
 // A running prompt whose prefix two waiting requests wait for serves three
@@ -328,11 +333,16 @@ TEST(CheapFirst, OrderWithinTheAllowance) {
   // then a hit (50 ms) and a partial hit (1,500 ms) that just arrived.
   const int64_t now = 10'000 * kMs;
   const std::vector<QueueEntry> q = {{0, 3000, 0}, {9'000 * kMs, 3000, 0}, {now, 50, 0}, {now, 1500, 0}};
-  // The hit passes both (50 <= 2,000 and 50 <= 200 ms); the partial hit
-  // would exceed the second miss's 200 ms (less the 50 taken): it waits.
-  EXPECT_EQ(CheapFirstOrder(q, now, 0.2), (std::vector<size_t>{2, 0, 1, 3}));
-  // Nobody may be passed without waiting; no allowance: arrival order.
+  // Each may be passed for a tenth of its wait plus its own prefill: 1,300
+  // and 400 ms. The hit passes both; the partial hit would exceed the
+  // second miss's 400 ms (less the 50 taken): it waits.
+  EXPECT_EQ(CheapFirstOrder(q, now, 0.1), (std::vector<size_t>{2, 0, 1, 3}));
+  // No allowance: arrival order.
   EXPECT_EQ(CheapFirstOrder(q, now, 0.0), (std::vector<size_t>{0, 1, 2, 3}));
+  // A long prompt that has just arrived leaves room for a hit at once
+  // (a tenth of its 3,000 ms), not for another long one.
+  const std::vector<QueueEntry> fresh = {{now, 3000, 0}, {now, 50, 0}, {now, 2000, 0}};
+  EXPECT_EQ(CheapFirstOrder(fresh, now, 0.1), (std::vector<size_t>{1, 0, 2}));
   // A prefix that others wait for counts their requests: 3,000 ms for
   // three is 1,000 ms a request, cheaper than the partial hit. Later, when
   // the first two have waited 100 and 91 s (room for all): by cost alone
@@ -340,12 +350,12 @@ TEST(CheapFirst, OrderWithinTheAllowance) {
   std::vector<QueueEntry> shared = q;
   shared[1].beneficiaries = 3;
   const int64_t later = 100'000 * kMs;
-  EXPECT_EQ(CheapFirstOrder(q, later, 0.2), (std::vector<size_t>{2, 3, 0, 1}));
-  EXPECT_EQ(CheapFirstOrder(shared, later, 0.2), (std::vector<size_t>{2, 1, 3, 0}));
+  EXPECT_EQ(CheapFirstOrder(q, later, 0.1), (std::vector<size_t>{2, 3, 0, 1}));
+  EXPECT_EQ(CheapFirstOrder(shared, later, 0.1), (std::vector<size_t>{2, 1, 3, 0}));
   // What a request was already passed for counts against it.
   std::vector<QueueEntry> used = q;
-  used[0].passed_ms = 1990;
-  EXPECT_EQ(CheapFirstOrder(used, now, 0.2), (std::vector<size_t>{0, 1, 2, 3}));
+  used[0].passed_ms = 1290;
+  EXPECT_EQ(CheapFirstOrder(used, now, 0.1), (std::vector<size_t>{0, 1, 2, 3}));
 }
 
 }  // namespace
