@@ -329,18 +329,32 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   const AttnRows rows{s.q.data(), static_cast<size_t>(c.q_dim()), pos.data(), s.att.data(), static_cast<size_t>(c.q_dim()),
                       c.is_swa(layer) ? static_cast<size_t>(c.sliding_window) : 0, sinks.empty() ? nullptr : sinks.data()};
   size_t num_parts = 0;
-  for (size_t run = 0; run < batch.size();) {
-    size_t end = run + 1;
-    while (end < batch.size() && batch[end].block_table.data() == batch[run].block_table.data()) ++end;
-    for (size_t r = run; r < end; r += kRows) {
-      const size_t r1 = std::min(end, r + kRows);
-      items.push_back({r, r1, AttnSpanCount(rows, r, r1), num_parts});
-      num_parts += items.back().num_spans;
+  auto split = [&](size_t rows_per_item) {
+    items.clear();
+    num_parts = 0;
+    for (size_t run = 0; run < batch.size();) {
+      size_t end = run + 1;
+      while (end < batch.size() && batch[end].block_table.data() == batch[run].block_table.data()) ++end;
+      for (size_t r = run; r < end; r += rows_per_item) {
+        const size_t r1 = std::min(end, r + rows_per_item);
+        items.push_back({r, r1, AttnSpanCount(rows, r, r1), num_parts});
+        num_parts += items.back().num_spans;
+      }
+      run = end;
     }
-    run = end;
+  };
+  split(kRows);
+  const size_t threads = static_cast<size_t>(pool_->num_threads());
+  // A short prompt alone (one span, a few items) would leave threads idle:
+  // smaller items then, down to 8 rows (a lane group's worth of queries at
+  // a group of 2). Rows split anywhere give the same bits (AttendSpan);
+  // with several spans split-KV below spreads the work instead, and smaller
+  // items would only widen each K/V tile more often.
+  constexpr size_t kMinRows = 8;
+  if (num_parts == items.size() && items.size() < 4 * threads && batch.size() > items.size() * kMinRows) {
+    split(std::max(kMinRows, (batch.size() + 4 * threads - 1) / (4 * threads)));
   }
   const size_t scratch_floats = AttendScratchFloats(kRows, h);
-  const size_t threads = static_cast<size_t>(pool_->num_threads());
   Fit(s.attn_scratch, threads * scratch_floats);
   const DotKernels& k = *s.kernels;
   auto view = [&](const Item& it) { return kv.View(layer, batch[it.r0].tables()); };
