@@ -191,7 +191,7 @@ MatchResult MatchToolLiteral(std::string_view text, size_t* pos, std::string_vie
 std::string ArgSyntax::Render(const std::string& key, const json& value) const {
   std::string v;
   if (value.is_string()) v = str_open + (json_strings ? value.dump() : value.get<std::string>()) + str_close;
-  else v = value.dump();
+  else v = other_open + value.dump() + other_close;
   return key_before + key + key_after + v + value_after;
 }
 
@@ -205,8 +205,8 @@ std::string ArgSyntax::Terminator() const {
 
 json ArgSyntax::Describe() const {
   return {{"key_before", key_before}, {"key_after", key_after}, {"value_after", value_after}, {"sep", sep},
-          {"str_open", str_open},     {"str_close", str_close}, {"json_strings", json_strings},
-          {"compound_json", compound_json}};
+          {"str_open", str_open},     {"str_close", str_close}, {"other_open", other_open},
+          {"other_close", other_close}, {"json_strings", json_strings}, {"compound_json", compound_json}};
 }
 
 Result<ArgProbe> DeriveArgSyntax(const std::function<Result<std::string>(const json&)>& region) {
@@ -254,14 +254,20 @@ Result<ArgProbe> DeriveArgSyntax(const std::function<Result<std::string>(const j
   if (m.compare(0, syn.key_before.size() + ka.size(), syn.key_before + ka) != 0 || seven == std::string::npos) {
     return Status::Error("the template writes a number argument unlike a string one");
   }
-  syn.key_after = m.substr(syn.key_before.size() + ka.size(), seven - syn.key_before.size() - ka.size());
-  syn.value_after = m.substr(seven + 1);
-  if (mid_str.compare(0, syn.key_after.size(), syn.key_after) != 0 || after_str.size() < syn.value_after.size() ||
-      after_str.compare(after_str.size() - syn.value_after.size(), syn.value_after.size(), syn.value_after) != 0) {
-    return Status::Error("the template writes strings and numbers apart by more than quotes");
-  }
+  // What the two renders share around the value is the argument's frame;
+  // the rest wraps a string (str_open, str_close) or the number (other_*).
+  const std::string mid_num = m.substr(syn.key_before.size() + ka.size(), seven - syn.key_before.size() - ka.size()),
+                    after_num = m.substr(seven + 1);
+  syn.key_after = mid_num.substr(0, CommonToolPrefix(mid_str, mid_num));
+  syn.value_after = after_num.substr(after_num.size() - CommonToolSuffix(after_str, after_num));
   syn.str_open = mid_str.substr(syn.key_after.size());
   syn.str_close = after_str.substr(0, after_str.size() - syn.value_after.size());
+  syn.other_open = mid_num.substr(syn.key_after.size());
+  syn.other_close = after_num.substr(0, after_num.size() - syn.value_after.size());
+  if ((!syn.other_open.empty() && syn.str_open.starts_with(syn.other_open)) ||
+      (!syn.str_open.empty() && syn.other_open.starts_with(syn.str_open))) {
+    return Status::Error("the template writes strings and numbers apart by more than quotes");
+  }
   if (!syn.str_open.empty() && syn.str_open.back() == '"' && !syn.str_close.empty() && syn.str_close.front() == '"') {
     syn.json_strings = true;  // tojson: the quotes and escapes are JSON's
     syn.str_open.pop_back();
@@ -314,11 +320,22 @@ size_t ParseArgBlock(const ArgSyntax& s, std::string_view text, size_t pos, cons
       if (value.is_discarded()) return std::string_view::npos;
       q = end + 1;
       if (MatchToolLiteral(text, &q, s.str_close) != MatchResult::kYes) return std::string_view::npos;
-    } else if (quoted) {
-      const size_t b = q + s.str_open.size(), e = text.find(s.str_close, b);
+    } else if (quoted) {  // up to its close, else (GigaChat's) to what ends any value
+      const size_t b = q + s.str_open.size();
+      const std::string end_lit = s.str_close.empty() ? term : s.str_close;
+      const size_t e = end_lit.empty() ? std::string_view::npos : text.find(end_lit, b);
       if (e == std::string_view::npos) return cut();
       value = std::string(text.substr(b, e - b));
       q = e + s.str_close.size();
+    } else if (!s.other_open.empty() && text.substr(q).starts_with(s.other_open)) {
+      // A value the template marks as not a string: JSON (or Python's repr)
+      // up to what ends it.
+      const size_t b = q + s.other_open.size();
+      const std::string end_lit = s.other_close.empty() ? term : s.other_close;
+      const size_t e = end_lit.empty() ? std::string_view::npos : text.find(end_lit, b);
+      if (e == std::string_view::npos) return cut();
+      value = TypedValue(std::string(text.substr(b, e - b)), nullptr, s);
+      q = e + s.other_close.size();
     } else if (!term.empty()) {
       const size_t e = text.find(term, q);
       if (e == std::string_view::npos) return cut();
@@ -365,11 +382,11 @@ Status AddArgBlock(const ArgSyntax& s, structured::SeqGrammar* g, int32_t from, 
     auto compiled = PropertyCompiled(params, schema);
     if (!compiled.ok()) return Errorf("argument '{}': {}", key, compiled.status().message());
     const int32_t open = g->AddState(), value = g->AddState();
-    g->Literal(x, open, lit + (str ? s.str_open : ""));
+    g->Literal(x, open, lit + (str ? s.str_open : s.other_open));
     // A raw string keeps its schema (enum, length, pattern) without quotes.
     if (raw) g->RawString(open, value, *compiled, term);
     else g->Json(open, value, *compiled);
-    g->Literal(value, some[j + 1], (str ? s.str_close : "") + s.value_after);
+    g->Literal(value, some[j + 1], (str ? s.str_close : s.other_close) + s.value_after);
     return OkStatus();
   };
   // From x (with `written` properties before), every next property reachable

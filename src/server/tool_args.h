@@ -4,11 +4,14 @@
 //   GLM 4.x      <arg_key>KEY</arg_key>\n<arg_value>VALUE</arg_value>\n
 //   MiniMax M2   <parameter name="KEY">VALUE</parameter>\n
 //   Gemma 4      KEY:<|"|>VALUE<|"|>  joined by ","  (strings quoted)
+//   GigaChat 3.5 <X|parameter name="KEY" string="true">VALUE</X|parameter>
+//                (string="false"> before a value that is not a string)
 // An argument is key_before KEY key_after VALUE value_after, arguments are
 // joined by sep; a string VALUE is written between str_open and str_close
 // (raw text, or a JSON string when json_strings), any other value as its
-// JSON text. Derived from three probe renders: one string argument, two,
-// and one integer.
+// JSON text between other_open and other_close (most templates: nothing).
+// Derived from three probe renders: one string argument, two, and one
+// integer.
 // Thread-safety: plain values and pure functions.
 #pragma once
 #include <nlohmann/json.hpp>
@@ -44,6 +47,7 @@ inline size_t CommonToolSuffix(std::string_view a, std::string_view b) {
 struct ArgSyntax {
   std::string key_before, key_after, value_after, sep;
   std::string str_open, str_close;
+  std::string other_open, other_close;  // around a value that is not a string
   bool json_strings = false;
   // Whether the template prints lists and objects as JSON (else as Python's
   // repr, or in its own quotes): replies are read in any of these; a forced

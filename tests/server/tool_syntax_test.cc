@@ -50,6 +50,67 @@ std::string CallsText(const ChatTemplate& t, const json& calls) {
 
 std::string Id(size_t i) { return "gen" + std::to_string(i); }
 
+// The calls the template itself writes (other names, ids and arguments
+// than the probes) parse back exactly, the forcing grammar accepts that
+// text, and it refuses arguments that break the tool's parameters.
+void ExpectRoundTrip(const ChatTemplate& t, const ToolSyntax& syn, const std::string& path) {
+  const bool obj = syn.args_as_object();
+  const json a1 = {{"city", "Zürich"}, {"days", 3}}, a2 = {{"query", "prompt \"cache\""}, {"tags", {"a", "b"}}};
+  // One call, then two where the template allows it.
+  for (int n : {1, 2}) {
+    json calls = json::array({Call("abcdefgh1", "get_weather", a1, obj)});
+    if (n == 2) calls.push_back(Call("abcdefgh2", "search_web", a2, obj));
+    const std::string text = CallsText(t, calls);
+    if (text.empty() || (n == 2 && text.find("search_web") == std::string::npos)) continue;  // the template refuses two calls
+    // Content first; a syntax whose calls start with the name (anchored)
+    // has content before its separator, and may begin the reply with a call.
+    const std::string lead = syn.anchored() ? "Let me check." + syn.trigger() : "Let me check.\n";
+    if (syn.anchored()) {
+      const ToolSyntax::Parsed at_start = syn.Parse(text, Id, &kTools);
+      EXPECT_EQ(at_start.calls.size(), size_t(n)) << path << "\n" << text;
+      EXPECT_EQ(at_start.content, "") << path;
+    }
+    const ToolSyntax::Parsed p = syn.Parse(lead + text, Id, &kTools);
+    EXPECT_EQ(p.calls.size(), size_t(n)) << path << "\n" << text << "\n" << syn.Describe().dump();
+    if (p.calls.size() != size_t(n)) continue;
+    EXPECT_EQ(p.content, "Let me check.") << path;
+    EXPECT_EQ(p.calls[0].name, "get_weather");
+    EXPECT_EQ(json::parse(p.calls[0].arguments), a1) << path;
+    if (n == 2) {
+      EXPECT_EQ(p.calls[1].name, "search_web");
+      EXPECT_EQ(json::parse(p.calls[1].arguments), a2) << path;
+    }
+    // The forcing grammar takes the template's own text (ids where it has them).
+    auto g = syn.Grammar(kTools, "", true, {"abcdefgh1", "abcdefgh2", "abcdefgh3"});
+    ASSERT_TRUE(g.ok()) << g.status().message();
+    structured::SeqMatcher m(g->get());
+    std::string trimmed = text.substr(text.find_first_not_of(" \n"), text.find_last_not_of(" \n") + 1 - text.find_first_not_of(" \n"));
+    // A template that prints lists as Python's repr or in its own quotes:
+    // a forced call writes them as JSON (read back either way, above).
+    if (const ArgSyntax* per_arg = syn.per_argument(); per_arg && !per_arg->compound_json) {
+      const std::string json_tags = json(a2["tags"]).dump(), python = "['a', 'b']",
+                        quoted = "[" + per_arg->str_open + "a" + per_arg->str_close + "," + per_arg->str_open + "b" +
+                                 per_arg->str_close + "]";
+      for (const std::string& form : {python, quoted}) {
+        if (size_t at = trimmed.find(form); at != std::string::npos) trimmed.replace(at, form.size(), json_tags);
+      }
+    }
+    size_t ok_bytes = 0;
+    for (char c : trimmed) {
+      structured::SeqMatcher next;
+      if (!m.Advance(uint8_t(c), &next)) break;
+      m = next;
+      ++ok_bytes;
+    }
+    EXPECT_TRUE(ok_bytes == trimmed.size() && m.CanEnd()) << path << "\n" << trimmed.substr(0, ok_bytes) << "<-HERE->" << trimmed.substr(ok_bytes);
+    // Arguments that break the parameters are refused.
+    json bad = json::array({Call("abcdefgh1", "get_weather", {{"city", "X"}, {"days", 0}}, obj)});
+    const std::string bad_text = CallsText(t, bad);
+    structured::SeqMatcher mb(g->get());
+    EXPECT_FALSE(mb.Consume(bad_text.substr(bad_text.find_first_not_of(" \n"))) && mb.CanEnd()) << path;
+  }
+}
+
 TEST(ToolSyntax, SharedTemplatesRoundTrip) {
   PC_SHARED_OR_SKIP(dir, "templates");
   int supported = 0, total = 0;
@@ -67,64 +128,58 @@ TEST(ToolSyntax, SharedTemplatesRoundTrip) {
                 syn.supported() ? ("trigger " + json(syn.trigger()).dump()).c_str() : ("- " + syn.reason()).c_str());
     if (!syn.supported()) continue;
     ++supported;
-    const bool obj = syn.args_as_object();
-    const json a1 = {{"city", "Zürich"}, {"days", 3}}, a2 = {{"query", "prompt \"cache\""}, {"tags", {"a", "b"}}};
-    // One call, then two where the template allows it.
-    for (int n : {1, 2}) {
-      json calls = json::array({Call("abcdefgh1", "get_weather", a1, obj)});
-      if (n == 2) calls.push_back(Call("abcdefgh2", "search_web", a2, obj));
-      const std::string text = CallsText(*t, calls);
-      if (text.empty() || (n == 2 && text.find("search_web") == std::string::npos)) continue;  // the template refuses two calls
-      // Content first; a syntax whose calls start with the name (anchored)
-      // has content before its separator, and may begin the reply with a call.
-      const std::string lead = syn.anchored() ? "Let me check." + syn.trigger() : "Let me check.\n";
-      if (syn.anchored()) {
-        const ToolSyntax::Parsed at_start = syn.Parse(text, Id, &kTools);
-        EXPECT_EQ(at_start.calls.size(), size_t(n)) << path << "\n" << text;
-        EXPECT_EQ(at_start.content, "") << path;
-      }
-      const ToolSyntax::Parsed p = syn.Parse(lead + text, Id, &kTools);
-      EXPECT_EQ(p.calls.size(), size_t(n)) << path << "\n" << text << "\n" << syn.Describe().dump();
-      if (p.calls.size() != size_t(n)) continue;
-      EXPECT_EQ(p.content, "Let me check.") << path;
-      EXPECT_EQ(p.calls[0].name, "get_weather");
-      EXPECT_EQ(json::parse(p.calls[0].arguments), a1) << path;
-      if (n == 2) {
-        EXPECT_EQ(p.calls[1].name, "search_web");
-        EXPECT_EQ(json::parse(p.calls[1].arguments), a2) << path;
-      }
-      // The forcing grammar takes the template's own text (ids where it has them).
-      auto g = syn.Grammar(kTools, "", true, {"abcdefgh1", "abcdefgh2", "abcdefgh3"});
-      ASSERT_TRUE(g.ok()) << g.status().message();
-      structured::SeqMatcher m(g->get());
-      std::string trimmed = text.substr(text.find_first_not_of(" \n"), text.find_last_not_of(" \n") + 1 - text.find_first_not_of(" \n"));
-      // A template that prints lists as Python's repr or in its own quotes:
-      // a forced call writes them as JSON (read back either way, above).
-      if (const ArgSyntax* per_arg = syn.per_argument(); per_arg && !per_arg->compound_json) {
-        const std::string json_tags = json(a2["tags"]).dump(), python = "['a', 'b']",
-                          quoted = "[" + per_arg->str_open + "a" + per_arg->str_close + "," + per_arg->str_open + "b" +
-                                   per_arg->str_close + "]";
-        for (const std::string& form : {python, quoted}) {
-          if (size_t at = trimmed.find(form); at != std::string::npos) trimmed.replace(at, form.size(), json_tags);
-        }
-      }
-      size_t ok_bytes = 0;
-      for (char c : trimmed) {
-        structured::SeqMatcher next;
-        if (!m.Advance(uint8_t(c), &next)) break;
-        m = next;
-        ++ok_bytes;
-      }
-      EXPECT_TRUE(ok_bytes == trimmed.size() && m.CanEnd()) << path << "\n" << trimmed.substr(0, ok_bytes) << "<-HERE->" << trimmed.substr(ok_bytes);
-      // Arguments that break the parameters are refused.
-      json bad = json::array({Call("abcdefgh1", "get_weather", {{"city", "X"}, {"days", 0}}, obj)});
-      const std::string bad_text = CallsText(*t, bad);
-      structured::SeqMatcher mb(g->get());
-      EXPECT_FALSE(mb.Consume(bad_text.substr(bad_text.find_first_not_of(" \n"))) && mb.CanEnd()) << path;
-    }
+    ExpectRoundTrip(*t, syn, path);
   }
   std::printf("tool-call syntax derived for %d of %d templates\n", supported, total);
   EXPECT_GE(supported, 29);
+}
+
+// One element per argument whose tag says whether the value is a string
+// (GigaChat 3.5 writes string="true" or "false"), in a template written for
+// this test: strings raw, other values as JSON; derived, read back and forced.
+TEST(ToolSyntax, ArgumentsTaggedByTheirTypeRoundTrip) {
+  const std::string src = R"({%- for m in messages -%}
+<|{{ m.role }}|>
+{%- if m.tool_calls -%}
+<calls>
+{%- for c in m.tool_calls %}
+<call fn="{{ c.function.name }}">
+{%- for k, v in c.function.arguments.items() %}
+<arg key="{{ k }}" text="{{ 'yes' if v is string else 'no' }}">{{ v if v is string else v | tojson }}</arg>
+{%- endfor %}
+</call>
+{%- endfor %}
+</calls>
+{%- else -%}
+{{ m.content }}
+{%- endif -%}
+<|end|>
+{% endfor -%}
+{%- if add_generation_prompt %}<|assistant|>{% endif -%})";
+  auto t = ChatTemplate::FromSource(src, "type-tagged");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const ToolSyntax syn = ToolSyntax::Derive(*t);
+  ASSERT_TRUE(syn.supported()) << syn.reason();
+  ASSERT_NE(syn.per_argument(), nullptr) << syn.Describe().dump();
+  EXPECT_EQ(syn.per_argument()->str_open, "yes\">");
+  EXPECT_EQ(syn.per_argument()->other_open, "no\">");
+  ExpectRoundTrip(*t, syn, "type-tagged");
+  // A string parameter forced raw under its tag, a number as JSON under its own.
+  auto g = syn.Grammar(kTools, "get_weather", false, {});
+  ASSERT_TRUE(g.ok()) << g.status().message();
+  const std::string forced = "<calls><call fn=\"get_weather\"><arg key=\"city\" text=\"yes\">Oslo</arg>"
+                             "<arg key=\"days\" text=\"no\">2</arg></call></calls>";
+  structured::SeqMatcher m(g->get());
+  size_t ok_bytes = 0;
+  for (char c : forced) {
+    structured::SeqMatcher next;
+    if (!m.Advance(uint8_t(c), &next)) break;
+    m = next;
+    ++ok_bytes;
+  }
+  EXPECT_TRUE(ok_bytes == forced.size() && m.CanEnd()) << forced.substr(0, ok_bytes) << "<-HERE->" << forced.substr(ok_bytes);
+  structured::SeqMatcher wrong_tag(g->get());
+  EXPECT_FALSE(wrong_tag.Consume("<calls><call fn=\"get_weather\"><arg key=\"city\" text=\"no\">"));
 }
 
 TEST(ToolSyntax, PartialCallsAndPlainReplies) {
