@@ -194,17 +194,25 @@ bool ToolSyntax::ProbeRegions(const ChatTemplate& t, std::string* one, std::stri
     reason_ = probe.error();
     return false;
   }
+  auto with_calls = [&](int n, bool as_object) {
+    json calls = json::array();
+    for (int i = 0; i < n; ++i) calls.push_back(ProbeCall(i, as_object));
+    return probe.Region(calls);
+  };
   for (bool as_object : {true, false}) {
-    auto with_calls = [&](int n) {
-      json calls = json::array();
-      for (int i = 0; i < n; ++i) calls.push_back(ProbeCall(i, as_object));
-      return probe.Region(calls);
-    };
-    Result<std::string> r1 = with_calls(1);
+    Result<std::string> r1 = with_calls(1, as_object);
     if (!r1.ok() || r1->find(kNames[0]) == std::string::npos || r1->find(kArgKeys[0]) == std::string::npos) continue;
+    // A template that prints the arguments with `|string` shows an object
+    // as Python's repr ({'k': 7}) and the clients' JSON text as it is: it
+    // takes the text (InternLM2's in vLLM's examples).
+    if (as_object && r1->find("{'" + std::string(kArgKeys[0]) + "': 7}") != std::string::npos) {
+      Result<std::string> text = with_calls(1, false);
+      size_t b, e;
+      if (text.ok() && FindArgs(*text, kArgKeys[0], &b, &e)) continue;
+    }
     args_as_object_ = as_object;
     *one = *r1;
-    if (Result<std::string> r2 = with_calls(2); r2.ok()) *two = *r2;
+    if (Result<std::string> r2 = with_calls(2, as_object); r2.ok()) *two = *r2;
     break;
   }
   if (one->empty()) reason_ = "the template does not render tool calls";

@@ -182,6 +182,31 @@ TEST(ToolSyntax, ArgumentsTaggedByTheirTypeRoundTrip) {
   EXPECT_FALSE(wrong_tag.Consume("<calls><call fn=\"get_weather\"><arg key=\"city\" text=\"no\">"));
 }
 
+// A template that prints a call's arguments with `|string` (InternLM2's in
+// vLLM's examples, here one written for the test) shows an object as
+// Python's repr but the clients' JSON text as it is: it gets the text, and
+// replies in JSON parse.
+TEST(ToolSyntax, ArgumentsPrintedAsStringsTakeTheClientsText) {
+  const std::string src = R"({%- for m in messages -%}
+<|{{ m.role }}|>{{ m.content or '' }}
+{%- for c in m.tool_calls or [] -%}
+<act>{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments | string }}}</act>
+{%- endfor -%}
+<|end|>
+{% endfor -%})";
+  auto t = ChatTemplate::FromSource(src, "string-args");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const ToolSyntax syn = ToolSyntax::Derive(*t);
+  ASSERT_TRUE(syn.supported()) << syn.reason();
+  EXPECT_FALSE(syn.args_as_object());
+  EXPECT_EQ(syn.per_argument(), nullptr) << syn.Describe().dump();
+  const ToolSyntax::Parsed p =
+      syn.Parse(R"(OK<act>{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}</act>)", Id, &kTools);
+  ASSERT_EQ(p.calls.size(), 1u);
+  EXPECT_EQ(json::parse(p.calls[0].arguments), json({{"city", "Paris"}, {"days", 3}}));
+  ExpectRoundTrip(*t, syn, "string-args");
+}
+
 TEST(ToolSyntax, PartialCallsAndPlainReplies) {
   auto t = ChatTemplate::Builtin("chatml");
   ASSERT_TRUE(t.ok());
