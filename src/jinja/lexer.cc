@@ -33,6 +33,11 @@ bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' ||
 }  // namespace
 
 Result<std::vector<Tag>> Lex(std::string_view src) {
+  // Jinja (keep_trailing_newline off, as Hugging Face renders chat
+  // templates) drops the source's final line break before anything else:
+  // a template ending "{% endif %}\n\n" then ends with the trimmed block.
+  if (src.ends_with("\r\n")) src.remove_suffix(2);
+  else if (src.ends_with('\n') || src.ends_with('\r')) src.remove_suffix(1);
   std::vector<Tag> out;
   size_t pos = 0;
   int line = 1;

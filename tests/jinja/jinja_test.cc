@@ -71,6 +71,12 @@ TEST(Jinja, WhitespaceControlAsTrimAndLstripBlocks) {
   EXPECT_EQ(R("{# note #}\nx"), "x");
   EXPECT_EQ(R("{{ 'a' }}\n{{ 'b' }}"), "a\nb");  // variable tags keep their newline
   EXPECT_EQ(R("x {%- if true +%}\ny{% endif %}"), "x\ny");
+  // keep_trailing_newline off: the source's last line break goes first, so
+  // a template ending in a block tag and a blank line ends with the block.
+  EXPECT_EQ(R("a{% if true %}b{% endif %}\n\n"), "ab");
+  EXPECT_EQ(R("a\n"), "a");
+  EXPECT_EQ(R("a\n\n"), "a\n");
+  EXPECT_EQ(R("a\r\n"), "a");
 }
 
 TEST(Jinja, FiltersTestsAndMethods) {
