@@ -256,7 +256,13 @@ void ParseToolChoice(Fields& f, const ParseContext& ctx, const ToolRequest& tool
   }
   r->tool_syntax = syn;
   r->tools = tools.tools;
-  r->tool_call_ids = MakeToolCallIds(std::random_device{}() * 0x100000001ull + std::random_device{}(), 16);
+  // Call ids are text the model writes where its template has them
+  // (Mistral's), so a request with a seed gets ids from it: the same
+  // request, the same reply. Otherwise they are random.
+  const json& body = f.body();
+  const bool seeded = body.contains("seed") && body["seed"].is_number_integer();
+  r->tool_call_ids = MakeToolCallIds(seeded ? body["seed"].get<uint64_t>() * 0x9E3779B97F4A7C15ull + 0x1D
+                                            : std::random_device{}() * 0x100000001ull + std::random_device{}(), 16);
   r->engine.control_text = true;
   if (r->engine.grammar) {  // response_format holds the grammar
     if (forced) f.Fail("tool_choice", "'tool_choice' \"required\" or a named function cannot be combined with a JSON response_format");

@@ -123,7 +123,9 @@ TEST_F(ToolCallsTest, ForcedCallsValidateAndStreamsAgree) {
       if (seed % 3 == 0) {
         EXPECT_LE(calls.size(), 1u) << "parallel_tool_calls false";
       }
-      // Streamed: the deltas add up to the same calls (ids are per request).
+      // Streamed: the deltas add up to the same calls; a seeded request gets
+      // the same ids too (Mistral's calls carry them in the text, so random
+      // ids would change what follows them).
       body["stream"] = true;
       std::string sse, finish;
       Post(*h, body, &status, &sse);
@@ -133,6 +135,7 @@ TEST_F(ToolCallsTest, ForcedCallsValidateAndStreamsAgree) {
       for (size_t i = 0; i < calls.size(); ++i) {
         EXPECT_EQ(streamed[i]["name"], calls[i]["function"]["name"]);
         EXPECT_EQ(streamed[i]["arguments"], calls[i]["function"]["arguments"]);
+        EXPECT_EQ(streamed[i]["id"], calls[i]["id"]) << name;
       }
       EXPECT_EQ(finish, choice["finish_reason"]);
     }
