@@ -10,6 +10,9 @@ namespace pc {
 namespace {
 
 using json = nlohmann::json;
+// Probe messages keep their keys in the order clients write them (a
+// template that prints `function | tojson` shows name before arguments).
+using ojson = nlohmann::ordered_json;
 
 // Probe names and values: unlikely in any template's own text.
 constexpr std::string_view kNames[2] = {"fn_alpha", "fn_beta"};
@@ -60,21 +63,21 @@ bool FindArgs(std::string_view region, std::string_view key, size_t* begin, size
   return true;
 }
 
-json ProbeTools() {
-  json tools = json::array();
+ojson ProbeTools() {
+  ojson tools = ojson::array();
   for (int i = 0; i < 2; ++i) {
-    json params = {{"type", "object"}, {"properties", {{std::string(kArgKeys[i]), {{"type", "integer"}}}}}};
+    ojson params = {{"type", "object"}, {"properties", {{std::string(kArgKeys[i]), {{"type", "integer"}}}}}};
     tools.push_back({{"type", "function"},
                      {"function", {{"name", std::string(kNames[i])}, {"description", "probe"}, {"parameters", params}}}});
   }
   return tools;
 }
 
-json ProbeCall(int i, bool args_as_object) {
-  json args = {{std::string(kArgKeys[i]), i == 0 ? json(7) : json("x")}};
+ojson ProbeCall(int i, bool args_as_object) {
+  ojson args = {{std::string(kArgKeys[i]), i == 0 ? ojson(7) : ojson("x")}};
   return {{"id", std::string(kIds[i])},
           {"type", "function"},
-          {"function", {{"name", std::string(kNames[i])}, {"arguments", args_as_object ? args : json(args.dump())}}}};
+          {"function", {{"name", std::string(kNames[i])}, {"arguments", args_as_object ? args : ojson(args.dump())}}}};
 }
 
 size_t CommonPrefix(std::string_view a, std::string_view b) { return CommonToolPrefix(a, b); }
@@ -162,26 +165,26 @@ class RegionProbe {
     }
   }
   const std::string& error() const { return error_; }
-  Result<std::string> Region(const json& calls) const {
+  Result<std::string> Region(const ojson& calls) const {
     Result<std::string> r = Render({{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}});
     if (!r.ok()) return r.status();
     return CallRegion(*r, plain_, z_);
   }
 
  private:
-  Result<std::string> Render(json assistant) const {
-    const json user = {{"role", "user"}, {"content", "U1"}};
-    return t_.RenderTurns(json::array({user, std::move(assistant)}), json{{"tools", ProbeTools()}});
+  Result<std::string> Render(ojson assistant) const {
+    const ojson user = {{"role", "user"}, {"content", "U1"}};
+    return t_.RenderTurns(ojson::array({user, std::move(assistant)}), ojson{{"tools", ProbeTools()}});
   }
   const ChatTemplate& t_;
   std::string plain_, error_;
   size_t z_ = 0;
 };
 
-json ProbeCallWith(int i, const json& args) {
+ojson ProbeCallWith(int i, const json& args) {
   return {{"id", std::string(kIds[i])},
           {"type", "function"},
-          {"function", {{"name", std::string(kNames[i])}, {"arguments", args}}}};
+          {"function", {{"name", std::string(kNames[i])}, {"arguments", ojson::parse(args.dump())}}}};
 }
 
 }  // namespace
@@ -195,7 +198,7 @@ bool ToolSyntax::ProbeRegions(const ChatTemplate& t, std::string* one, std::stri
     return false;
   }
   auto with_calls = [&](int n, bool as_object) {
-    json calls = json::array();
+    ojson calls = ojson::array();
     for (int i = 0; i < n; ++i) calls.push_back(ProbeCall(i, as_object));
     return probe.Region(calls);
   };
@@ -232,7 +235,7 @@ bool ToolSyntax::ArgsHole(const ChatTemplate& t, std::string* one, std::string* 
   }
   const RegionProbe regions(t);
   Result<ArgProbe> probe = DeriveArgSyntax([&](const json& args) {
-    return regions.Region(json::array({ProbeCallWith(0, args_as_object_ ? args : json(args.dump()))}));
+    return regions.Region(ojson::array({ProbeCallWith(0, args_as_object_ ? args : json(args.dump()))}));
   });
   if (!probe.ok()) {
     reason_ = probe.status().message();
@@ -244,7 +247,7 @@ bool ToolSyntax::ArgsHole(const ChatTemplate& t, std::string* one, std::string* 
   *a1 = probe->block_end;
   const json alpha = {{std::string(kArgProbeKeys[0]), std::string(kArgProbeValues[0])}};
   const json beta = {{std::string(kArgProbeKeys[1]), std::string(kArgProbeValues[1])}};
-  Result<std::string> r2 = regions.Region(json::array({ProbeCallWith(0, alpha), ProbeCallWith(1, beta)}));
+  Result<std::string> r2 = regions.Region(ojson::array({ProbeCallWith(0, alpha), ProbeCallWith(1, beta)}));
   *two = r2.ok() ? *r2 : std::string();
   *beta_args = args_->Render(std::string(kArgProbeKeys[1]), beta[std::string(kArgProbeKeys[1])]);
   if (two->find(*beta_args) == std::string::npos) beta_args->clear();

@@ -17,6 +17,7 @@ namespace pc {
 namespace {
 
 using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;  // calls with their keys in the clients' order
 
 
 const json kTools = json::parse(R"([
@@ -27,17 +28,18 @@ const json kTools = json::parse(R"([
    "parameters": {"type": "object", "properties": {"query": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}},
                   "required": ["query"]}}}])");
 
-json Call(const std::string& id, const std::string& name, const json& args, bool as_object) {
-  return {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", as_object ? args : json(args.dump())}}}};
+ojson Call(const std::string& id, const std::string& name, const json& args, bool as_object) {
+  const ojson a = ojson::parse(args.dump());
+  return {{"id", id}, {"type", "function"}, {"function", {{"name", name}, {"arguments", as_object ? a : ojson(args.dump())}}}};
 }
 
 // The assistant turn's calls as the template writes them: the text that
 // differs from a plain turn (as Derive reads it).
-std::string CallsText(const ChatTemplate& t, const json& calls) {
-  const json user = {{"role", "user"}, {"content", "Weather?"}};
-  const json extra = {{"tools", kTools}};
-  auto plain = t.RenderTurns(json::array({user, {{"role", "assistant"}, {"content", "QQ"}}}), extra);
-  auto with = t.RenderTurns(json::array({user, {{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}}}), extra);
+std::string CallsText(const ChatTemplate& t, const ojson& calls) {
+  const ojson user = {{"role", "user"}, {"content", "Weather?"}};
+  const ojson extra = {{"tools", ojson::parse(kTools.dump())}};
+  auto plain = t.RenderTurns(ojson::array({user, {{"role", "assistant"}, {"content", "QQ"}}}), extra);
+  auto with = t.RenderTurns(ojson::array({user, {{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}}}), extra);
   if (!plain.ok() || !with.ok()) return "";
   const size_t q = plain->find("QQ");
   size_t p = 0, s = 0;
@@ -58,7 +60,7 @@ void ExpectRoundTrip(const ChatTemplate& t, const ToolSyntax& syn, const std::st
   const json a1 = {{"city", "Zürich"}, {"days", 3}}, a2 = {{"query", "prompt \"cache\""}, {"tags", {"a", "b"}}};
   // One call, then two where the template allows it.
   for (int n : {1, 2}) {
-    json calls = json::array({Call("abcdefgh1", "get_weather", a1, obj)});
+    ojson calls = ojson::array({Call("abcdefgh1", "get_weather", a1, obj)});
     if (n == 2) calls.push_back(Call("abcdefgh2", "search_web", a2, obj));
     const std::string text = CallsText(t, calls);
     if (text.empty() || (n == 2 && text.find("search_web") == std::string::npos)) continue;  // the template refuses two calls
@@ -104,7 +106,7 @@ void ExpectRoundTrip(const ChatTemplate& t, const ToolSyntax& syn, const std::st
     }
     EXPECT_TRUE(ok_bytes == trimmed.size() && m.CanEnd()) << path << "\n" << trimmed.substr(0, ok_bytes) << "<-HERE->" << trimmed.substr(ok_bytes);
     // Arguments that break the parameters are refused.
-    json bad = json::array({Call("abcdefgh1", "get_weather", {{"city", "X"}, {"days", 0}}, obj)});
+    ojson bad = ojson::array({Call("abcdefgh1", "get_weather", {{"city", "X"}, {"days", 0}}, obj)});
     const std::string bad_text = CallsText(t, bad);
     structured::SeqMatcher mb(g->get());
     EXPECT_FALSE(mb.Consume(bad_text.substr(bad_text.find_first_not_of(" \n"))) && mb.CanEnd()) << path;
