@@ -22,6 +22,10 @@ std::string Replace(const std::string& s, const std::string& from, const std::st
 bool PrefixMatch(const std::string& s, const Value& p, bool suffix);
 // str.format with positional and keyword fields.
 std::string Format(const std::string& fmt, const CallArgs& a);
+// Python's printf-style fmt % args (the format filter): %s %r %c %d %i %u %o
+// %x %X %e %E %f %F %g %G and %%, flags -+ 0#, width, precision, and
+// %(name)s with keyword arguments.
+std::string PercentFormat(const std::string& fmt, const CallArgs& a);
 // A function value named `name` (a bound method).
 Value Bound(const std::string& name, std::function<Value(CallArgs&)> fn);
 // An integer argument, def when undefined or none; fails on other types.

@@ -4,6 +4,7 @@
 // tojson filter is the Hugging Face renderer's (json.dumps, non-ASCII kept).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <ctime>
 #include <string_view>
 #include <unordered_map>
@@ -128,6 +129,113 @@ std::string Format(const std::string& fmt, const CallArgs& a) {
     out += v.ToString();
     i = end;
   }
+  return out;
+}
+
+namespace {
+
+// One %-conversion of PercentFormat: flags, width and precision as parsed.
+struct PercentSpec {
+  std::string flags;
+  int width = -1, precision = -1;
+  char type = 's';
+};
+
+std::string PadTo(std::string s, const PercentSpec& p, bool numeric) {
+  const size_t len = Utf8Length(s), width = p.width < 0 ? 0 : static_cast<size_t>(p.width);
+  if (len >= width) return s;
+  const size_t fill = width - len;
+  if (p.flags.find('-') != std::string::npos) return s + std::string(fill, ' ');
+  if (numeric && p.flags.find('0') != std::string::npos) {
+    const size_t sign = !s.empty() && (s[0] == '-' || s[0] == '+' || s[0] == ' ') ? 1 : 0;
+    return s.substr(0, sign) + std::string(fill, '0') + s.substr(sign);
+  }
+  return std::string(fill, ' ') + s;
+}
+
+std::string PercentOne(const Value& v, const PercentSpec& p) {
+  switch (p.type) {
+    case 's':
+    case 'r': {
+      std::string s = p.type == 's' ? v.ToString() : v.Repr();
+      if (p.precision >= 0 && static_cast<size_t>(p.precision) < s.size()) s.resize(static_cast<size_t>(p.precision));
+      return PadTo(std::move(s), p, false);
+    }
+    case 'c': {
+      if (v.is_string() && Utf8Length(v.str()) == 1) return PadTo(v.str(), p, false);
+      if (!v.is_int() || v.i() < 0 || v.i() > 127) Fail("%c requires an ASCII code or a single character");
+      return PadTo(std::string(1, static_cast<char>(v.i())), p, false);
+    }
+    default: break;
+  }
+  if (!v.is_number() && !v.is_bool()) Fail(std::string("%") + p.type + " format: a real number is required, not " + v.Repr());
+  std::string f = "%" + p.flags;
+  f.erase(std::remove(f.begin(), f.end(), '-'), f.end());  // padding is PadTo's
+  f.erase(std::remove(f.begin() + 1, f.end(), '0'), f.end());
+  if (p.precision >= 0) f += "." + std::to_string(p.precision);
+  char buf[512];
+  if (p.type == 'd' || p.type == 'i' || p.type == 'u' || p.type == 'x' || p.type == 'X' || p.type == 'o') {
+    const long long n = v.is_float() ? static_cast<long long>(v.number()) : static_cast<long long>(v.is_bool() ? v.b() : v.i());
+    const char t = p.type == 'i' || p.type == 'u' ? 'd' : p.type;
+    std::snprintf(buf, sizeof buf, (f + "ll" + t).c_str(), n);
+  } else {
+    std::snprintf(buf, sizeof buf, (f + p.type).c_str(), v.number());
+  }
+  return PadTo(buf, p, true);
+}
+
+}  // namespace
+
+std::string PercentFormat(const std::string& fmt, const CallArgs& a) {
+  if (!a.args.empty() && !a.kwargs.empty()) Fail("format: positional and keyword arguments cannot be mixed");
+  std::string out;
+  size_t next = 0;
+  for (size_t i = 0; i < fmt.size(); ++i) {
+    if (fmt[i] != '%') {
+      out += fmt[i];
+      continue;
+    }
+    if (++i >= fmt.size()) Fail("format: incomplete format");
+    if (fmt[i] == '%') {
+      out += '%';
+      continue;
+    }
+    Value v;
+    if (fmt[i] == '(') {
+      const size_t close = fmt.find(')', i);
+      if (close == std::string::npos) Fail("format: incomplete format key");
+      const std::string key = fmt.substr(i + 1, close - i - 1);
+      v = a.Get(SIZE_MAX, key.c_str());
+      if (v.is_undefined()) Fail("format: no argument named '" + key + "'");
+      i = close + 1;
+    } else {
+      if (next >= a.args.size()) Fail("format: not enough arguments for format string");
+      v = a.args[next++];
+    }
+    PercentSpec p;
+    for (; i < fmt.size() && std::string_view("-+ 0#").find(fmt[i]) != std::string_view::npos; ++i) p.flags += fmt[i];
+    auto number = [&](int* out_n) {
+      if (i >= fmt.size() || !std::isdigit(static_cast<unsigned char>(fmt[i]))) return;
+      *out_n = 0;
+      for (; i < fmt.size() && std::isdigit(static_cast<unsigned char>(fmt[i])); ++i) {
+        *out_n = *out_n * 10 + (fmt[i] - '0');
+        if (*out_n > (1 << 20)) Fail("format: width or precision too large");
+      }
+    };
+    number(&p.width);
+    if (i < fmt.size() && fmt[i] == '.') {
+      ++i;
+      p.precision = 0;
+      number(&p.precision);
+    }
+    while (i < fmt.size() && std::string_view("hlL").find(fmt[i]) != std::string_view::npos) ++i;
+    if (i >= fmt.size() || std::string_view("srcdiuoxXeEfFgG").find(fmt[i]) == std::string_view::npos) {
+      Fail("format: unsupported format character");
+    }
+    p.type = fmt[i];
+    out += PercentOne(v, p);
+  }
+  if (a.kwargs.empty() && next < a.args.size()) Fail("format: not all arguments converted during string formatting");
   return out;
 }
 

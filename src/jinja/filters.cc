@@ -237,6 +237,7 @@ Value Center(Renderer&, const Value& v, CallArgs& a) {
   return Value(std::string(left, ' ') + s + std::string(total - left, ' '));
 }
 Value Attr(Renderer&, const Value& v, CallArgs& a) { return GetAttr(v, a.Get(0, "name").ToString()); }
+Value FormatF(Renderer&, const Value& v, CallArgs& a) { return Value(PercentFormat(v.ToString(), a)); }
 
 const std::unordered_map<std::string_view, Filter>& Filters() {
   static const std::unordered_map<std::string_view, Filter> table = {
@@ -250,7 +251,7 @@ const std::unordered_map<std::string_view, Filter>& Filters() {
       {"selectattr", SelectAttr}, {"rejectattr", RejectAttr}, {"map", Map},             {"indent", IndentF},
       {"int", Int},             {"float", Float},           {"abs", Abs},               {"round", Round},
       {"wordcount", WordCount}, {"batch", Batch},           {"escape", Escape},         {"e", Escape},
-      {"forceescape", Escape},  {"center", Center},         {"attr", Attr},
+      {"forceescape", Escape},  {"center", Center},         {"attr", Attr},             {"format", FormatF},
   };
   return table;
 }

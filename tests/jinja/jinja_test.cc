@@ -97,6 +97,11 @@ TEST(Jinja, FiltersTestsAndMethods) {
               {{"x", nullptr}}),
             "True True True True True True True False True");
   EXPECT_EQ(R("{{ '%s-%d' % ('a', 3) }}"), "a-3");
+  // format: Python's printf-style % (ToolACE's "%sr" | format(value)).
+  EXPECT_EQ(R("{{ '%s|%r|%5d|%-4d|%05.1f|%x|%%' | format('a', 'b', 42, 7, 3.14159, 255) }}"), "a|'b'|   42|7   |003.1|ff|%");
+  EXPECT_EQ(R("{{ '%sr' | format([1, 'a']) }} {{ '%(k)s=%(v)d' | format(k='n', v=3) }}"), "[1, 'a']r n=3");
+  EXPECT_EQ(R("{{ '%d' | format('x') }}"), "ERROR: %d format: a real number is required, not 'x'");
+  EXPECT_EQ(R("{{ '%s %s' | format(1) }}"), "ERROR: format: not enough arguments for format string");
 }
 
 // Python's list methods, on lists shared by reference (a namespace's list
