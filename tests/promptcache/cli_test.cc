@@ -228,6 +228,20 @@ TEST(Cli, TemplateJsonlRendersEverySharedTemplateAsTheLibrary) {
   EXPECT_GT(exact, 0);
 }
 
+// template --jsonl keeps a line's keys in their order, as the server keeps a
+// request's: a template printing `tools | tojson` shows "type" before
+// "function" and "name" before "description", as the client wrote them.
+TEST(Cli, TemplateJsonlKeepsTheKeysInTheLinesOrder) {
+  const std::string tpl = test::TempPath("tojson.jinja"), lines = test::TempPath("ordered.jsonl");
+  std::ofstream(tpl) << "{{ tools | tojson }}";
+  std::ofstream(lines) << R"({"messages": [], "tools": [{"type": "function", "function": {"name": "f", "description": "d"}}]})"
+                       << "\n";
+  int rc = 0;
+  const std::string out = test::RunCommand(Bin() + " template --template-file " + tpl + " --jsonl < " + lines, &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_EQ(nlohmann::json::parse(out)["prompt"], R"([{"type": "function", "function": {"name": "f", "description": "d"}}])");
+}
+
 // template --tool-syntax: the syntax read off a template (here one written
 // for the test: Pythonic calls, strings in single quotes, as LFM2.5's), then
 // replies parsed into content and calls, arguments typed by the tools.

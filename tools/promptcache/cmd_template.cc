@@ -86,11 +86,13 @@ int RunTemplate(const TemplateFlags& f) {
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
     nlohmann::json out;
-    const nlohmann::json in = nlohmann::json::parse(line, nullptr, false);
+    // Keys in the line's order, as the server passes a request's messages
+    // and tools (a template printing `tool | tojson` shows them so).
+    const nlohmann::ordered_json in = nlohmann::ordered_json::parse(line, nullptr, false);
     if (in.is_discarded() || !in.is_object() || !in.contains("messages")) {
       out["error"] = "each line must be a JSON object with \"messages\"";
     } else {
-      nlohmann::json extra = in;
+      nlohmann::ordered_json extra = in;
       extra.erase("messages");
       extra.erase("add_generation_prompt");
       const bool agp = in.value("add_generation_prompt", true);
