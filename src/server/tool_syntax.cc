@@ -155,7 +155,7 @@ namespace {
 class RegionProbe {
  public:
   explicit RegionProbe(const ChatTemplate& t) : t_(t) {
-    Result<std::string> plain = Render({{"role", "assistant"}, {"content", "ZZ"}});
+    Result<std::string> plain = Render({{"role", "assistant"}, {"content", "ZZ"}}, false);
     if (!plain.ok()) {
       error_ = "the template does not render a plain assistant turn: " + plain.status().message();
     } else if ((z_ = plain->find("ZZ")) == std::string::npos) {
@@ -166,15 +166,28 @@ class RegionProbe {
   }
   const std::string& error() const { return error_; }
   Result<std::string> Region(const ojson& calls) const {
-    Result<std::string> r = Render({{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}});
+    const ojson turn = {{"role", "assistant"}, {"content", ""}, {"tool_calls", calls}};
+    Result<std::string> r = Render(turn, false);
     if (!r.ok()) return r.status();
-    return CallRegion(*r, plain_, z_);
+    std::string region = CallRegion(*r, plain_, z_);
+    if (region.find(kNames[0]) == std::string::npos) {
+      // A template that holds a final assistant turn back (to continue it,
+      // as Nemotron's JSON template does) shows its calls once a user turn
+      // follows: both renders then end with that turn.
+      Result<std::string> later = Render(turn, true), plain = Render({{"role", "assistant"}, {"content", "ZZ"}}, true);
+      if (later.ok() && plain.ok() && plain->find("ZZ") != std::string::npos) {
+        std::string other = CallRegion(*later, *plain, plain->find("ZZ"));
+        if (other.find(kNames[0]) != std::string::npos) region = std::move(other);
+      }
+    }
+    return region;
   }
 
  private:
-  Result<std::string> Render(ojson assistant) const {
-    const ojson user = {{"role", "user"}, {"content", "U1"}};
-    return t_.RenderTurns(ojson::array({user, std::move(assistant)}), ojson{{"tools", ProbeTools()}});
+  Result<std::string> Render(ojson assistant, bool user_after) const {
+    ojson msgs = ojson::array({ojson{{"role", "user"}, {"content", "U1"}}, std::move(assistant)});
+    if (user_after) msgs.push_back(ojson{{"role", "user"}, {"content", "U2"}});
+    return t_.RenderTurns(msgs, ojson{{"tools", ProbeTools()}});
   }
   const ChatTemplate& t_;
   std::string plain_, error_;

@@ -209,6 +209,28 @@ TEST(ToolSyntax, ArgumentsPrintedAsStringsTakeTheClientsText) {
   ExpectRoundTrip(*t, syn, "string-args");
 }
 
+// A template that holds the final assistant turn back to continue it (as
+// Nemotron's JSON template does; here one written for the test) shows calls
+// only in turns a user turn follows: the syntax is read off those.
+TEST(ToolSyntax, CallsOfATemplateThatHoldsTheLastTurnBack) {
+  const std::string src = R"({%- set ns = namespace(msgs=messages, last=none) -%}
+{%- if messages[-1]['role'] == 'assistant' -%}{%- set ns.last = messages[-1]['content'] -%}{%- set ns.msgs = messages[:-1] -%}{%- endif -%}
+{%- for m in ns.msgs -%}<|{{ m.role }}|>{{ m.content }}
+{%- if m.tool_calls -%}<call>{% for c in m.tool_calls %}{{ c.function | tojson }}{% endfor %}</call>{%- endif -%}<|end|>
+{%- endfor -%}
+{%- if ns.last is not none -%}<|assistant|>{{ ns.last }}{%- endif -%})";
+  auto t = ChatTemplate::FromSource(src, "holds-last");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const ToolSyntax syn = ToolSyntax::Derive(*t);
+  ASSERT_TRUE(syn.supported()) << syn.reason();
+  EXPECT_EQ(syn.trigger(), "<call>{\"name\":") << syn.Describe().dump();
+  const ToolSyntax::Parsed p =
+      syn.Parse(R"(Sure.<call>{"name": "get_weather", "arguments": {"city": "Paris"}}</call>)", Id, &kTools);
+  ASSERT_EQ(p.calls.size(), 1u) << syn.Describe().dump();
+  EXPECT_EQ(p.content, "Sure.");
+  EXPECT_EQ(json::parse(p.calls[0].arguments), json({{"city", "Paris"}}));
+}
+
 TEST(ToolSyntax, PartialCallsAndPlainReplies) {
   auto t = ChatTemplate::Builtin("chatml");
   ASSERT_TRUE(t.ok());
