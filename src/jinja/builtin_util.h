@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 
 #include "jinja/interp.h"
 
@@ -26,6 +27,9 @@ std::string Format(const std::string& fmt, const CallArgs& a);
 // %x %X %e %E %f %F %g %G and %%, flags -+ 0#, width, precision, and
 // %(name)s with keyword arguments.
 std::string PercentFormat(const std::string& fmt, const CallArgs& a);
+// Python's str method `name` on a string, or null when there is none.
+using StrMethodFn = Value (*)(const std::string& s, CallArgs& a);
+StrMethodFn FindStrMethod(std::string_view name);
 // A function value named `name` (a bound method).
 Value Bound(const std::string& name, std::function<Value(CallArgs&)> fn);
 // An integer argument, def when undefined or none; fails on other types.

@@ -360,85 +360,6 @@ std::optional<Value> ListMethod(const Value& l, const std::string& name) {
 
 namespace {
 
-// Python's str methods, each on a copy of the string it was looked up on.
-using StrMethod = Value (*)(const std::string& s, CallArgs& a);
-
-Value StrStrip(const std::string& s, CallArgs& a) { return Value(Strip(s, a.Get(0, "chars"), true, true)); }
-Value StrLStrip(const std::string& s, CallArgs& a) { return Value(Strip(s, a.Get(0, "chars"), true, false)); }
-Value StrRStrip(const std::string& s, CallArgs& a) { return Value(Strip(s, a.Get(0, "chars"), false, true)); }
-Value StrSplit(const std::string& s, CallArgs& a) { return Split(s, a.Get(0, "sep"), IntArg(a.Get(1, "maxsplit"), -1)); }
-Value StrStartsWith(const std::string& s, CallArgs& a) { return Value(PrefixMatch(s, a.Get(0, "prefix"), false)); }
-Value StrEndsWith(const std::string& s, CallArgs& a) { return Value(PrefixMatch(s, a.Get(0, "prefix"), true)); }
-Value StrReplace(const std::string& s, CallArgs& a) {
-  return Value(Replace(s, a.Get(0, "old").ToString(), a.Get(1, "new").ToString(), IntArg(a.Get(2, "count"), -1)));
-}
-Value StrUpper(const std::string& s, CallArgs&) { return Value(Upper(s)); }
-Value StrLower(const std::string& s, CallArgs&) { return Value(Lower(s)); }
-// title: every word's first letter up; capitalize: the string's first only.
-Value Capitalized(const std::string& s, bool title) {
-  std::string r = Lower(s);
-  bool start = true;
-  for (char& c : r) {
-    if (start && std::isalpha(static_cast<unsigned char>(c))) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    start = title ? !std::isalpha(static_cast<unsigned char>(c)) : false;
-  }
-  return Value(r);
-}
-Value StrTitle(const std::string& s, CallArgs&) { return Capitalized(s, true); }
-Value StrCapitalize(const std::string& s, CallArgs&) { return Capitalized(s, false); }
-Value StrFormat(const std::string& s, CallArgs& a) { return Value(Format(s, a)); }
-Value StrJoin(const std::string& s, CallArgs& a) {
-  std::string r;
-  bool first = true;
-  for (const Value& x : Iterate(a.Get(0, "iterable"))) {
-    r += (first ? "" : s) + x.ToString();
-    first = false;
-  }
-  return Value(r);
-}
-Value StrFind(const std::string& s, CallArgs& a) {
-  const size_t p = s.find(a.Get(0, "sub").ToString());
-  return Value(p == std::string::npos ? int64_t{-1} : static_cast<int64_t>(p));
-}
-Value StrCount(const std::string& s, CallArgs& a) {
-  const std::string sub = a.Get(0, "sub").ToString();
-  int64_t n = 0;
-  for (size_t p = 0; !sub.empty() && (p = s.find(sub, p)) != std::string::npos; p += sub.size()) ++n;
-  return Value(n);
-}
-// isdigit / isspace / isalpha: non-empty and every byte of the class.
-template <bool (*Is)(unsigned char)>
-Value StrIs(const std::string& s, CallArgs&) {
-  return Value(!s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return Is(static_cast<unsigned char>(c)); }));
-}
-bool DigitByte(unsigned char c) { return std::isdigit(c) != 0; }
-bool SpaceByte(unsigned char c) { return IsWs(static_cast<char>(c)); }
-bool AlphaByte(unsigned char c) { return std::isalpha(c) != 0; }
-Value StrSplitLines(const std::string& s, CallArgs&) {
-  Array out;
-  size_t pos = 0;
-  while (pos < s.size()) {
-    size_t nl = s.find('\n', pos);
-    if (nl == std::string::npos) nl = s.size();
-    std::string line = s.substr(pos, nl - pos);
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    out.emplace_back(line);
-    pos = nl + 1;
-  }
-  return Value::MakeArray(std::move(out));
-}
-
-const std::unordered_map<std::string_view, StrMethod>& StrMethods() {
-  static const std::unordered_map<std::string_view, StrMethod> table = {
-      {"strip", StrStrip},         {"lstrip", StrLStrip},   {"rstrip", StrRStrip},     {"split", StrSplit},
-      {"startswith", StrStartsWith}, {"endswith", StrEndsWith}, {"replace", StrReplace}, {"upper", StrUpper},
-      {"lower", StrLower},         {"title", StrTitle},     {"capitalize", StrCapitalize}, {"format", StrFormat},
-      {"join", StrJoin},           {"find", StrFind},       {"count", StrCount},       {"isdigit", StrIs<DigitByte>},
-      {"isspace", StrIs<SpaceByte>}, {"isalpha", StrIs<AlphaByte>}, {"splitlines", StrSplitLines},
-  };
-  return table;
-}
-
 // Python's dict methods, on a copy of the dict (values share storage).
 using DictMethod = Value (*)(const Value& o, CallArgs& a);
 
@@ -474,9 +395,9 @@ const std::unordered_map<std::string_view, DictMethod>& DictMethods() {
 
 std::optional<Value> Method(const Value& obj, const std::string& name) {
   if (obj.is_string()) {
-    const auto it = StrMethods().find(name);
-    if (it == StrMethods().end()) return std::nullopt;
-    return Bound(name, [s = obj.str(), fn = it->second](CallArgs& a) { return fn(s, a); });
+    const StrMethodFn fn = FindStrMethod(name);
+    if (fn == nullptr) return std::nullopt;
+    return Bound(name, [s = obj.str(), fn](CallArgs& a) { return fn(s, a); });
   }
   if (obj.is_array()) return ListMethod(obj, name);
   if (obj.is_object()) {

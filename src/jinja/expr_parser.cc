@@ -177,21 +177,23 @@ Result<ExprPtr> ExprParser::ParsePow() {
   return e;
 }
 
-Result<ExprPtr> ExprParser::ParseUnary() {
+// Filters bind to the signed operand, as in Jinja2: -3 | abs is (-3) | abs.
+Result<ExprPtr> ExprParser::ParseUnary(bool with_filters) {
+  ExprPtr e;
   if (IsOp("-") || IsOp("+")) {
     const std::string op = Peek().text;
     Next();
     if (++depth_ > kMaxNesting) return Errorf("line {}: expression nested too deeply", line_);
-    PC_ASSIGN_OR_RETURN(ExprPtr x, ParseUnary());
+    PC_ASSIGN_OR_RETURN(ExprPtr x, ParseUnary(false));
     --depth_;
-    ExprPtr e = Make(Expr::Kind::kUnary);
+    e = Make(Expr::Kind::kUnary);
     e->name = op;
     e->a = std::move(x);
-    return e;
+  } else {
+    PC_ASSIGN_OR_RETURN(e, ParsePrimary());
+    PC_ASSIGN_OR_RETURN(e, ParsePostfix(std::move(e)));
   }
-  PC_ASSIGN_OR_RETURN(ExprPtr e, ParsePrimary());
-  PC_ASSIGN_OR_RETURN(e, ParsePostfix(std::move(e)));
-  return ParseFilters(std::move(e));
+  return with_filters ? ParseFilters(std::move(e)) : Result<ExprPtr>(std::move(e));
 }
 
 Result<ExprPtr> ExprParser::ParsePostfix(ExprPtr e) {
@@ -281,6 +283,7 @@ Result<ExprPtr> ExprParser::ParseFilters(ExprPtr e) {
         Next();
         PC_RETURN_IF_ERROR(ParseArgs(t.get()));
       } else if (!AtEnd() && (Peek().kind == Tok::kString || Peek().kind == Tok::kInt || Peek().kind == Tok::kFloat ||
+                              IsOp("[") || IsOp("{") ||
                               (Peek().kind == Tok::kName && !IsName("and") && !IsName("or") && !IsName("else") &&
                                !IsName("if") && !IsName("in") && !IsName("not") && !IsName("is")))) {
         // One argument without parentheses: `is divisibleby 3`, `is sameas x`.

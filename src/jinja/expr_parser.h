@@ -44,7 +44,7 @@ class ExprParser {
   Result<ExprPtr> ParseConcat();
   Result<ExprPtr> ParseMul();
   Result<ExprPtr> ParsePow();
-  Result<ExprPtr> ParseUnary();
+  Result<ExprPtr> ParseUnary(bool with_filters = true);
   Status ParseArgs(Expr* call);  // after '('
   Result<ExprPtr> ParsePostfix(ExprPtr e);
   Result<ExprPtr> ParseFilters(ExprPtr e);

@@ -96,8 +96,12 @@ Value Extreme(const Value& v, bool min) {
 Value Min(Renderer&, const Value& v, CallArgs&) { return Extreme(v, true); }
 Value Max(Renderer&, const Value& v, CallArgs&) { return Extreme(v, false); }
 Value Sum(Renderer&, const Value& v, CallArgs& a) {
+  const Value attr = a.Get(0, "attribute");
   Value acc = a.Get(1, "start", Value(int64_t{0}));
-  for (const Value& x : Iterate(v)) acc = acc.is_int() && x.is_int() ? Value(acc.i() + x.i()) : Value(acc.number() + x.number());
+  for (const Value& item : Iterate(v)) {
+    const Value x = attr.is_string() ? AttrPath(item, attr.str()) : item;
+    acc = acc.is_int() && x.is_int() ? Value(acc.i() + x.i()) : Value(acc.number() + x.number());
+  }
   return acc;
 }
 Value Unique(Renderer& r, const Value& v, CallArgs&) {

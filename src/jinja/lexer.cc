@@ -12,8 +12,12 @@ namespace pc::jinja {
 namespace {
 
 // Finds the end of a tag whose content starts at i, skipping string literals.
+// The tag's end outside strings and brackets: a dict literal's closing
+// braces ({{ {'a': {'b': 1}} }}) close the dict first, as Jinja2's lexer
+// balances them.
 size_t FindTagEnd(std::string_view src, size_t i, std::string_view close) {
   char quote = 0;
+  int depth = 0;
   for (; i < src.size(); ++i) {
     const char ch = src[i];
     if (quote) {
@@ -21,14 +25,26 @@ size_t FindTagEnd(std::string_view src, size_t i, std::string_view close) {
       else if (ch == quote) quote = 0;
     } else if (ch == '\'' || ch == '"') {
       quote = ch;
-    } else if (src.substr(i, close.size()) == close) {
+    } else if (depth == 0 && src.substr(i, close.size()) == close) {
       return i;
+    } else if (ch == '(' || ch == '[' || ch == '{') {
+      ++depth;
+    } else if ((ch == ')' || ch == ']' || ch == '}') && depth > 0) {
+      --depth;
     }
   }
   return std::string_view::npos;
 }
 
 bool IsSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
+
+// Whether a tag's text is the word w alone (spaces around it).
+bool IsWord(std::string_view text, std::string_view w) {
+  const size_t b = text.find_first_not_of(" \t\n\r");
+  if (b == std::string_view::npos) return false;
+  const size_t e = text.find_last_not_of(" \t\n\r");
+  return text.substr(b, e + 1 - b) == w;
+}
 
 }  // namespace
 
@@ -104,10 +120,47 @@ Result<std::vector<Tag>> Lex(std::string_view src) {
     }
     const int tag_line = line;
     count_lines(open, end + 2);
-    if (kind != '#') out.push_back({kind == '{' ? 'v' : 'b', std::string(src.substr(start, content_end - start)), tag_line});
+    const std::string content(src.substr(start, content_end - start));
     strip_next = right == '-';
     trim_next = right != '+' && kind != '{';
     pos = end + 2;
+    if (kind == '%' && IsWord(content, "raw")) {
+      // {% raw %}...{% endraw %}: the text between is the template's text,
+      // tags and all; whitespace control works on both tags as on others.
+      size_t close_at = pos, body_end = std::string_view::npos;
+      char end_left = 0, end_right = 0;
+      while ((close_at = src.find("{%", close_at)) != std::string_view::npos) {
+        size_t k = close_at + 2;
+        char l = 0;
+        if (k < src.size() && (src[k] == '-' || src[k] == '+')) l = src[k++];
+        const size_t tag_end = src.find("%}", k);
+        if (tag_end == std::string_view::npos) break;
+        size_t ce = tag_end;
+        char r = 0;
+        if (ce > k && (src[ce - 1] == '-' || src[ce - 1] == '+')) r = src[--ce];
+        if (IsWord(src.substr(k, ce - k), "endraw")) {
+          body_end = close_at, end_left = l, end_right = r;
+          close_at = tag_end + 2;
+          break;
+        }
+        close_at += 2;
+      }
+      if (body_end == std::string_view::npos) return Errorf("line {}: missing '{{% endraw %}}'", tag_line);
+      std::string body(src.substr(pos, body_end - pos));
+      count_lines(pos, close_at);
+      // Only a '-' strips the body's start (trim_blocks keeps the newline
+      // after {% raw %}, as Jinja2 does).
+      if (strip_next) body.erase(0, std::min(body.size(), body.find_first_not_of(" \t\n\r\v\f")));
+      if (end_left == '-') {
+        while (!body.empty() && IsSpace(body.back())) body.pop_back();
+      }
+      if (!body.empty()) out.push_back({'t', std::move(body), tag_line});
+      strip_next = end_right == '-';
+      trim_next = end_right != '+';
+      pos = close_at;
+      continue;
+    }
+    if (kind != '#') out.push_back({kind == '{' ? 'v' : 'b', content, tag_line});
   }
   return out;
 }

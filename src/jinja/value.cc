@@ -122,23 +122,11 @@ bool Value::Truthy() const {
 std::string FormatFloat(double d) {
   if (std::isnan(d)) return "nan";
   if (std::isinf(d)) return d > 0 ? "inf" : "-inf";
-  // The shortest representation that reads back the same (Python's repr).
-  std::string s;
-  for (int prec = 1; prec <= 17; ++prec) {
-    s = fmt::format("{:.{}g}", d, prec);
-    if (std::stod(s) == d) break;
-  }
-  const size_t e = s.find('e');
-  if (e != std::string::npos) {
-    // Python writes 1e-05 and 1e+20 with at least two exponent digits.
-    std::string mant = s.substr(0, e), exp = s.substr(e + 1);
-    const char sign = exp[0] == '-' ? '-' : '+';
-    if (exp[0] == '-' || exp[0] == '+') exp = exp.substr(1);
-    while (exp.size() > 1 && exp[0] == '0') exp = exp.substr(1);
-    if (exp.size() < 2) exp = "0" + exp;
-    return mant + "e" + sign + exp;
-  }
-  if (s.find('.') == std::string::npos) s += ".0";
+  // The shortest representation that reads back the same, fixed notation
+  // from 1e-4 to 1e16 and exponents of two digits or more: fmt's default is
+  // Python's repr but for the ".0" Python gives a whole number.
+  std::string s = fmt::format("{}", d);
+  if (s.find_first_of(".en") == std::string::npos) s += ".0";
   return s;
 }
 

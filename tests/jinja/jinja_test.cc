@@ -61,6 +61,11 @@ TEST(Jinja, StatementsAndScopes) {
   // Hugging Face's training-mask tag renders its body.
   EXPECT_EQ(R("<{% generation %}{{ 1 + 1 }} x{% endgeneration %}>"), "<2 x>");
   EXPECT_EQ(R("{% generation %}a"), "PARSE ERROR: missing '{% endgeneration %}' at the end of the template");
+  // raw: the text between is text; a dict literal's braces close before the tag.
+  EXPECT_EQ(R("a\n{% raw %}\n{{ x }}{% if %}\n{% endraw %}\nb"), "a\n\n{{ x }}{% if %}\nb");
+  EXPECT_EQ(R("a {%- raw -%} {{ x }} {%- endraw -%} b"), "a{{ x }}b");
+  EXPECT_EQ(R("{% raw %}x"), "PARSE ERROR: line 1: missing '{% endraw %}'");
+  EXPECT_EQ(R("{{ {'a': {'b': 2}}.a.b }} {{ {'a': 1}.get('a') }}"), "2 1");
 }
 
 TEST(Jinja, WhitespaceControlAsTrimAndLstripBlocks) {
@@ -102,6 +107,16 @@ TEST(Jinja, FiltersTestsAndMethods) {
   EXPECT_EQ(R("{{ '%sr' | format([1, 'a']) }} {{ '%(k)s=%(v)d' | format(k='n', v=3) }}"), "[1, 'a']r n=3");
   EXPECT_EQ(R("{{ '%d' | format('x') }}"), "ERROR: %d format: a real number is required, not 'x'");
   EXPECT_EQ(R("{{ '%s %s' | format(1) }}"), "ERROR: format: not enough arguments for format string");
+  // Found against Python's Jinja on real templates and a battery of its
+  // expressions: str methods, sum over an attribute, filters on a signed
+  // operand, a test's argument as a literal list, floats as Python prints them.
+  EXPECT_EQ(R("{{ 'a,b,c'.rsplit(',', 1) }} {{ '  a b  c '.rsplit(None, 1) }} {{ 'abcb'.rindex('b') }} {{ 'x'.rfind('y') }}"),
+            "['a,b', 'c'] ['  a b', 'c'] 3 -1");
+  EXPECT_EQ(R("{{ 'a=b=c'.partition('=') | join('|') }} [{{ 'ab'.center(5) }}][{{ 'ab'.rjust(4, '.') }}][{{ '-5'.zfill(4) }}]"),
+            "a|=|b=c [  ab ][..ab][-005]");
+  EXPECT_EQ(R("{{ 'Hi'.swapcase() }} {{ 'AB'.isupper() }} {{ 'a1'.islower() }} {{ 'a b'.isalnum() }}"), "hI True True False");
+  EXPECT_EQ(R("{{ [{'a': 2}, {'a': 1}] | sum(attribute='a') }} {{ -3 | abs }} {{ 'x' is in ['x'] }}"), "3 3 True");
+  EXPECT_EQ(R("{{ 1e3 }} {{ 1e16 }} {{ 1.5e-7 }} {{ 12345678.9 }} {{ 2.0 }}"), "1000.0 1e+16 1.5e-07 12345678.9 2.0");
 }
 
 // Python's list methods, on lists shared by reference (a namespace's list
