@@ -53,6 +53,7 @@ struct Node {
     kSetBlock,    // {% set name %} body {% endset %} (through filters if any)
     kMacro,       // macro name(params) body
     kFilterBlock, // {% filter f %} body {% endfilter %}: expr is the filter chain
+    kWith,        // {% with a = x, b = y %} body {% endwith %}: params, a scope of its own
     kBreak,
     kContinue,
   };

@@ -161,6 +161,12 @@ Renderer::Flow Renderer::ExecNode(const Node& n, const std::shared_ptr<Scope>& s
       Emit(out, ApplyFilterChain(*n.expr, Value(std::move(text)), scope).ToString());
       return Flow::kNormal;
     }
+    case Node::Kind::kWith: {
+      auto inner = std::make_shared<Scope>();
+      inner->parent = scope;
+      for (const auto& [name, value] : n.params) inner->vars[name] = Eval(*value, scope);  // all from outside
+      return Exec(n.body, inner, out);
+    }
     case Node::Kind::kBreak: return Flow::kBreak;
     case Node::Kind::kContinue: return Flow::kContinue;
   }

@@ -88,6 +88,18 @@ class TemplateParser {
       PC_ASSIGN_OR_RETURN(node->else_body, ParseBody({"endgeneration"}, &end));
       return OkStatus();
     }
+    if (word == "with") {  // names bound for its body only
+      node->kind = Node::Kind::kWith;
+      while (!p.AtEnd()) {
+        PC_ASSIGN_OR_RETURN(std::string name, p.ExpectName());
+        PC_RETURN_IF_ERROR(p.Expect("="));
+        PC_ASSIGN_OR_RETURN(ExprPtr value, p.Parse(false));  // a comma ends it
+        node->params.emplace_back(std::move(name), std::move(value));
+        if (!p.AtEnd()) PC_RETURN_IF_ERROR(p.Expect(","));
+      }
+      PC_ASSIGN_OR_RETURN(node->body, ParseBody({"endwith"}, &end));
+      return OkStatus();
+    }
     if (word == "break" || word == "continue") {
       node->kind = word == "break" ? Node::Kind::kBreak : Node::Kind::kContinue;
       return p.ExpectEnd();

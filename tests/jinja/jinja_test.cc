@@ -58,6 +58,9 @@ TEST(Jinja, StatementsAndScopes) {
   EXPECT_EQ(R("{% set t | trim | upper %}  hi  {% endset %}[{{ t }}]"), "[HI]");
   EXPECT_EQ(R("{{ 'aA' | replace('A', 'b') | upper }}"), "AB");
   EXPECT_EQ(R("{% if a %}A{% elif b %}B{% else %}C{% endif %}", {{"b", 1}}), "B");
+  // with: names for its body only, each from the outside.
+  EXPECT_EQ(R("{% set a = 5 %}{% with a = a + 1, b = a %}{{ a }}{{ b }}{% set c = 3 %}{% endwith %}{{ a }}{{ c is defined }}"),
+            "655False");
   // Hugging Face's training-mask tag renders its body.
   EXPECT_EQ(R("<{% generation %}{{ 1 + 1 }} x{% endgeneration %}>"), "<2 x>");
   EXPECT_EQ(R("{% generation %}a"), "PARSE ERROR: missing '{% endgeneration %}' at the end of the template");
