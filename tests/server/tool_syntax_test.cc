@@ -52,6 +52,18 @@ std::string CallsText(const ChatTemplate& t, const ojson& calls) {
 
 std::string Id(size_t i) { return "gen" + std::to_string(i); }
 
+// How many bytes of text the matcher takes, advancing it over them.
+size_t Accepted(structured::SeqMatcher* m, std::string_view text) {
+  size_t n = 0;
+  for (char c : text) {
+    structured::SeqMatcher next;
+    if (!m->Advance(uint8_t(c), &next)) break;
+    *m = next;
+    ++n;
+  }
+  return n;
+}
+
 // The calls the template itself writes (other names, ids and arguments
 // than the probes) parse back exactly, the forcing grammar accepts that
 // text, and it refuses arguments that break the tool's parameters.
@@ -97,13 +109,7 @@ void ExpectRoundTrip(const ChatTemplate& t, const ToolSyntax& syn, const std::st
         if (size_t at = trimmed.find(form); at != std::string::npos) trimmed.replace(at, form.size(), json_tags);
       }
     }
-    size_t ok_bytes = 0;
-    for (char c : trimmed) {
-      structured::SeqMatcher next;
-      if (!m.Advance(uint8_t(c), &next)) break;
-      m = next;
-      ++ok_bytes;
-    }
+    const size_t ok_bytes = Accepted(&m, trimmed);
     EXPECT_TRUE(ok_bytes == trimmed.size() && m.CanEnd()) << path << "\n" << trimmed.substr(0, ok_bytes) << "<-HERE->" << trimmed.substr(ok_bytes);
     // Arguments that break the parameters are refused.
     ojson bad = ojson::array({Call("abcdefgh1", "get_weather", {{"city", "X"}, {"days", 0}}, obj)});
@@ -172,13 +178,7 @@ TEST(ToolSyntax, ArgumentsTaggedByTheirTypeRoundTrip) {
   const std::string forced = "<calls><call fn=\"get_weather\"><arg key=\"city\" text=\"yes\">Oslo</arg>"
                              "<arg key=\"days\" text=\"no\">2</arg></call></calls>";
   structured::SeqMatcher m(g->get());
-  size_t ok_bytes = 0;
-  for (char c : forced) {
-    structured::SeqMatcher next;
-    if (!m.Advance(uint8_t(c), &next)) break;
-    m = next;
-    ++ok_bytes;
-  }
+  const size_t ok_bytes = Accepted(&m, forced);
   EXPECT_TRUE(ok_bytes == forced.size() && m.CanEnd()) << forced.substr(0, ok_bytes) << "<-HERE->" << forced.substr(ok_bytes);
   structured::SeqMatcher wrong_tag(g->get());
   EXPECT_FALSE(wrong_tag.Consume("<calls><call fn=\"get_weather\"><arg key=\"city\" text=\"no\">"));
