@@ -205,6 +205,10 @@ void Renderer::ExecFor(const Node& n, const std::shared_ptr<Scope>& scope, std::
   const size_t count = items.size();
   for (size_t i = 0; i < count; ++i) {
     Step();
+    // Each iteration starts afresh: what a {% set %} in the body assigned
+    // last time is gone, as in Jinja2 (GLM 5's template reads
+    // `reasoning_content is defined` per message).
+    loop_scope->vars.clear();
     bind(items[i]);
     Value loop = Value::MakeObject();
     Object& l = loop.object();

@@ -48,6 +48,9 @@ TEST(Jinja, StatementsAndScopes) {
             "|2|a 1||b ");
   // set in a loop stays in the loop; a namespace carries values out.
   EXPECT_EQ(R("{% set x = 1 %}{% for i in [1] %}{% set x = 2 %}{% endfor %}{{ x }}"), "1");
+  // ... and each iteration starts afresh (Jinja2: what the last one set is gone).
+  EXPECT_EQ(R("{% for i in [1, 2] %}{% if i == 1 %}{% set x = 5 %}{% endif %}{{ x is defined }}{% endfor %}"), "TrueFalse");
+  EXPECT_EQ(R("{% set x = 1 %}{% for i in [1, 2] %}{{ x }}{% set x = 7 %}{{ x }}{% endfor %}{{ x }}"), "17171");
   EXPECT_EQ(R("{% set ns = namespace(n=0) %}{% for i in [1,2,3] %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"), "6");
   EXPECT_EQ(R("{% set a, b = [1, 2] %}{{ b }}{{ a }}"), "21");
   EXPECT_EQ(R("{% set t %}hi {{ 1 + 1 }}{% endset %}[{{ t }}]"), "[hi 2]");
