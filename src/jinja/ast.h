@@ -52,6 +52,7 @@ struct Node {
     kSet,         // targets (names, or one "ns.attr") = expr
     kSetBlock,    // {% set name %} body {% endset %} (through filters if any)
     kMacro,       // macro name(params) body
+    kCallBlock,   // {% call(params) expr %} body: expr (a kCall) with caller = body as a macro of params
     kFilterBlock, // {% filter f %} body {% endfilter %}: expr is the filter chain
     kWith,        // {% with a = x, b = y %} body {% endwith %}: params, a scope of its own
     kBreak,

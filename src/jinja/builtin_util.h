@@ -21,8 +21,11 @@ Value Split(const std::string& s, const Value& sep, int64_t maxsplit);
 std::string Replace(const std::string& s, const std::string& from, const std::string& to, int64_t count);
 // str.startswith / endswith; p a string or a tuple of strings.
 bool PrefixMatch(const std::string& s, const Value& p, bool suffix);
-// str.format with positional and keyword fields.
+// str.format with positional and keyword fields, !r / !s and format specs.
 std::string Format(const std::string& fmt, const CallArgs& a);
+// format(v, spec), Python's mini-language: [[fill]align][sign][#][0][width]
+// [,|_][.precision][type] with types s d x X o b c e E f F g G %.
+std::string FormatSpec(const Value& v, const std::string& spec);
 // Python's printf-style fmt % args (the format filter): %s %r %c %d %i %u %o
 // %x %X %e %E %f %F %g %G and %%, flags -+ 0#, width, precision, and
 // %(name)s with keyword arguments.

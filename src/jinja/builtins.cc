@@ -27,15 +27,6 @@ std::string Strip(const std::string& s, const Value& chars, bool left, bool righ
   return s.substr(a, b - a);
 }
 
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-std::string Upper(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return s;
-}
-
 Value Split(const std::string& s, const Value& sep, int64_t maxsplit) {
   Array out;
   if (sep.is_none() || sep.is_undefined()) {  // whitespace runs, no empty parts
@@ -118,15 +109,22 @@ std::string Format(const std::string& fmt, const CallArgs& a) {
     }
     const size_t end = fmt.find('}', i);
     if (end == std::string::npos) Fail("single '{' in a format string");
-    std::string field = fmt.substr(i + 1, end - i - 1);
+    std::string field = fmt.substr(i + 1, end - i - 1), spec;
     const size_t colon = field.find(':');
-    if (colon != std::string::npos) field = field.substr(0, colon);
+    if (colon != std::string::npos) spec = field.substr(colon + 1), field = field.substr(0, colon);
+    char conversion = 0;  // {x!r}, {x!s}
+    if (const size_t bang = field.find('!'); bang != std::string::npos) {
+      conversion = bang + 1 < field.size() ? field[bang + 1] : 's';
+      field = field.substr(0, bang);
+    }
     Value v;
     if (field.empty()) v = a.Get(auto_index++, "");
     else if (std::isdigit(static_cast<unsigned char>(field[0]))) v = a.Get(static_cast<size_t>(std::stoul(field)), "");
     else v = a.Get(SIZE_MAX, field.c_str());
     if (v.is_undefined()) Fail("format: no argument for {" + field + "}");
-    out += v.ToString();
+    if (conversion == 'r') v = Value(v.Repr());
+    else if (conversion != 0) v = Value(v.ToString());
+    out += spec.empty() ? v.ToString() : FormatSpec(v, spec);
     i = end;
   }
   return out;
@@ -366,7 +364,7 @@ using DictMethod = Value (*)(const Value& o, CallArgs& a);
 Value DictItems(const Value& o, CallArgs&) {
   Array out;
   const Object& obj = o.object();
-  for (size_t i = 0; i < obj.size(); ++i) out.push_back(Value::MakeArray({obj.KeyAt(i), obj.items()[i].second}));
+  for (size_t i = 0; i < obj.size(); ++i) out.push_back(Value::MakeTuple({obj.KeyAt(i), obj.items()[i].second}));
   return Value::MakeArray(std::move(out));
 }
 Value DictKeys(const Value& o, CallArgs&) {

@@ -73,7 +73,7 @@ Value DictSort(Renderer&, const Value& v, CallArgs& a) {
   });
   if (reverse) std::reverse(items.begin(), items.end());
   Array arr;
-  for (auto& [k, x] : items) arr.push_back(Value::MakeArray({k, x}));
+  for (auto& [k, x] : items) arr.push_back(Value::MakeTuple({k, x}));
   return Value::MakeArray(std::move(arr));
 }
 Value First(Renderer&, const Value& v, CallArgs&) {
@@ -240,6 +240,104 @@ Value Center(Renderer&, const Value& v, CallArgs& a) {
   const size_t total = static_cast<size_t>(width) - len, left = total / 2;
   return Value(std::string(left, ' ') + s + std::string(total - left, ' '));
 }
+// groupby(attribute, default, case_sensitive): (grouper, items) tuples in
+// the keys' order; without case_sensitive strings compare lowercased and a
+// group's grouper is its first item's own key, as Jinja2 3.1.
+Value GroupBy(Renderer& r, const Value& v, CallArgs& a) {
+  const std::string attr = a.Get(0, "attribute").ToString();
+  const Value def = a.Get(1, "default");
+  const bool case_sensitive = a.Get(2, "case_sensitive").Truthy();
+  auto key_of = [&](const Value& item) {
+    Value k = AttrPath(item, attr);
+    if (k.is_undefined() && !def.is_undefined()) k = def;
+    return k;
+  };
+  auto cmp_key = [&](const Value& k) { return !case_sensitive && k.is_string() ? Value(Lower(k.str())) : k; };
+  Array items = Iterate(v);
+  std::stable_sort(items.begin(), items.end(),
+                   [&](const Value& x, const Value& y) { return Less(cmp_key(key_of(x)), cmp_key(key_of(y))); });
+  Array groups;
+  for (size_t i = 0; i < items.size();) {
+    const Value k = cmp_key(key_of(items[i]));
+    Array members;
+    size_t j = i;
+    for (; j < items.size() && cmp_key(key_of(items[j])).Equals(k); ++j) {
+      r.Step();
+      members.push_back(items[j]);
+    }
+    groups.push_back(Value::MakeTuple({key_of(items[i]), Value::MakeArray(std::move(members))}));
+    i = j;
+  }
+  return Value::MakeArray(std::move(groups));
+}
+// truncate(length=255, killwords=False, end='...', leeway=5), Jinja2's rule
+// (lengths in code points).
+Value Truncate(Renderer&, const Value& v, CallArgs& a) {
+  const std::string s = v.ToString();
+  const int64_t length = IntArg(a.Get(0, "length"), 255), leeway = IntArg(a.Get(3, "leeway"), 5);
+  const std::string end = a.Get(2, "end", Value("...")).ToString();
+  if (length < static_cast<int64_t>(Utf8Length(end))) Fail("truncate: expected length >= len(end)");
+  const Array chars = Iterate(Value(s));
+  if (static_cast<int64_t>(chars.size()) <= length + leeway) return Value(s);
+  std::string head;
+  for (int64_t i = 0; i < length - static_cast<int64_t>(Utf8Length(end)); ++i) head += chars[static_cast<size_t>(i)].str();
+  if (!a.Get(1, "killwords").Truthy()) {
+    const size_t sp = head.rfind(' ');
+    if (sp != std::string::npos) head.resize(sp);
+  }
+  return Value(head + end);
+}
+// striptags: comments and tags removed, whitespace runs joined by one space,
+// the five escapes Jinja2 writes turned back into characters.
+Value StripTags(Renderer&, const Value& v, CallArgs&) {
+  const std::string s = v.ToString();
+  std::string text;
+  for (size_t i = 0; i < s.size();) {
+    if (s.compare(i, 4, "<!--") == 0) {
+      const size_t e = s.find("-->", i + 4);
+      if (e != std::string::npos) {
+        i = e + 3;
+        continue;
+      }
+    }
+    if (s[i] == '<') {
+      const size_t e = s.find('>', i + 1);
+      if (e != std::string::npos) {
+        i = e + 1;
+        continue;
+      }
+    }
+    text += s[i++];
+  }
+  const Value words = Split(text, Value(), -1);
+  std::string joined;
+  for (const Value& w : words.array()) joined += (joined.empty() ? "" : " ") + w.str();
+  for (const auto& [from, to] : {std::pair<const char*, const char*>{"&lt;", "<"}, {"&gt;", ">"}, {"&#34;", "\""},
+                                {"&quot;", "\""}, {"&#39;", "'"}, {"&amp;", "&"}}) {
+    joined = Replace(joined, from, to, -1);
+  }
+  return Value(joined);
+}
+// slice(slices, fill_with): the items in `slices` columns, the first
+// len % slices one longer (the others padded with fill_with if given).
+Value SliceF(Renderer&, const Value& v, CallArgs& a) {
+  const Array items = Iterate(v);
+  const int64_t slices = IntArg(a.Get(0, "slices"), 1);
+  if (slices <= 0 || slices > (1 << 20)) Fail("slice: bad number of slices");
+  const Value fill = a.Get(1, "fill_with");
+  const size_t n = items.size(), k = static_cast<size_t>(slices), per = n / k, extra = n % k;
+  Array out;
+  size_t offset = 0;
+  for (size_t i = 0; i < k; ++i) {
+    const size_t start = offset + i * per;
+    if (i < extra) ++offset;
+    const size_t end = offset + (i + 1) * per;
+    Array part(items.begin() + static_cast<std::ptrdiff_t>(start), items.begin() + static_cast<std::ptrdiff_t>(end));
+    if (!fill.is_undefined() && !fill.is_none() && i >= extra) part.push_back(fill);
+    out.push_back(Value::MakeArray(std::move(part)));
+  }
+  return Value::MakeArray(std::move(out));
+}
 Value Attr(Renderer&, const Value& v, CallArgs& a) { return GetAttr(v, a.Get(0, "name").ToString()); }
 Value FormatF(Renderer&, const Value& v, CallArgs& a) { return Value(PercentFormat(v.ToString(), a)); }
 
@@ -256,6 +354,7 @@ const std::unordered_map<std::string_view, Filter>& Filters() {
       {"int", Int},             {"float", Float},           {"abs", Abs},               {"round", Round},
       {"wordcount", WordCount}, {"batch", Batch},           {"escape", Escape},         {"e", Escape},
       {"forceescape", Escape},  {"center", Center},         {"attr", Attr},             {"format", FormatF},
+      {"groupby", GroupBy},     {"truncate", Truncate},     {"striptags", StripTags},   {"slice", SliceF},
   };
   return table;
 }

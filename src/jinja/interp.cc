@@ -69,6 +69,10 @@ Value GetAttr(const Value& obj, const std::string& name) {
     return Value::Undefined(name);
   }
   if (std::optional<Value> m = Method(obj, name)) return *m;
+  // groupby's groups are (grouper, list) tuples with those two names.
+  if (obj.is_tuple() && obj.array().size() == 2 && (name == "grouper" || name == "list")) {
+    return obj.array()[name == "grouper" ? 0 : 1];
+  }
   return Value::Undefined(name);
 }
 
@@ -155,6 +159,13 @@ Renderer::Flow Renderer::ExecNode(const Node& n, const std::shared_ptr<Scope>& s
       return Flow::kNormal;
     }
     case Node::Kind::kMacro: scope->vars[n.text] = MakeMacro(n, scope); return Flow::kNormal;
+    case Node::Kind::kCallBlock: {
+      const Value fn = Eval(*n.expr->a, scope);
+      CallArgs args = EvalArgs(*n.expr, scope);
+      args.kwargs.emplace_back("caller", MakeMacro(n, scope));
+      Emit(out, Call(fn, args).ToString());
+      return Flow::kNormal;
+    }
     case Node::Kind::kFilterBlock: {
       std::string text;
       Exec(n.body, scope, &text);
@@ -262,6 +273,9 @@ Value Renderer::MakeMacro(const Node& n, const std::shared_ptr<Scope>& scope) {
       if (v.is_undefined() && def) v = Eval(*def, local);
       local->vars[pname] = v;
     }
+    for (const auto& [key, v] : args.kwargs) {
+      if (key == "caller") local->vars["caller"] = v;  // from a {% call %} block
+    }
     std::string text;
     Exec(node->body, local, &text);
     --depth_;
@@ -321,7 +335,7 @@ Value Renderer::Eval(const Expr& e, const std::shared_ptr<Scope>& scope) {
     case Expr::Kind::kTuple: {
       Array a;
       for (const ExprPtr& x : e.items) a.push_back(Eval(*x, scope));
-      return Value::MakeArray(std::move(a));
+      return e.kind == Expr::Kind::kTuple ? Value::MakeTuple(std::move(a)) : Value::MakeArray(std::move(a));
     }
     case Expr::Kind::kDict: {
       Value o = Value::MakeObject();

@@ -72,6 +72,7 @@ class TemplateParser {
     if (word == "for") return ParseFor(p, node);
     if (word == "set") return ParseSet(p, node);
     if (word == "macro") return ParseMacro(p, node);
+    if (word == "call") return ParseCall(p, node);
     std::string end;
     if (word == "filter") {
       node->kind = Node::Kind::kFilterBlock;
@@ -192,6 +193,27 @@ class TemplateParser {
     std::string end;
     node->kind = Node::Kind::kMacro;
     PC_ASSIGN_OR_RETURN(node->text, p.ExpectName());
+    PC_RETURN_IF_ERROR(ParseParams(p, node));
+    PC_RETURN_IF_ERROR(p.ExpectEnd());
+    PC_ASSIGN_OR_RETURN(node->body, ParseBody({"endmacro"}, &end));
+    return OkStatus();
+  }
+
+  // {% call [(params)] macro(args) %} body {% endcall %}: the macro runs with
+  // `caller` bound to a function that renders the body (with those params).
+  Status ParseCall(ExprParser& p, Node* node) {
+    std::string end;
+    node->kind = Node::Kind::kCallBlock;
+    if (p.IsOp("(")) PC_RETURN_IF_ERROR(ParseParams(p, node));
+    PC_ASSIGN_OR_RETURN(node->expr, p.Parse(true));
+    if (node->expr->kind != Expr::Kind::kCall) return Errorf("line {}: {{% call %}} needs a macro call", node->line);
+    PC_RETURN_IF_ERROR(p.ExpectEnd());
+    PC_ASSIGN_OR_RETURN(node->body, ParseBody({"endcall"}, &end));
+    return OkStatus();
+  }
+
+  // (name, name=default, ...) into node->params.
+  Status ParseParams(ExprParser& p, Node* node) {
     PC_RETURN_IF_ERROR(p.Expect("("));
     while (!p.IsOp(")")) {
       PC_ASSIGN_OR_RETURN(std::string param, p.ExpectName());
@@ -204,10 +226,7 @@ class TemplateParser {
       if (!p.IsOp(",")) break;
       p.Next();
     }
-    PC_RETURN_IF_ERROR(p.Expect(")"));
-    PC_RETURN_IF_ERROR(p.ExpectEnd());
-    PC_ASSIGN_OR_RETURN(node->body, ParseBody({"endmacro"}, &end));
-    return OkStatus();
+    return p.Expect(")");
   }
 
   // A chain of filters applied to a null input (the block's text at run time).

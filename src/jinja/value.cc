@@ -61,6 +61,12 @@ Value Value::MakeArray(Array items) {
   return v;
 }
 
+Value Value::MakeTuple(Array items) {
+  Value v = MakeArray(std::move(items));
+  v.b_ = true;
+  return v;
+}
+
 Value Value::MakeObject() {
   Value v;
   v.kind_ = Kind::kObject;
@@ -240,9 +246,10 @@ std::string Value::Repr() const {
     case Kind::kString: return PyQuote(s_);
     case Kind::kUndefined: return "";
     case Kind::kArray: {
-      std::string out = "[";
+      std::string out = b_ ? "(" : "[";
       for (size_t i = 0; i < arr_->size(); ++i) out += (i ? ", " : "") + (*arr_)[i].Repr();
-      return out + "]";
+      if (b_ && arr_->size() == 1) out += ",";
+      return out + (b_ ? ")" : "]");
     }
     case Kind::kObject: {
       std::string out = "{";
@@ -285,7 +292,7 @@ bool Value::Equals(const Value& o) const {
     case Kind::kNone: return true;
     case Kind::kString: return s_ == o.s_;
     case Kind::kArray: {
-      if (arr_->size() != o.arr_->size()) return false;
+      if (arr_->size() != o.arr_->size() || b_ != o.b_) return false;
       for (size_t i = 0; i < arr_->size(); ++i) {
         if (!(*arr_)[i].Equals((*o.arr_)[i])) return false;
       }

@@ -63,6 +63,9 @@ class Value {
   Value(std::string s);
   Value(const char* s) : Value(std::string(s)) {}
   static Value MakeArray(Array items = {});
+  // A tuple: an array that prints as Python's tuple, `(1, 2)` or `(1,)`
+  // (tuple literals, dict items, str.partition), and is not equal to a list.
+  static Value MakeTuple(Array items);
   static Value MakeObject();
   static Value MakeFunction(std::string name, Function fn);
   static Value FromJson(const nlohmann::json& j);
@@ -77,6 +80,7 @@ class Value {
   bool is_number() const { return kind_ == Kind::kInt || kind_ == Kind::kFloat; }
   bool is_string() const { return kind_ == Kind::kString; }
   bool is_array() const { return kind_ == Kind::kArray; }
+  bool is_tuple() const { return kind_ == Kind::kArray && b_; }
   bool is_object() const { return kind_ == Kind::kObject; }
   bool is_function() const { return kind_ == Kind::kFunction; }
 
@@ -108,7 +112,7 @@ class Value {
 
  private:
   Kind kind_ = Kind::kUndefined;
-  bool b_ = false;
+  bool b_ = false;  // kBool's value; for kArray: a tuple
   int64_t i_ = 0;
   double f_ = 0;
   std::string s_;

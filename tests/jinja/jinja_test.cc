@@ -93,7 +93,7 @@ TEST(Jinja, WhitespaceControlAsTrimAndLstripBlocks) {
 TEST(Jinja, FiltersTestsAndMethods) {
   EXPECT_EQ(R("{{ '  a b  '|trim }}|{{ 'ab'|upper }}|{{ [3,1,2]|sort|join(',') }}|{{ [1,1,2]|unique|list|length }}"),
             "a b|AB|1,2,3|2");
-  EXPECT_EQ(R("{{ x|default('d') }} {{ ''|default('d', true) }} {{ {'b': 1, 'a': 2}|dictsort }}"), "d d [['a', 2], ['b', 1]]");
+  EXPECT_EQ(R("{{ x|default('d') }} {{ ''|default('d', true) }} {{ {'b': 1, 'a': 2}|dictsort }}"), "d d [('a', 2), ('b', 1)]");
   EXPECT_EQ(R("{{ ms|selectattr('role', 'equalto', 'user')|map(attribute='c')|join('+') }}",
               {{"ms", {{{"role", "user"}, {"c", "1"}}, {{"role", "x"}, {"c", "2"}}, {{"role", "user"}, {"c", "3"}}}}}),
             "1+3");
@@ -123,6 +123,37 @@ TEST(Jinja, FiltersTestsAndMethods) {
   EXPECT_EQ(R("{{ 'Hi'.swapcase() }} {{ 'AB'.isupper() }} {{ 'a1'.islower() }} {{ 'a b'.isalnum() }}"), "hI True True False");
   EXPECT_EQ(R("{{ [{'a': 2}, {'a': 1}] | sum(attribute='a') }} {{ -3 | abs }} {{ 'x' is in ['x'] }}"), "3 3 True");
   EXPECT_EQ(R("{{ 1e3 }} {{ 1e16 }} {{ 1.5e-7 }} {{ 12345678.9 }} {{ 2.0 }}"), "1000.0 1e+16 1.5e-07 12345678.9 2.0");
+}
+
+// Found against Python's Jinja with a battery of expressions: call blocks,
+// tuples printed as tuples, groupby / truncate / striptags / slice, case
+// mapping past ASCII, and str.format's specs.
+TEST(Jinja, CallBlocksTuplesGroupsAndFormatSpecs) {
+  EXPECT_EQ(R("{% macro m(x) %}[{{ caller() }}{{ x }}]{% endmacro %}{% call m(1) %}in{% endcall %}"), "[in1]");
+  EXPECT_EQ(R("{% macro row(items) %}{% for i in items %}{{ caller(i) }};{% endfor %}{% endmacro %}"
+              "{% call(v) row([1, 2]) %}<{{ v * 10 }}>{% endcall %}"),
+            "<10>;<20>;");
+  EXPECT_EQ(R("{% call x %}a{% endcall %}"), "PARSE ERROR: line 1: {% call %} needs a macro call");
+  EXPECT_EQ(R("{{ (1, 2) }} {{ (1,) }} {{ [1, (2, 'a')] }} {{ {'a': 1}.items() | list }} {{ 'a b'.partition(' ') }}"),
+            "(1, 2) (1,) [1, (2, 'a')] [('a', 1)] ('a', ' ', 'b')");
+  EXPECT_EQ(R("{{ (1, 2) == [1, 2] }} {{ (1, 2) == (1, 2) }} {{ (1, 2) | list }} {{ (1, 2) | tojson }}"),
+            "False True [1, 2] [1, 2]");
+  EXPECT_EQ(R("{% for g in ms | groupby('r') %}{{ g.grouper }}:{{ g.list | map(attribute='c') | join }} {% endfor %}"
+              "{% for k, l in ms | groupby('r') %}{{ k }}{{ l | length }}{% endfor %}",
+              {{"ms", {{{"r", "u"}, {"c", "1"}}, {{"r", "A"}, {"c", "2"}}, {{"r", "a"}, {"c", "3"}}}}}),
+            "A:23 u:1 A2u1");
+  EXPECT_EQ(R("{{ 'hello world foo' | truncate(9) }}|{{ 'hello world' | truncate(7, true, leeway=0) }}|{{ 'short' | truncate(3) }}"),
+            "hello...|hell...|short");
+  EXPECT_EQ(R("{{ '<b>x</b>  <!-- c -->y &amp; z' | striptags }}"), "x y & z");
+  EXPECT_EQ(R("{{ [1, 2, 3, 4, 5] | slice(2) | list }} {{ [1, 2, 3] | slice(2, 0) | list }}"),
+            "[[1, 2, 3], [4, 5]] [[1, 2], [3, 0]]");
+  EXPECT_EQ(R("{{ x | upper }} {{ x | lower }} {{ 'straße' | upper }}", {{"x", "Ωμέγα Привет Ёж àÉ"}}),
+            "ΩΜΈΓΑ ПРИВЕТ ЁЖ ÀÉ ωμέγα привет ёж àé STRASSE");
+  EXPECT_EQ(R("[{{ '{:>5}'.format('a') }}][{{ '{:*^7}'.format(3) }}][{{ '{:08.3f}'.format(-3.14159) }}][{{ '{:,}'.format(1234567) }}]"
+              "[{{ '{:.1%}'.format(0.256) }}][{{ '{:#x}'.format(255) }}][{{ '{:+.2e}'.format(12345.678) }}][{{ '{!r:>5}'.format('a') }}]"),
+            "[    a][***3***][-003.142][1,234,567][25.6%][0xff][+1.23e+04][  'a']");
+  EXPECT_EQ(R("{{ '{:,}'.format('a') }}"), "ERROR: Invalid format specifier for a string");
+  EXPECT_EQ(R("{{ '{:.2}'.format(3) }}"), "ERROR: Precision not allowed in integer format specifier");
 }
 
 // Python's list methods, on lists shared by reference (a namespace's list
