@@ -134,14 +134,22 @@ void BM_Attend(benchmark::State& state, Isa isa) {
   }
   const DotKernels& k = DotKernelsFor(isa);
   const size_t depth = static_cast<size_t>(state.range(0)), num_rows = static_cast<size_t>(state.range(1));
+  const bool q8 = state.range(2) != 0;  // 8-bit K/V (Q8_0 rows), else F16
   const size_t n_head = 9, n_kv = 3, hd = 64, block = 16, kv_dim = n_kv * hd;
   const size_t blocks = (depth + num_rows + block - 1) / block;
   std::vector<uint16_t> kh(blocks * block * kv_dim), vh(kh.size());
   const auto kf = Random(kh.size());
   for (size_t i = 0; i < kh.size(); ++i) kh[i] = vh[kh.size() - 1 - i] = Fp32ToFp16(kf[i]);
+  std::vector<BlockQ8_0> kq(kh.size() / 32), vq(kq.size());
+  if (q8) {
+    std::vector<float> vf(kf.rbegin(), kf.rend());
+    QuantizeRowQ8_0(kf.data(), kq.data(), kf.size());
+    QuantizeRowQ8_0(vf.data(), vq.data(), vf.size());
+  }
   std::vector<int32_t> table(blocks);
   for (size_t b = 0; b < blocks; ++b) table[b] = static_cast<int32_t>(b);
-  const KvLayerView view{kh.data(), vh.data(), KvDtype::kF16, block, kv_dim, table};
+  const KvLayerView view = q8 ? KvLayerView{kq.data(), vq.data(), KvDtype::kQ8_0, block, kv_dim, table}
+                              : KvLayerView{kh.data(), vh.data(), KvDtype::kF16, block, kv_dim, table};
   const auto q = Random(num_rows * n_head * hd);
   const AttnHeads heads{n_head, n_kv, hd};
   std::vector<float> out(q.size()), scratch(AttendScratchFloats(num_rows, heads));
@@ -153,12 +161,13 @@ void BM_Attend(benchmark::State& state, Isa isa) {
     benchmark::DoNotOptimize(out.data());
   }
   const double positions = static_cast<double>(depth + num_rows);
-  state.counters["GB/s"] = benchmark::Counter(positions * kv_dim * 2 * sizeof(uint16_t), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GB/s"] = benchmark::Counter(positions * 2 * KvBytes(view.dtype, kv_dim), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   state.counters["GFLOP/s"] = benchmark::Counter(4.0 * positions * num_rows * n_head * hd * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
-BENCHMARK_CAPTURE(BM_Attend, scalar, Isa::kScalar)->Args({4096, 1})->Args({4096, 16});
-BENCHMARK_CAPTURE(BM_Attend, avx2, Isa::kAvx2)->Args({512, 1})->Args({4096, 1})->Args({4096, 16});
-BENCHMARK_CAPTURE(BM_Attend, avx512, Isa::kAvx512)->Args({512, 1})->Args({4096, 1})->Args({4096, 16});
+// Args: depth, rows (1: a decode step), 8-bit K/V (0: F16).
+BENCHMARK_CAPTURE(BM_Attend, scalar, Isa::kScalar)->Args({4096, 1, 0})->Args({4096, 16, 0});
+BENCHMARK_CAPTURE(BM_Attend, avx2, Isa::kAvx2)->Args({512, 1, 0})->Args({4096, 1, 0})->Args({4096, 1, 1})->Args({4096, 16, 0})->Args({4096, 16, 1});
+BENCHMARK_CAPTURE(BM_Attend, avx512, Isa::kAvx512)->Args({512, 1, 0})->Args({4096, 1, 0})->Args({4096, 1, 1})->Args({4096, 16, 0})->Args({4096, 16, 1});
 
 // Element-wise steps of a layer over n floats (one token row of bench-1b's
 // FFN is 5,632): GB/s counts bytes read and written.

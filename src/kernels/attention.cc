@@ -343,19 +343,45 @@ void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, AttnState o
   }
 }
 
-// Few queries per K/V head (decode): a row's queries at a time.
-void SpanCols(const SpanArgs& a, float* kt, float* vt, float* ktt, float* qs, AttnState out) {
+// The rows of the tile at p0 (n long) as stored, for attend_cols to widen
+// as it reads them; positions past n read the zero row.
+void TileRows(const KvLayerView& kv, size_t p0, size_t n, const uint8_t* zero, KvTile* t) {
+  const size_t row_bytes = KvBytes(kv.dtype, kv.kv_dim);
+  for (size_t j = 0; j < kAttnTile; ++j) {
+    if (j >= n) {
+      t->k[j] = t->v[j] = zero;
+      continue;
+    }
+    const size_t p = p0 + j;
+    const size_t row = static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
+    t->k[j] = static_cast<const uint8_t*>(kv.k) + row * row_bytes;
+    t->v[j] = static_cast<const uint8_t*>(kv.v) + row * row_bytes;
+  }
+}
+
+// Few queries per K/V head (decode): a row's queries at a time, K/V read
+// as stored (no F32 copy of the tile: at depth, decode attention is bound
+// by its arithmetic, and the copy was a third of it). scratch: 2 * 16 *
+// kv_dim floats; zero: a row's bytes.
+void SpanCols(const SpanArgs& a, float* scratch, uint8_t* zero, float* qs, AttnState out) {
   const size_t hd = a.h.head_dim;
   ScaledQueries(a.rows, a.r0, a.r1, a.h, a.scale, qs);
-  ForEachTile(a.k, a.kv, hd, a.begin, a.last, kt, vt, [&](size_t p0, size_t n) {
+  std::memset(zero, 0, KvBytes(a.kv.dtype, a.kv.kv_dim));
+  KvTile tile;
+  tile.dtype = a.kv.dtype;
+  tile.head_bytes = KvBytes(a.kv.dtype, hd);
+  for (size_t p0 = a.begin; p0 <= a.last; p0 += kAttnTile) {
+    const size_t n = std::min(kAttnTile, a.last + 1 - p0);
+    if (p0 + n <= a.last) PrefetchTile(a.kv, p0 + n, std::min(kAttnTile, a.last + 1 - (p0 + n)));
+    TileRows(a.kv, p0, n, zero, &tile);
     for (size_t r = a.r0; r < a.r1; ++r) {
       const size_t nv = Visible(a.rows.pos[r], p0, n), qi = (r - a.r0) * a.h.n_head;
       const size_t first = FirstVisible(a.rows, a.rows.pos[r], p0, n);
       if (nv <= first) continue;
-      a.k.attend_cols(qs + qi * hd, a.h.n_head, a.h.group(), kt, vt, hd, first, nv, ktt, out.m + qi, out.l + qi,
+      a.k.attend_cols(qs + qi * hd, a.h.n_head, a.h.group(), tile, hd, first, nv, scratch, out.m + qi, out.l + qi,
                       out.acc + qi * hd);
     }
-  });
+  }
 }
 
 // Tables without lane kernels: one query at a time, attend_tile.
@@ -389,7 +415,7 @@ void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows
   PC_CHECK(kv_dim == h.n_kv_head * hd);
   float* kt = scratch;
   float* vt = kt + kAttnTile * kv_dim;
-  float* ktt = vt + kAttnTile * kv_dim;  // K transposed (attend_cols)
+  float* ktt = vt + kAttnTile * kv_dim;  // attend_cols' zero row
   float* s = ktt + kAttnTile * kv_dim;   // scores (attend_tile)
   float* work = s + kAttnTile;           // scaled queries, or lane groups
   // Tiles wholly before every row's window are skipped (they sit at
@@ -404,7 +430,7 @@ void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows
   if (k.attend_lanes != nullptr && (r1 - r0) * h.group() >= kLanesMinQueries) {
     SpanLanes(a, kt, vt, work, out);
   } else if (k.attend_cols != nullptr) {
-    SpanCols(a, kt, vt, ktt, work, out);
+    SpanCols(a, kt, reinterpret_cast<uint8_t*>(ktt), work, out);  // kt and vt: its scratch
   } else {
     SpanTiles(a, kt, vt, s, work, out);
   }

@@ -3,13 +3,14 @@
 // two 8-float halves; the register blocks are sized for 16 YMM registers
 // (at most 8 accumulators, their operands and a broadcast). Per query the
 // operations are those of the scalar twin in dot.cc, in its order, so every
-// level gives the same bits. This file alone is compiled with -mavx2 -mfma;
+// level gives the same bits. This file alone is compiled with -mavx2 -mfma -mf16c;
 // it runs only after ActiveIsa() confirmed them. No inline helper shared
 // with other files is instantiated here except exp_avx2.h's, which only
 // AVX2-flagged files include.
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "kernels/dot.h"
@@ -118,20 +119,104 @@ void LaneAccum(const LaneGroup& g, const float (*p)[kT], const __m256* c, const 
   }
 }
 
-// k [16][head_dim] to kt [head_dim][16] in 8 x 8 blocks: each register
-// loaded as four elements of row r and of row r + 4 (the lane-crossing step
-// done by the loads), then two in-lane shuffle steps; the last
-// head_dim % 8 columns element by element.
-void TransposeTile(const float* k, size_t head_dim, float* kt) {
+// One K/V head's 16 rows of a tile as stored, widened to F32 as they are
+// read (the bits of f16_to_f32 / q8_0_to_f32): Q8_0 scales are taken once.
+template <KvDtype T>
+struct HeadRows {
+  static constexpr size_t kMaxBlocks = 32;  // Q8_0 blocks a head may have (head_dim <= 1024)
+  const uint8_t* row[kT];
+  float scale[kT][T == KvDtype::kQ8_0 ? kMaxBlocks : 1];
+
+  HeadRows(const uint8_t* const* rows, size_t offset, size_t head_dim) {
+    for (int j = 0; j < kT; ++j) {
+      row[j] = rows[j] + offset;
+      if constexpr (T == KvDtype::kQ8_0) {
+        for (size_t b = 0; b < head_dim / kKvQ8Block; ++b) {
+          uint16_t h;
+          std::memcpy(&h, row[j] + b * kKvQ8BlockBytes, sizeof h);
+          scale[j][b] = _cvtsh_ss(h);
+        }
+      }
+    }
+  }
+  // Q8_0: the address of element d's byte (blocks of a scale and 32 bytes).
+  const uint8_t* Q8At(int j, size_t d) const { return row[j] + d / kKvQ8Block * kKvQ8BlockBytes + 2 + d % kKvQ8Block; }
+  float Elem(int j, size_t d) const {
+    if constexpr (T == KvDtype::kF32) return reinterpret_cast<const float*>(row[j])[d];
+    if constexpr (T == KvDtype::kF16) return _cvtsh_ss(reinterpret_cast<const uint16_t*>(row[j])[d]);
+    return scale[j][d / kKvQ8Block] * static_cast<float>(static_cast<int8_t>(*Q8At(j, d)));
+  }
+  // Elements [d, d + 8) of row j.
+  __m256 Oct(int j, size_t d) const {
+    if constexpr (T == KvDtype::kF32) return _mm256_loadu_ps(reinterpret_cast<const float*>(row[j]) + d);
+    if constexpr (T == KvDtype::kF16) {
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(row[j]) + d)));
+    }
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(Q8At(j, d)));
+    return _mm256_mul_ps(_mm256_set1_ps(scale[j][d / kKvQ8Block]), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
+  }
+  // Elements [d, d + 4) of row a, then of row b.
+  __m256 Quads(int a, int b, size_t d) const {
+    if constexpr (T == KvDtype::kF32) {
+      const float* ra = reinterpret_cast<const float*>(row[a]) + d;
+      const float* rb = reinterpret_cast<const float*>(row[b]) + d;
+      return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(ra)), _mm_loadu_ps(rb), 1);
+    }
+    if constexpr (T == KvDtype::kF16) {
+      int64_t x, y;
+      std::memcpy(&x, reinterpret_cast<const uint16_t*>(row[a]) + d, 8);
+      std::memcpy(&y, reinterpret_cast<const uint16_t*>(row[b]) + d, 8);
+      return _mm256_cvtph_ps(_mm_set_epi64x(y, x));
+    }
+    int32_t x, y;
+    std::memcpy(&x, Q8At(a, d), 4);
+    std::memcpy(&y, Q8At(b, d), 4);
+    const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_set_epi32(0, 0, y, x)));
+    const __m256 sc = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(scale[a][d / kKvQ8Block])),
+                                           _mm_set1_ps(scale[b][d / kKvQ8Block]), 1);
+    return _mm256_mul_ps(sc, f);
+  }
+};
+
+constexpr bool kRowWiseF16 = false;  // F16: four-element loads measured faster (BM_Attend)
+
+// A head's K rows to kt [head_dim][16] in 8 x 8 blocks, widened on the way:
+// each register holds four elements of row r and of row r + 4 (the
+// lane-crossing step done by the loads), then two in-lane shuffle steps;
+// the last head_dim % 8 columns element by element.
+// Q8_0 (kRowWise): each register is 8 elements of one row, widened at
+// once (a row's 8 bytes share a scale), then the full 8 x 8 transposition.
+template <KvDtype T>
+void TransposeTile(const HeadRows<T>& k, size_t head_dim, float* kt) {
   size_t d0 = 0;
+  if constexpr (T == KvDtype::kQ8_0 || kRowWiseF16) {
+    for (; d0 + 8 <= head_dim; d0 += 8) {
+      for (int r0 = 0; r0 < kT; r0 += 8) {
+        __m256 r[8], t[8], u[8];
+        for (int j = 0; j < 8; ++j) r[j] = k.Oct(r0 + j, d0);
+        for (int j = 0; j < 8; j += 2) {
+          t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
+          t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
+        }
+        for (int j = 0; j < 8; j += 4) {
+          u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
+          u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xEE);
+          u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
+          u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xEE);
+        }
+        float* out = kt + d0 * kT + r0;
+        for (int e = 0; e < 4; ++e) {
+          _mm256_storeu_ps(out + e * kT, _mm256_permute2f128_ps(u[e], u[e + 4], 0x20));
+          _mm256_storeu_ps(out + (e + 4) * kT, _mm256_permute2f128_ps(u[e], u[e + 4], 0x31));
+        }
+      }
+    }
+  }
   for (; d0 + 8 <= head_dim; d0 += 8) {
     for (int r0 = 0; r0 < kT; r0 += 8) {
       for (int e0 = 0; e0 < 8; e0 += 4) {
         __m256 r[4];
-        for (int j = 0; j < 4; ++j) {
-          const float* row = k + (r0 + j) * head_dim + d0 + e0;
-          r[j] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(row)), _mm_loadu_ps(row + 4 * head_dim), 1);
-        }
+        for (int j = 0; j < 4; ++j) r[j] = k.Quads(r0 + j, r0 + j + 4, d0 + e0);
         const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
         const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
         float* out = kt + (d0 + e0) * kT + r0;
@@ -143,7 +228,7 @@ void TransposeTile(const float* k, size_t head_dim, float* kt) {
     }
   }
   for (; d0 < head_dim; ++d0) {
-    for (int j = 0; j < kT; ++j) kt[d0 * kT + j] = k[j * head_dim + d0];
+    for (int j = 0; j < kT; ++j) kt[d0 * kT + j] = k.Elem(j, d0);
   }
 }
 
@@ -208,9 +293,10 @@ float ColSoftmax(const __m256* s, size_t first, size_t nv, float* m, float* l, f
 }
 
 // acc_i[d] = acc_i[d] * c_i, then the fused chain over the 16 positions of
-// p_i[j] * v[j][d], for N queries of one K/V head: each V load shared.
-template <int N>
-void ColAccum(const float (*p)[kT], const float* c, const float* v, size_t head_dim, float* acc) {
+// p_i[j] * v[j][d], for N queries of one K/V head: each V load (widened as
+// it is read) shared.
+template <int N, KvDtype T>
+void ColAccum(const float (*p)[kT], const float* c, const HeadRows<T>& v, size_t head_dim, float* acc) {
   size_t d = 0;
   for (; d + 16 <= head_dim; d += 16) {
     __m256 x[N][2];
@@ -219,7 +305,7 @@ void ColAccum(const float (*p)[kT], const float* c, const float* v, size_t head_
       x[i][1] = _mm256_mul_ps(_mm256_loadu_ps(acc + i * head_dim + d + 8), _mm256_set1_ps(c[i]));
     }
     for (int j = 0; j < kT; ++j) {
-      const __m256 v0 = _mm256_loadu_ps(v + j * head_dim + d), v1 = _mm256_loadu_ps(v + j * head_dim + d + 8);
+      const __m256 v0 = v.Oct(j, d), v1 = v.Oct(j, d + 8);
       for (int i = 0; i < N; ++i) {
         const __m256 pj = _mm256_broadcast_ss(p[i] + j);
         x[i][0] = _mm256_fmadd_ps(pj, v0, x[i][0]);
@@ -235,23 +321,46 @@ void ColAccum(const float (*p)[kT], const float* c, const float* v, size_t head_
     for (int i = 0; i < N; ++i) {
       float a = acc[i * head_dim + d] * c[i];
       for (int j = 0; j < kT; ++j) {
-        a = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(p[i][j]), _mm_set_ss(v[j * head_dim + d]), _mm_set_ss(a)));
+        a = _mm_cvtss_f32(_mm_fmadd_ss(_mm_set_ss(p[i][j]), _mm_set_ss(v.Elem(j, d)), _mm_set_ss(a)));
       }
       acc[i * head_dim + d] = a;
     }
   }
 }
 
-// N consecutive queries of one K/V head (kt, v: its tiles).
-template <int N>
-void ColQueries(const float* q, const float* kt, const float* v, size_t head_dim, size_t first, size_t nv, float* m,
-                float* l, float* acc) {
+// N consecutive queries of one K/V head (kt: its K transposed; v: its rows).
+template <int N, KvDtype T>
+void ColQueries(const float* q, const float* kt, const HeadRows<T>& v, size_t head_dim, size_t first, size_t nv,
+                float* m, float* l, float* acc) {
   __m256 s[N][2];
   ColScores<N>(q, kt, head_dim, s);
   alignas(32) float p[N][kT];
   float c[N];
   for (int i = 0; i < N; ++i) c[i] = ColSoftmax(s[i], first, nv, m + i, l + i, p[i]);
-  ColAccum<N>(p, c, v, head_dim, acc);
+  ColAccum<N, T>(p, c, v, head_dim, acc);
+}
+
+template <KvDtype T>
+void AttendColsOf(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first, size_t nv,
+                  float* kt, float* m, float* l, float* acc) {
+  const size_t heads = (nq + group - 1) / group;
+  for (size_t g = 0; g < heads; ++g) {
+    const HeadRows<T> kr(kv.k, g * kv.head_bytes, head_dim), vr(kv.v, g * kv.head_bytes, head_dim);
+    TransposeTile(kr, head_dim, kt);
+    const size_t end = std::min(nq, (g + 1) * group);
+    for (size_t i = g * group; i < end;) {
+      const size_t n = std::min<size_t>(end - i, 4);
+      const float* qi = q + i * head_dim;
+      float* ai = acc + i * head_dim;
+      switch (n) {
+        case 1: ColQueries<1, T>(qi, kt, vr, head_dim, first, nv, m + i, l + i, ai); break;
+        case 2: ColQueries<2, T>(qi, kt, vr, head_dim, first, nv, m + i, l + i, ai); break;
+        case 3: ColQueries<3, T>(qi, kt, vr, head_dim, first, nv, m + i, l + i, ai); break;
+        default: ColQueries<4, T>(qi, kt, vr, head_dim, first, nv, m + i, l + i, ai); break;
+      }
+      i += n;
+    }
+  }
 }
 
 }  // namespace
@@ -266,26 +375,12 @@ void Avx2AttendLanes(const LaneGroup* groups, size_t n, const float* k, const fl
   }
 }
 
-void Avx2AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
-                    size_t first, size_t nv, float* kt_scratch, float* m, float* l, float* acc) {
-  const size_t heads = (nq + group - 1) / group;
-  for (size_t g = 0; g < heads; ++g) {
-    float* kt = kt_scratch + g * kT * head_dim;
-    const float* vg = v + g * kT * head_dim;
-    TransposeTile(k + g * kT * head_dim, head_dim, kt);
-    const size_t end = std::min(nq, (g + 1) * group);
-    for (size_t i = g * group; i < end;) {
-      const size_t n = std::min<size_t>(end - i, 4);
-      const float* qi = q + i * head_dim;
-      float* ai = acc + i * head_dim;
-      switch (n) {
-        case 1: ColQueries<1>(qi, kt, vg, head_dim, first, nv, m + i, l + i, ai); break;
-        case 2: ColQueries<2>(qi, kt, vg, head_dim, first, nv, m + i, l + i, ai); break;
-        case 3: ColQueries<3>(qi, kt, vg, head_dim, first, nv, m + i, l + i, ai); break;
-        default: ColQueries<4>(qi, kt, vg, head_dim, first, nv, m + i, l + i, ai); break;
-      }
-      i += n;
-    }
+void Avx2AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first, size_t nv,
+                    float* scratch, float* m, float* l, float* acc) {
+  switch (kv.dtype) {
+    case KvDtype::kF32: AttendColsOf<KvDtype::kF32>(q, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
+    case KvDtype::kF16: AttendColsOf<KvDtype::kF16>(q, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
+    case KvDtype::kQ8_0: AttendColsOf<KvDtype::kQ8_0>(q, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
   }
 }
 

@@ -8,6 +8,7 @@
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -132,13 +133,58 @@ void AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float*
   if (i < n) LanesImpl<1>(groups + i, k, v, head_dim);
 }
 
-// k [16][head_dim] to kt [head_dim][16]: 16 x 16 blocks transposed in
-// registers, the last head_dim % 16 columns element by element.
-void TransposeTile(const float* k, size_t head_dim, float* kt) {
+// One K/V head's 16 rows of a tile as stored, widened to F32 as they are
+// read (the bits of f16_to_f32 / q8_0_to_f32); Q8_0 scales taken once.
+template <KvDtype T>
+struct HeadRows {
+  static constexpr size_t kMaxBlocks = 32;  // Q8_0 blocks a head may have (head_dim <= 1024)
+  const uint8_t* row[kT];
+  float scale[kT][T == KvDtype::kQ8_0 ? kMaxBlocks : 1];
+
+  HeadRows(const uint8_t* const* rows, size_t offset, size_t head_dim) {
+    for (int j = 0; j < kT; ++j) {
+      row[j] = rows[j] + offset;
+      if constexpr (T == KvDtype::kQ8_0) {
+        for (size_t b = 0; b < head_dim / kKvQ8Block; ++b) {
+          uint16_t h;
+          std::memcpy(&h, row[j] + b * kKvQ8BlockBytes, sizeof h);
+          scale[j][b] = _cvtsh_ss(h);
+        }
+      }
+    }
+  }
+  const uint8_t* Q8At(int j, size_t d) const { return row[j] + d / kKvQ8Block * kKvQ8BlockBytes + 2 + d % kKvQ8Block; }
+  float Elem(int j, size_t d) const {
+    if constexpr (T == KvDtype::kF32) return reinterpret_cast<const float*>(row[j])[d];
+    if constexpr (T == KvDtype::kF16) return _cvtsh_ss(reinterpret_cast<const uint16_t*>(row[j])[d]);
+    return scale[j][d / kKvQ8Block] * static_cast<float>(static_cast<int8_t>(*Q8At(j, d)));
+  }
+  // Elements [d, d + 16) of row j (a Q8_0 run never crosses a block: d % 16 == 0).
+  __m512 Hex(int j, size_t d) const {
+    if constexpr (T == KvDtype::kF32) return _mm512_loadu_ps(reinterpret_cast<const float*>(row[j]) + d);
+    if constexpr (T == KvDtype::kF16) {
+      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(row[j]) + d)));
+    }
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(Q8At(j, d)));
+    return _mm512_mul_ps(_mm512_set1_ps(scale[j][d / kKvQ8Block]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+  }
+  // Elements [d, d + n) (n < 16; F32 and F16 only, whose heads may end mid-vector), zeros after.
+  __m512 HexTail(int j, size_t d, __mmask16 mask) const {
+    if constexpr (T == KvDtype::kF16) {
+      return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, reinterpret_cast<const uint16_t*>(row[j]) + d));
+    }
+    return _mm512_maskz_loadu_ps(mask, reinterpret_cast<const float*>(row[j]) + d);
+  }
+};
+
+// A head's K rows to kt [head_dim][16], widened on the way: 16 x 16 blocks
+// transposed in registers, the last head_dim % 16 columns element by element.
+template <KvDtype T>
+void TransposeTile(const HeadRows<T>& k, size_t head_dim, float* kt) {
   size_t d0 = 0;
   for (; d0 + 16 <= head_dim; d0 += 16) {
     __m512 r[16], t[16];
-    for (int j = 0; j < 16; ++j) r[j] = _mm512_loadu_ps(k + j * head_dim + d0);
+    for (int j = 0; j < 16; ++j) r[j] = k.Hex(j, d0);
     for (int j = 0; j < 16; j += 2) {  // pairs of rows interleaved by element
       t[j] = _mm512_unpacklo_ps(r[j], r[j + 1]);
       t[j + 1] = _mm512_unpackhi_ps(r[j], r[j + 1]);
@@ -164,7 +210,7 @@ void TransposeTile(const float* k, size_t head_dim, float* kt) {
     for (int e = 0; e < 16; ++e) _mm512_storeu_ps(kt + (d0 + e) * kT, t[e]);
   }
   for (; d0 < head_dim; ++d0) {
-    for (int j = 0; j < kT; ++j) kt[d0 * kT + j] = k[j * head_dim + d0];
+    for (int j = 0; j < kT; ++j) kt[d0 * kT + j] = k.Elem(j, d0);
   }
 }
 
@@ -211,15 +257,15 @@ float ColSoftmax(__m512 si, __mmask16 seen, float* m, float* l, float* p) {
 // positions of p_i[j] * v[j][d] (the scalar twin's order per element), for N
 // queries of one K/V head: each V load shared by the N queries, N x D
 // independent chains.
-template <int N, int D>
-void ColAccumBlock(const float (*p)[kT], const float* c, const float* v, size_t head_dim, size_t d, float* acc) {
+template <int N, int D, KvDtype T>
+void ColAccumBlock(const float (*p)[kT], const float* c, const HeadRows<T>& v, size_t head_dim, size_t d, float* acc) {
   __m512 x[N][D];
   for (int i = 0; i < N; ++i) {
     for (int t = 0; t < D; ++t) x[i][t] = _mm512_mul_ps(_mm512_loadu_ps(acc + i * head_dim + d + 16 * t), _mm512_set1_ps(c[i]));
   }
   for (int j = 0; j < kT; ++j) {
     for (int t = 0; t < D; ++t) {
-      const __m512 vb = _mm512_loadu_ps(v + j * head_dim + d + 16 * t);
+      const __m512 vb = v.Hex(j, d + 16 * t);
       for (int i = 0; i < N; ++i) x[i][t] = _mm512_fmadd_ps(_mm512_set1_ps(p[i][j]), vb, x[i][t]);
     }
   }
@@ -228,8 +274,8 @@ void ColAccumBlock(const float (*p)[kT], const float* c, const float* v, size_t 
   }
 }
 
-template <int N>
-void ColAccum(const float (*p)[kT], const float* c, const float* v, size_t head_dim, float* acc) {
+template <int N, KvDtype T>
+void ColAccum(const float (*p)[kT], const float* c, const HeadRows<T>& v, size_t head_dim, float* acc) {
   size_t d = 0;
   for (; d + 64 <= head_dim; d += 64) ColAccumBlock<N, 4>(p, c, v, head_dim, d, acc);
   for (; d + 16 <= head_dim; d += 16) ColAccumBlock<N, 1>(p, c, v, head_dim, d, acc);
@@ -238,15 +284,21 @@ void ColAccum(const float (*p)[kT], const float* c, const float* v, size_t head_
   for (int i = 0; i < N; ++i) {
     float* a = acc + i * head_dim + d;
     __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(tail, a), _mm512_set1_ps(c[i]));
-    for (int j = 0; j < kT; ++j) x = _mm512_fmadd_ps(_mm512_set1_ps(p[i][j]), _mm512_maskz_loadu_ps(tail, v + j * head_dim + d), x);
+    for (int j = 0; j < kT; ++j) {
+      if constexpr (T == KvDtype::kQ8_0) continue;  // whole blocks: no tail
+      else x = _mm512_fmadd_ps(_mm512_set1_ps(p[i][j]), v.HexTail(j, d, tail), x);
+    }
     _mm512_mask_storeu_ps(a, tail, x);
   }
 }
 
-void AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim, size_t first,
-                size_t nv, float* kt_scratch, float* m, float* l, float* acc) {
+template <KvDtype T>
+void AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first, size_t nv,
+                float* kt_scratch, float* m, float* l, float* acc) {
   const size_t heads = (nq + group - 1) / group;
-  for (size_t g = 0; g < heads; ++g) TransposeTile(k + g * kT * head_dim, head_dim, kt_scratch + g * kT * head_dim);
+  for (size_t g = 0; g < heads; ++g) {
+    TransposeTile(HeadRows<T>(kv.k, g * kv.head_bytes, head_dim), head_dim, kt_scratch + g * kT * head_dim);
+  }
   const __mmask16 seen = static_cast<__mmask16>(((1u << nv) - 1u) & ~((1u << first) - 1u));
   alignas(64) float p[16][kT];
   float c[16];
@@ -265,13 +317,13 @@ void AttendCols(const float* q, size_t nq, size_t group, const float* k, const f
     for (size_t i = 0; i < n;) {
       const size_t head = (q0 + i) / group;
       const size_t run = std::min<size_t>(std::min(n, (head + 1) * group - q0) - i, 4);
-      const float* vh = v + head * kT * head_dim;
+      const HeadRows<T> vh(kv.v, head * kv.head_bytes, head_dim);
       float* ai = acc + (q0 + i) * head_dim;
       switch (run) {
-        case 1: ColAccum<1>(p + i, c + i, vh, head_dim, ai); break;
-        case 2: ColAccum<2>(p + i, c + i, vh, head_dim, ai); break;
-        case 3: ColAccum<3>(p + i, c + i, vh, head_dim, ai); break;
-        default: ColAccum<4>(p + i, c + i, vh, head_dim, ai); break;
+        case 1: ColAccum<1, T>(p + i, c + i, vh, head_dim, ai); break;
+        case 2: ColAccum<2, T>(p + i, c + i, vh, head_dim, ai); break;
+        case 3: ColAccum<3, T>(p + i, c + i, vh, head_dim, ai); break;
+        default: ColAccum<4, T>(p + i, c + i, vh, head_dim, ai); break;
       }
       i += run;
     }
@@ -284,9 +336,13 @@ void Avx512AttendLanes(const LaneGroup* groups, size_t n, const float* k, const 
   AttendLanes(groups, n, k, v, head_dim);
 }
 
-void Avx512AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
-                      size_t first, size_t nv, float* kt_scratch, float* m, float* l, float* acc) {
-  AttendCols(q, nq, group, k, v, head_dim, first, nv, kt_scratch, m, l, acc);
+void Avx512AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first,
+                      size_t nv, float* scratch, float* m, float* l, float* acc) {
+  switch (kv.dtype) {
+    case KvDtype::kF32: AttendCols<KvDtype::kF32>(q, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
+    case KvDtype::kF16: AttendCols<KvDtype::kF16>(q, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
+    case KvDtype::kQ8_0: AttendCols<KvDtype::kQ8_0>(q, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
+  }
 }
 
 }  // namespace pc

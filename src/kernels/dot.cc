@@ -179,13 +179,33 @@ void AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float*
   }
 }
 
-void AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
-                size_t first, size_t nv, float*, float* m, float* l, float* acc) {
+// n elements of a K/V row slice in dtype t to F32 (the widening of
+// f16_to_f32 / q8_0_to_f32).
+void WidenKv(KvDtype t, const uint8_t* x, float* y, size_t n) {
+  if (t == KvDtype::kF32) {
+    std::memcpy(y, x, n * sizeof(float));
+  } else if (t == KvDtype::kF16) {
+    for (size_t i = 0; i < n; ++i) y[i] = Fp16ToFp32(reinterpret_cast<const uint16_t*>(x)[i]);
+  } else {
+    Q8_0ToF32(x, y, n);
+  }
+}
+
+void AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first, size_t nv,
+                float* scratch, float* m, float* l, float* acc) {
   float s[kLaneTile];
+  float* k = scratch;  // the query's K/V head widened: k[16][head_dim], v likewise
+  float* v = scratch + kLaneTile * head_dim;
   for (size_t i = 0; i < nq; ++i) {
-    const size_t off = i / group * kLaneTile * head_dim;
-    for (size_t j = 0; j < kLaneTile; ++j) s[j] = LaneScore(q + i * head_dim, 1, k + off + j * head_dim, head_dim);
-    LaneStep(s, v + off, head_dim, first, nv, m + i, l + i, acc + i * head_dim);
+    const size_t g = i / group;
+    if (i == 0 || g != (i - 1) / group) {
+      for (size_t j = 0; j < kLaneTile; ++j) {
+        WidenKv(kv.dtype, kv.k[j] + g * kv.head_bytes, k + j * head_dim, head_dim);
+        WidenKv(kv.dtype, kv.v[j] + g * kv.head_bytes, v + j * head_dim, head_dim);
+      }
+    }
+    for (size_t j = 0; j < kLaneTile; ++j) s[j] = LaneScore(q + i * head_dim, 1, k + j * head_dim, head_dim);
+    LaneStep(s, v, head_dim, first, nv, m + i, l + i, acc + i * head_dim);
   }
 }
 

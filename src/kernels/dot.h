@@ -5,10 +5,25 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/kv_layout.h"
 #include "kernels/quant.h"
 #include "runtime/cpu_features.h"
 
 namespace pc {
+
+constexpr size_t kLaneTile = 16;
+
+// One tile's K and V rows as the cache stores them, for attend_cols, which
+// widens them to F32 as it reads them (no F32 copy of the tile is made):
+// K/V head g's elements for position j (< 16) start at k[j] + g *
+// head_bytes (likewise v), in `dtype` (Q8_0: whole blocks, head_dim % 32 ==
+// 0). Positions the tile lacks point at a zero row.
+struct KvTile {
+  const uint8_t* k[kLaneTile];
+  const uint8_t* v[kLaneTile];
+  size_t head_bytes = 0;
+  KvDtype dtype = KvDtype::kF32;
+};
 
 // Up to 16 query vectors of one K/V head in the lanes (attend_lanes).
 struct LaneGroup {
@@ -89,19 +104,18 @@ struct DotKernels {
   //   the lanes' state). For prefill, where a K/V head has many queries;
   //   groups taken two at a time share each K and V load.
   // attend_cols: nq query vectors q[i * head_dim + d], query i reading K/V
-  //   head i / group of k/v [heads][16][head_dim], all seeing positions
-  //   first <= j < nv (first < nv <= 16); state m[nq], l[nq], acc[i * head_dim + d]. kt_scratch:
-  //   16 * head_dim floats per K/V head read (K transposed there). For
-  //   decode, a few queries per K/V head.
+  //   head i / group of the tile's rows (KvTile, widened to F32 exactly as
+  //   f16_to_f32 / q8_0_to_f32 would), all seeing positions
+  //   first <= j < nv (first < nv <= 16); state m[nq], l[nq], acc[i * head_dim + d]. scratch:
+  //   2 * 16 * head_dim floats per K/V head read. For decode, a few queries
+  //   per K/V head.
   void (*attend_lanes)(const struct LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
-  void (*attend_cols)(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
-                      size_t first, size_t nv, float* kt_scratch, float* m, float* l, float* acc);
+  void (*attend_cols)(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first,
+                      size_t nv, float* scratch, float* m, float* l, float* acc);
   // 8-bit K/V rows widened: y[i] = d * qs[i] of n / 32 Q8_0 blocks (one
   // float multiply each, so every table gives the same bits). n % 32 == 0.
   void (*q8_0_to_f32)(const void* x, float* y, size_t n);
 };
-
-constexpr size_t kLaneTile = 16;
 
 const DotKernels& ScalarDotKernels();
 // The scalar form of exp_sum's exponential (the AVX2 one computes the same
@@ -114,16 +128,16 @@ float ExpLane(float x);
 const DotKernels* Avx2DotKernels();
 // The AVX2 table's attend_lanes and attend_cols (attention_avx2.cc).
 void Avx2AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
-void Avx2AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
-                    size_t first, size_t nv, float* kt_scratch, float* m, float* l, float* acc);
+void Avx2AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first, size_t nv,
+                    float* scratch, float* m, float* l, float* acc);
 // The AVX2 table with AVX-512 attention (attend_lanes, attend_cols),
 // F16/BF16 matmul (f16, bf16, tile_f16, tile_bf16: dot_avx512.cc, 16-lane
 // arithmetic of its own) and 16-lane F16 widening (f16_to_f32).
 const DotKernels* Avx512DotKernels();
 // The AVX-512 table's attend_lanes and attend_cols (attention_avx512.cc).
 void Avx512AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
-void Avx512AttendCols(const float* q, size_t nq, size_t group, const float* k, const float* v, size_t head_dim,
-                      size_t first, size_t nv, float* kt_scratch, float* m, float* l, float* acc);
+void Avx512AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first,
+                      size_t nv, float* scratch, float* m, float* l, float* acc);
 float Avx512DotF16(const uint16_t* a, const uint16_t* b, size_t n);
 void Avx512F16ToF32(const uint16_t* x, float* y, size_t n);
 void Avx512Q8_0ToF32(const void* x, float* y, size_t n);

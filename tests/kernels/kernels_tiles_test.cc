@@ -32,6 +32,19 @@ std::vector<const DotKernels*> SimdTables() {
 
 bool SameBits(float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; }
 
+// F32 K/V tiles laid out [heads][16][head_dim] as attend_cols' rows: row j
+// at k + j * head_dim, head g head_bytes = 16 * head_dim floats further.
+KvTile HeadMajorTile(const float* k, const float* v, size_t head_dim) {
+  KvTile t;
+  for (size_t j = 0; j < kLaneTile; ++j) {
+    t.k[j] = reinterpret_cast<const uint8_t*>(k + j * head_dim);
+    t.v[j] = reinterpret_cast<const uint8_t*>(v + j * head_dim);
+  }
+  t.head_bytes = kLaneTile * head_dim * sizeof(float);
+  t.dtype = KvDtype::kF32;
+  return t;
+}
+
 // The lane kernels of every table that has them (the scalar twin included):
 // 16 queries of one K/V head in lanes (attend_lanes), and the same queries
 // one row at a time with K transposed (attend_cols), both against the
@@ -125,7 +138,7 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
           kk.insert(kk.end(), k.begin(), k.end());
           vv.insert(vv.end(), v.begin(), v.end());
         }
-        std::vector<float> scratch(kk.size());
+        std::vector<float> scratch(2 * kk.size());
         for (size_t i = 0; i < kLaneTile; ++i) {
           if (nv[i] <= first[i]) continue;
           std::vector<float> acc(hd);
@@ -138,7 +151,7 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
             std::copy(q.begin() + i * hd, q.begin() + (i + 1) * hd, qs.begin() + c * hd);
             std::copy(acc.begin(), acc.end(), accs.begin() + c * hd);
           }
-          t->attend_cols(qs.data(), group, group, kk.data(), vv.data(), hd, static_cast<size_t>(first[i]),
+          t->attend_cols(qs.data(), group, group, HeadMajorTile(kk.data(), vv.data(), hd), hd, static_cast<size_t>(first[i]),
                          static_cast<size_t>(nv[i]), scratch.data(), ms.data(), ls.data(), accs.data());
           for (size_t c = 0; c < group; ++c) {
             ASSERT_TRUE(SameBits(ms[c], want_m[i]) && SameBits(ls[c], want_l[i])) << t->name << " cols hd=" << hd;
@@ -166,9 +179,9 @@ TEST(TileKernels, LaneAttentionComputesTheSoftmaxAverage) {
   for (const DotKernels* t : {&ScalarDotKernels(), &ActiveDotKernels()}) {
     if (t->attend_cols == nullptr) continue;
     for (auto [first, nv] : {std::pair<size_t, size_t>{0, 1}, {0, 7}, {0, 16}, {5, 16}, {3, 9}}) {
-      std::vector<float> scratch(kLaneTile * hd), acc(hd, 0.0f);
+      std::vector<float> scratch(2 * kLaneTile * hd), acc(hd, 0.0f);
       float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
-      t->attend_cols(q.data(), 1, 1, k.data(), v.data(), hd, first, nv, scratch.data(), &m, &l, acc.data());
+      t->attend_cols(q.data(), 1, 1, HeadMajorTile(k.data(), v.data(), hd), hd, first, nv, scratch.data(), &m, &l, acc.data());
       std::vector<double> s(nv);
       double mx = -1e300, sum = 0;
       for (size_t j = first; j < nv; ++j) {
@@ -201,17 +214,89 @@ TEST(TileKernels, ColumnAttentionOverManyHeadsEqualsTheScalarTwin) {
         for (auto [first, nv] : {std::pair<size_t, size_t>{0, 16}, {0, 5}, {3, 12}}) {
           std::vector<float> want_acc = acc0, got_acc = acc0, want_m(nq), want_l(nq, 1.5f), got_l(nq, 1.5f);
           for (size_t i = 0; i < nq; ++i) want_m[i] = static_cast<float>(i % 5) - 2.0f;
-          std::vector<float> got_m = want_m, scratch(heads * kLaneTile * hd);
-          ref.attend_cols(q.data(), nq, group, k.data(), v.data(), hd, first, nv, scratch.data(), want_m.data(),
-                          want_l.data(), want_acc.data());
-          t->attend_cols(q.data(), nq, group, k.data(), v.data(), hd, first, nv, scratch.data(), got_m.data(),
-                         got_l.data(), got_acc.data());
+          std::vector<float> got_m = want_m, scratch(2 * heads * kLaneTile * hd);
+          const KvTile tile = HeadMajorTile(k.data(), v.data(), hd);
+          ref.attend_cols(q.data(), nq, group, tile, hd, first, nv, scratch.data(), want_m.data(), want_l.data(),
+                          want_acc.data());
+          t->attend_cols(q.data(), nq, group, tile, hd, first, nv, scratch.data(), got_m.data(), got_l.data(),
+                         got_acc.data());
           for (size_t i = 0; i < nq; ++i) {
             ASSERT_TRUE(SameBits(got_m[i], want_m[i]) && SameBits(got_l[i], want_l[i]))
                 << t->name << " hd=" << hd << " nq=" << nq << " group=" << group << " query " << i;
           }
           for (size_t e = 0; e < got_acc.size(); ++e) {
             ASSERT_TRUE(SameBits(got_acc[e], want_acc[e])) << t->name << " hd=" << hd << " nq=" << nq << " element " << e;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The column kernels read F16 and Q8_0 rows as the cache stores them (row
+// by row, every K/V head side by side) and widen them as they go: every
+// table, the scalar twin included, gives the bits of the same call on the
+// rows widened first (f16_to_f32 / q8_0_to_f32) and laid out head-major.
+TEST(TileKernels, ColumnAttentionReadsF16AndQ8RowsAsTheirWidenedCopies) {
+  const DotKernels& ref = ScalarDotKernels();
+  std::vector<const DotKernels*> tables{&ref};
+  for (const DotKernels* k : SimdTables()) tables.push_back(k);
+  for (KvDtype dtype : {KvDtype::kF16, KvDtype::kQ8_0}) {
+    for (size_t hd : {32u, 40u, 64u, 96u, 128u, 256u}) {
+      if (dtype == KvDtype::kQ8_0 && hd % 32 != 0) continue;
+      for (auto [nq, group] : {std::pair<size_t, size_t>{9, 3}, {1, 1}, {20, 5}, {32, 4}}) {
+        const size_t heads = (nq + group - 1) / group, kv_dim = heads * hd, row_bytes = KvBytes(dtype, kv_dim);
+        // Raw rows (positions 0..15, 15 a padding row of zeros), then their widened head-major copies.
+        std::vector<uint8_t> kraw(kLaneTile * row_bytes), vraw(kraw.size());
+        const auto kf = RandomFloats(kLaneTile * kv_dim, 50, 2.0f), vf = RandomFloats(kLaneTile * kv_dim, 51);
+        for (size_t j = 0; j + 1 < kLaneTile; ++j) {
+          for (auto [src, dst] : {std::pair{&kf, &kraw}, {&vf, &vraw}}) {
+            uint8_t* row = dst->data() + j * row_bytes;
+            if (dtype == KvDtype::kF16) {
+              for (size_t e = 0; e < kv_dim; ++e) reinterpret_cast<uint16_t*>(row)[e] = Fp32ToFp16((*src)[j * kv_dim + e]);
+            } else {
+              QuantizeRowQ8_0(src->data() + j * kv_dim, reinterpret_cast<BlockQ8_0*>(row), kv_dim);
+            }
+          }
+        }
+        std::vector<float> kw(heads * kLaneTile * hd), vw(kw.size());
+        for (size_t j = 0; j < kLaneTile; ++j) {
+          for (size_t g = 0; g < heads; ++g) {
+            const size_t off = KvBytes(dtype, g * hd);
+            float* kd = kw.data() + (g * kLaneTile + j) * hd;
+            float* vd = vw.data() + (g * kLaneTile + j) * hd;
+            if (dtype == KvDtype::kF16) {
+              ref.f16_to_f32(reinterpret_cast<const uint16_t*>(kraw.data() + j * row_bytes + off), kd, hd);
+              ref.f16_to_f32(reinterpret_cast<const uint16_t*>(vraw.data() + j * row_bytes + off), vd, hd);
+            } else {
+              ref.q8_0_to_f32(kraw.data() + j * row_bytes + off, kd, hd);
+              ref.q8_0_to_f32(vraw.data() + j * row_bytes + off, vd, hd);
+            }
+          }
+        }
+        KvTile raw;
+        for (size_t j = 0; j < kLaneTile; ++j) raw.k[j] = kraw.data() + j * row_bytes, raw.v[j] = vraw.data() + j * row_bytes;
+        raw.head_bytes = KvBytes(dtype, hd);
+        raw.dtype = dtype;
+        const auto q = RandomFloats(nq * hd, 52), acc0 = RandomFloats(nq * hd, 53);
+        for (auto [first, nv] : {std::pair<size_t, size_t>{0, 16}, {0, 5}, {3, 12}}) {
+          std::vector<float> want_acc = acc0, want_m(nq), want_l(nq, 1.5f), scratch(2 * heads * kLaneTile * hd);
+          for (size_t i = 0; i < nq; ++i) want_m[i] = static_cast<float>(i % 5) - 2.0f;
+          const std::vector<float> m0 = want_m;
+          ref.attend_cols(q.data(), nq, group, HeadMajorTile(kw.data(), vw.data(), hd), hd, first, nv, scratch.data(),
+                          want_m.data(), want_l.data(), want_acc.data());
+          for (const DotKernels* t : tables) {
+            std::vector<float> got_acc = acc0, got_m = m0, got_l(nq, 1.5f);
+            t->attend_cols(q.data(), nq, group, raw, hd, first, nv, scratch.data(), got_m.data(), got_l.data(),
+                           got_acc.data());
+            for (size_t i = 0; i < nq; ++i) {
+              ASSERT_TRUE(SameBits(got_m[i], want_m[i]) && SameBits(got_l[i], want_l[i]))
+                  << t->name << " " << KvDtypeName(dtype) << " hd=" << hd << " nq=" << nq << " query " << i;
+            }
+            for (size_t e = 0; e < got_acc.size(); ++e) {
+              ASSERT_TRUE(SameBits(got_acc[e], want_acc[e])) << t->name << " " << KvDtypeName(dtype) << " hd=" << hd
+                                                             << " nq=" << nq << " element " << e;
+            }
           }
         }
       }
