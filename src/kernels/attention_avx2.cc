@@ -22,15 +22,6 @@ namespace {
 using avx2::Exp8;
 constexpr int kT = static_cast<int>(kLaneTile);
 
-// dot.h's tree over 16 weights held as lo (positions 0-7) and hi (8-15):
-// u_j = p_j + p_j+8, w_j = u_j + u_j+4, then (w0 + w2) + (w1 + w3).
-inline float TreeSum16(__m256 lo, __m256 hi) {
-  const __m256 u = _mm256_add_ps(lo, hi);
-  const __m128 w = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));
-  const __m128 x = _mm_add_ps(w, _mm_movehl_ps(w, w));
-  return _mm_cvtss_f32(_mm_add_ss(x, _mm_movehdup_ps(x)));
-}
-
 // Scores of one lane group: sbuf[j][lane] = fused chain over d of
 // q[d][lane] * k[j][d]; four positions (8 accumulators) per pass over d.
 void LaneScores(const LaneGroup& g, const float* k, size_t head_dim, float (*sbuf)[kT]) {
@@ -261,35 +252,72 @@ void ColScores(const float* q, const float* kt, size_t head_dim, __m256 (*s)[2])
   }
 }
 
-inline float Max16(__m256 lo, __m256 hi) {
-  const __m256 m8 = _mm256_max_ps(lo, hi);
-  __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
-  m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
-  return _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+// 4 x 4 transposition of a..d (each 4 floats): lane k of out[i] = element i of the k-th input.
+inline void Transpose4(__m128 a, __m128 b, __m128 c, __m128 d, __m128* out) {
+  const __m128 t0 = _mm_unpacklo_ps(a, b), t1 = _mm_unpackhi_ps(a, b);
+  const __m128 t2 = _mm_unpacklo_ps(c, d), t3 = _mm_unpackhi_ps(c, d);
+  out[0] = _mm_movelh_ps(t0, t2);
+  out[1] = _mm_movehl_ps(t2, t0);
+  out[2] = _mm_movelh_ps(t1, t3);
+  out[3] = _mm_movehl_ps(t3, t1);
 }
 
-// One query's softmax step from its scores s (two halves): weights into
-// p[16], m and l updated; returns the rescale factor c.
-float ColSoftmax(const __m256* s, size_t first, size_t nv, float* m, float* l, float* p) {
+// The online-softmax step of N <= 4 queries over their scores s (two
+// halves each): weights into p[i], m and l updated, the rescale factors
+// into c. One lane per query where a query's work reduces: the maxima
+// (exact in any order), the factors in one Exp8, and the sums of the
+// weights transposed so that each query's tree keeps dot.h's order.
+template <int N>
+void ColSoftmaxN(__m256 (*s)[2], size_t first, size_t nv, float* m, float* l, float (*p)[kT], float* c) {
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   const __m256i nvv = _mm256_set1_epi32(static_cast<int>(nv)), fv = _mm256_set1_epi32(static_cast<int>(first));
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  __m256 si[2];
+  __m256 seen[2];
   for (int h = 0; h < 2; ++h) {
     const __m256i j = _mm256_add_epi32(idx, _mm256_set1_epi32(8 * h));
-    const __m256 seen = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_cmpgt_epi32(fv, j), _mm256_cmpgt_epi32(nvv, j)));
-    si[h] = _mm256_blendv_ps(ninf, s[h], seen);
+    seen[h] = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_cmpgt_epi32(fv, j), _mm256_cmpgt_epi32(nvv, j)));
   }
-  const float tile_max = Max16(si[0], si[1]);
-  const float mx = tile_max > *m ? tile_max : *m;
-  const __m256 vmx = _mm256_set1_ps(mx);
-  const float c = _mm256_cvtss_f32(Exp8(_mm256_set1_ps(*m - mx)));
-  const __m256 p0 = Exp8(_mm256_sub_ps(si[0], vmx)), p1 = Exp8(_mm256_sub_ps(si[1], vmx));
-  *l = *l * c + TreeSum16(p0, p1);
-  *m = mx;
-  _mm256_storeu_ps(p, p0);
-  _mm256_storeu_ps(p + 8, p1);
-  return c;
+  __m128 half[4];  // per query: the max of its 16 scores folded to 4 lanes
+  for (int i = 0; i < 4; ++i) {
+    if (i >= N) {
+      half[i] = _mm_set1_ps(-std::numeric_limits<float>::infinity());
+      continue;
+    }
+    for (int h = 0; h < 2; ++h) s[i][h] = _mm256_blendv_ps(ninf, s[i][h], seen[h]);
+    const __m256 m8 = _mm256_max_ps(s[i][0], s[i][1]);
+    half[i] = _mm_max_ps(_mm256_castps256_ps128(m8), _mm256_extractf128_ps(m8, 1));
+  }
+  __m128 t[4];
+  Transpose4(half[0], half[1], half[2], half[3], t);
+  const __m128 tile_max = _mm_max_ps(_mm_max_ps(t[0], t[1]), _mm_max_ps(t[2], t[3]));
+  alignas(16) float m_old[4] = {0, 0, 0, 0}, mx[4], cv[4];
+  for (int i = 0; i < N; ++i) m_old[i] = m[i];
+  const __m128 vmx = _mm_max_ps(tile_max, _mm_load_ps(m_old));  // tile_max > m ? tile_max : m
+  _mm_store_ps(mx, vmx);
+  _mm_store_ps(cv, _mm256_castps256_ps128(Exp8(_mm256_castps128_ps256(_mm_sub_ps(_mm_load_ps(m_old), vmx)))));
+  __m128 w[4];
+  for (int i = 0; i < 4; ++i) {
+    if (i >= N) {
+      w[i] = _mm_setzero_ps();
+      continue;
+    }
+    const __m256 b = _mm256_set1_ps(mx[i]);
+    const __m256 p0 = Exp8(_mm256_sub_ps(s[i][0], b)), p1 = Exp8(_mm256_sub_ps(s[i][1], b));
+    _mm256_storeu_ps(p[i], p0);
+    _mm256_storeu_ps(p[i] + 8, p1);
+    const __m256 u = _mm256_add_ps(p0, p1);  // u_j = p_j + p_j+8
+    w[i] = _mm_add_ps(_mm256_castps256_ps128(u), _mm256_extractf128_ps(u, 1));  // w_j = u_j + u_j+4
+  }
+  Transpose4(w[0], w[1], w[2], w[3], t);
+  const __m128 sum = _mm_add_ps(_mm_add_ps(t[0], t[2]), _mm_add_ps(t[1], t[3]));  // (w0 + w2) + (w1 + w3)
+  alignas(16) float lv[4] = {0, 0, 0, 0}, sums[4];
+  for (int i = 0; i < N; ++i) lv[i] = l[i];
+  _mm_store_ps(sums, _mm_add_ps(_mm_mul_ps(_mm_load_ps(lv), _mm_load_ps(cv)), sum));
+  for (int i = 0; i < N; ++i) {
+    l[i] = sums[i];
+    m[i] = mx[i];
+    c[i] = cv[i];
+  }
 }
 
 // acc_i[d] = acc_i[d] * c_i, then the fused chain over the 16 positions of
@@ -336,7 +364,7 @@ void ColQueries(const float* q, const float* kt, const HeadRows<T>& v, size_t he
   ColScores<N>(q, kt, head_dim, s);
   alignas(32) float p[N][kT];
   float c[N];
-  for (int i = 0; i < N; ++i) c[i] = ColSoftmax(s[i], first, nv, m + i, l + i, p[i]);
+  ColSoftmaxN<N>(s, first, nv, m, l, p, c);
   ColAccum<N, T>(p, c, v, head_dim, acc);
 }
 
