@@ -262,6 +262,7 @@ Value AttrPath(const Value& item, const std::string& path) {
 }
 
 bool Less(const Value& a, const Value& b) {
+  if (a.is_undefined() && b.is_undefined()) return false;  // Jinja2's Undefined items keep their order
   if ((a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool())) return a.number() < b.number();
   if (a.is_string() && b.is_string()) return a.str() < b.str();
   Fail("values of these types cannot be ordered");

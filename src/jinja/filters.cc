@@ -15,9 +15,20 @@ namespace {
 
 using Filter = Value (*)(Renderer& r, const Value& v, CallArgs& a);
 
+// tojson(indent, ...) with json.dumps' keywords as the Hugging Face
+// renderer passes them: ensure_ascii, separators (a pair), sort_keys.
 Value ToJson(Renderer&, const Value& v, CallArgs& a) {
   const Value indent = a.Get(0, "indent");
-  return Value(v.ToJson(indent.is_int() ? static_cast<int>(indent.i()) : -1, a.Get(99, "sort_keys").Truthy()));
+  JsonStyle st;
+  st.indent = indent.is_int() ? static_cast<int>(indent.i()) : -1;
+  st.sort_keys = a.Get(99, "sort_keys").Truthy();
+  st.ensure_ascii = a.Get(99, "ensure_ascii").Truthy();
+  const Value seps = a.Get(99, "separators");
+  if (seps.is_array() && seps.array().size() == 2) {
+    st.item_sep = seps.array()[0].ToString();
+    st.key_sep = seps.array()[1].ToString();
+  }
+  return Value(v.ToJson(st));
 }
 Value Length(Renderer&, const Value& v, CallArgs&) {
   const std::optional<size_t> n = v.is_undefined() ? std::optional<size_t>(0) : v.Length();
@@ -215,7 +226,11 @@ Value Batch(Renderer&, const Value& v, CallArgs& a) {
       row.clear();
     }
   }
-  if (!row.empty()) rows.push_back(Value::MakeArray(std::move(row)));
+  if (!row.empty()) {
+    const Value fill = a.Get(1, "fill_with");
+    while (!fill.is_undefined() && !fill.is_none() && static_cast<int64_t>(row.size()) < size) row.push_back(fill);
+    rows.push_back(Value::MakeArray(std::move(row)));
+  }
   return Value::MakeArray(std::move(rows));
 }
 Value Escape(Renderer&, const Value& v, CallArgs&) {

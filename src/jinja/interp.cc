@@ -1,7 +1,9 @@
 // Statements and expressions of the Jinja interpreter.
 #include "jinja/interp.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "jinja/parser.h"
 
@@ -214,6 +216,9 @@ void Renderer::ExecFor(const Node& n, const std::shared_ptr<Scope>& scope, std::
     return;
   }
   const size_t count = items.size();
+  // loop.changed(*values): whether the values differ from its last call's
+  // (true at the first), a state that lasts the whole loop.
+  auto last_changed = std::make_shared<std::optional<Value>>();
   for (size_t i = 0; i < count; ++i) {
     Step();
     // Each iteration starts afresh: what a {% set %} in the body assigned
@@ -237,6 +242,12 @@ void Renderer::ExecFor(const Node& n, const std::shared_ptr<Scope>& scope, std::
     l.Set("cycle", Value::MakeFunction("cycle", [i](CallArgs& a) {
       if (a.args.empty()) Fail("loop.cycle needs arguments");
       return a.args[i % a.args.size()];
+    }));
+    l.Set("changed", Value::MakeFunction("changed", [last_changed](CallArgs& a) {
+      Value now = Value::MakeArray(a.args);
+      const bool changed = !last_changed->has_value() || !(*last_changed)->Equals(now);
+      *last_changed = std::move(now);
+      return Value(changed);
     }));
     loop_scope->vars["loop"] = loop;
     if (Exec(n.body, loop_scope, out) == Flow::kBreak) break;
@@ -273,9 +284,20 @@ Value Renderer::MakeMacro(const Node& n, const std::shared_ptr<Scope>& scope) {
       if (v.is_undefined() && def) v = Eval(*def, local);
       local->vars[pname] = v;
     }
+    // What the parameters do not take: varargs (a tuple) and kwargs (a dict), as Jinja2 binds them.
+    Array extra;
+    for (size_t k = node->params.size(); k < args.args.size(); ++k) extra.push_back(args.args[k]);
+    local->vars["varargs"] = Value::MakeTuple(std::move(extra));
+    Value kwargs = Value::MakeObject();
     for (const auto& [key, v] : args.kwargs) {
-      if (key == "caller") local->vars["caller"] = v;  // from a {% call %} block
+      if (key == "caller") {
+        local->vars["caller"] = v;  // from a {% call %} block
+        continue;
+      }
+      const bool named = std::any_of(node->params.begin(), node->params.end(), [&](const auto& p) { return p.first == key; });
+      if (!named) kwargs.object().Set(key, v);
     }
+    local->vars["kwargs"] = kwargs;
     std::string text;
     Exec(node->body, local, &text);
     --depth_;

@@ -170,9 +170,12 @@ std::string PyQuote(const std::string& s) {
   return out;
 }
 
-void JsonString(std::string& out, const std::string& s) {
+// s as a JSON string; with ascii, every code point past ASCII as \\uXXXX
+// (a surrogate pair past U+FFFF), as json.dumps(ensure_ascii=True).
+void JsonString(std::string& out, const std::string& s, bool ascii) {
   out += '"';
-  for (unsigned char c : s) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
     switch (c) {
       case '"': out += "\\\""; break;
       case '\\': out += "\\\\"; break;
@@ -182,17 +185,33 @@ void JsonString(std::string& out, const std::string& s) {
       case '\b': out += "\\b"; break;
       case '\f': out += "\\f"; break;
       default:
-        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
-        else out += static_cast<char>(c);
+        if (c < 0x20) {
+          out += fmt::format("\\u{:04x}", c);
+        } else if (ascii && c >= 0x80) {
+          const int len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+          char32_t cp = len == 1 ? c : c & (0x7F >> len);
+          for (int k = 1; k < len && i + 1 < s.size(); ++k) cp = cp << 6 | (static_cast<unsigned char>(s[++i]) & 0x3F);
+          if (cp >= 0x10000) {
+            cp -= 0x10000;
+            out += fmt::format("\\u{:04x}\\u{:04x}", 0xD800 + (cp >> 10), 0xDC00 + (cp & 0x3FF));
+          } else {
+            out += fmt::format("\\u{:04x}", static_cast<uint32_t>(cp));
+          }
+        } else {
+          out += static_cast<char>(c);
+        }
     }
   }
   out += '"';
 }
 
-void ToJsonImpl(const Value& v, int indent, bool sort_keys, int depth, std::string& out) {
+void ToJsonImpl(const Value& v, const JsonStyle& st, int depth, std::string& out) {
+  const int indent = st.indent;
   const std::string nl = indent >= 0 ? "\n" + std::string(static_cast<size_t>(indent * (depth + 1)), ' ') : "";
   const std::string nl_end = indent >= 0 ? "\n" + std::string(static_cast<size_t>(indent * depth), ' ') : "";
-  const char* item_sep = indent >= 0 ? "," : ", ";
+  // json.dumps' separators: (', ', ': '), or ',' between items when indented.
+  const std::string item_sep = st.item_sep ? *st.item_sep : indent >= 0 ? "," : ", ";
+  const std::string key_sep = st.key_sep ? *st.key_sep : ": ";
   switch (v.kind()) {
     case Value::Kind::kUndefined:
     case Value::Kind::kNone: out += "null"; return;
@@ -201,8 +220,8 @@ void ToJsonImpl(const Value& v, int indent, bool sort_keys, int depth, std::stri
     case Value::Kind::kFloat:
       out += std::isfinite(v.f()) ? FormatFloat(v.f()) : (std::isnan(v.f()) ? "NaN" : (v.f() > 0 ? "Infinity" : "-Infinity"));
       return;
-    case Value::Kind::kString: JsonString(out, v.str()); return;
-    case Value::Kind::kFunction: JsonString(out, "<function " + v.name() + ">"); return;
+    case Value::Kind::kString: JsonString(out, v.str(), st.ensure_ascii); return;
+    case Value::Kind::kFunction: JsonString(out, "<function " + v.name() + ">", st.ensure_ascii); return;
     case Value::Kind::kArray: {
       if (v.array().empty()) {
         out += "[]";
@@ -212,7 +231,7 @@ void ToJsonImpl(const Value& v, int indent, bool sort_keys, int depth, std::stri
       for (size_t i = 0; i < v.array().size(); ++i) {
         if (i) out += item_sep;
         out += nl;
-        ToJsonImpl(v.array()[i], indent, sort_keys, depth + 1, out);
+        ToJsonImpl(v.array()[i], st, depth + 1, out);
       }
       out += nl_end + "]";
       return;
@@ -224,14 +243,14 @@ void ToJsonImpl(const Value& v, int indent, bool sort_keys, int depth, std::stri
         out += "{}";
         return;
       }
-      if (sort_keys) std::sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
+      if (st.sort_keys) std::sort(items.begin(), items.end(), [](auto* a, auto* b) { return a->first < b->first; });
       out += "{";
       for (size_t i = 0; i < items.size(); ++i) {
         if (i) out += item_sep;
         out += nl;
-        JsonString(out, items[i]->first);
-        out += ": ";
-        ToJsonImpl(items[i]->second, indent, sort_keys, depth + 1, out);
+        JsonString(out, items[i]->first, st.ensure_ascii);
+        out += key_sep;
+        ToJsonImpl(items[i]->second, st, depth + 1, out);
       }
       out += nl_end + "}";
       return;
@@ -276,8 +295,15 @@ std::string Value::ToString() const {
 }
 
 std::string Value::ToJson(int indent, bool sort_keys) const {
+  JsonStyle st;
+  st.indent = indent;
+  st.sort_keys = sort_keys;
+  return ToJson(st);
+}
+
+std::string Value::ToJson(const JsonStyle& style) const {
   std::string out;
-  ToJsonImpl(*this, indent, sort_keys, 0, out);
+  ToJsonImpl(*this, style, 0, out);
   return out;
 }
 

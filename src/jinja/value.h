@@ -44,6 +44,15 @@ class Object {
   std::unordered_map<std::string, size_t> index_;
 };
 
+// json.dumps' options: indent (< 0: one line), sort_keys, ensure_ascii
+// (non-ASCII as \uXXXX) and separators (unset: json.dumps' defaults).
+struct JsonStyle {
+  int indent = -1;
+  bool sort_keys = false;
+  bool ensure_ascii = false;
+  std::optional<std::string> item_sep, key_sep;
+};
+
 struct CallArgs;
 // A function value: a macro, a builtin, or a bound method.
 using Function = std::function<Value(CallArgs&)>;
@@ -103,6 +112,7 @@ class Value {
   // json.dumps(ensure_ascii=False) with the given indent (< 0: one line,
   // ", " and ": " separators) and key sorting.
   std::string ToJson(int indent = -1, bool sort_keys = false) const;
+  std::string ToJson(const struct JsonStyle& style) const;
   // Python ==.
   bool Equals(const Value& o) const;
   // Same object (lists, dicts) or equal scalars: the `sameas` test.

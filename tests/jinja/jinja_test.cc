@@ -152,6 +152,12 @@ TEST(Jinja, CallBlocksTuplesGroupsAndFormatSpecs) {
   EXPECT_EQ(R("[{{ '{:>5}'.format('a') }}][{{ '{:*^7}'.format(3) }}][{{ '{:08.3f}'.format(-3.14159) }}][{{ '{:,}'.format(1234567) }}]"
               "[{{ '{:.1%}'.format(0.256) }}][{{ '{:#x}'.format(255) }}][{{ '{:+.2e}'.format(12345.678) }}][{{ '{!r:>5}'.format('a') }}]"),
             "[    a][***3***][-003.142][1,234,567][25.6%][0xff][+1.23e+04][  'a']");
+  EXPECT_EQ(R("{% for r in ['u', 'u', 'a', 'u'] %}{{ loop.changed(r) | int }}{% endfor %}"), "1011");
+  EXPECT_EQ(R("{% macro f(a, b=2) %}{{ a }}{{ b }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ f(1, 3, 4, z=5) }}|{{ f(1) }}"),
+            "13(4,){'z': 5}|12(){}");
+  EXPECT_EQ(R("{{ x | tojson(ensure_ascii=true) }} {{ [1, {'a': 2}] | tojson(separators=(',', ':')) }}", {{"x", "é😀"}}),
+            "\"\\u00e9\\ud83d\\ude00\" [1,{\"a\":2}]");
+  EXPECT_EQ(R("{{ [1, 2, 3] | batch(2, 0) | list }} {{ ['bb', 'a'] | sort(attribute='missing') }}"), "[[1, 2], [3, 0]] ['bb', 'a']");
   EXPECT_EQ(R("{{ '{:,}'.format('a') }}"), "ERROR: Invalid format specifier for a string");
   EXPECT_EQ(R("{{ '{:.2}'.format(3) }}"), "ERROR: Precision not allowed in integer format specifier");
 }
