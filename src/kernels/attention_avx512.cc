@@ -238,6 +238,44 @@ void ColScoresUpTo16(const float* const* qs, const float* const* kts, size_t n, 
   kFns[n - 1](qs, kts, head_dim, s);
 }
 
+// H K/V heads of G queries each (H * G <= 16): the same chains as
+// ColScores, each K load shared by its head's G queries (ColScores loads
+// it once per query: at 9 queries of 3 heads the loads, not the FMAs, set
+// the pace). q: the H * G queries in order; kt: the H heads' transposed tiles.
+template <int H, int G>
+void ColScoresGrouped(const float* q, const float* kt, size_t head_dim, __m512* s) {
+  __m512 a[H * G];
+  for (int i = 0; i < H * G; ++i) a[i] = _mm512_setzero_ps();
+  for (size_t d = 0; d < head_dim; ++d) {
+    for (int h = 0; h < H; ++h) {
+      __m512 k = _mm512_loadu_ps(kt + static_cast<size_t>(h) * kT * head_dim + d * kT);
+      // In a register: left to itself GCC folds the load into each FMA,
+      // one load per query again.
+      asm("" : "+v"(k));
+      for (int g = 0; g < G; ++g) {
+        a[h * G + g] = _mm512_fmadd_ps(_mm512_set1_ps(q[static_cast<size_t>(h * G + g) * head_dim + d]), k, a[h * G + g]);
+      }
+    }
+  }
+  for (int i = 0; i < H * G; ++i) s[i] = a[i];
+}
+
+template <int G, size_t... I>
+void GroupedCall(size_t heads, const float* q, const float* kt, size_t head_dim, __m512* s, std::index_sequence<I...>) {
+  using Fn = void (*)(const float*, const float*, size_t, __m512*);
+  static constexpr Fn kFns[] = {&ColScoresGrouped<static_cast<int>(I) + 1, G>...};
+  kFns[heads - 1](q, kt, head_dim, s);
+}
+// heads (<= 16 / group) K/V heads of group (<= 4) queries each.
+void Grouped(size_t group, size_t heads, const float* q, const float* kt, size_t head_dim, __m512* s) {
+  switch (group) {
+    case 1: GroupedCall<1>(heads, q, kt, head_dim, s, std::make_index_sequence<16>{}); break;
+    case 2: GroupedCall<2>(heads, q, kt, head_dim, s, std::make_index_sequence<8>{}); break;
+    case 3: GroupedCall<3>(heads, q, kt, head_dim, s, std::make_index_sequence<5>{}); break;
+    default: GroupedCall<4>(heads, q, kt, head_dim, s, std::make_index_sequence<4>{}); break;
+  }
+}
+
 // The online-softmax step of one query over the tile's scores si (positions
 // outside `seen` are -inf): m, l updated, the weights into p, the factor
 // the accumulator is rescaled by returned.
@@ -302,16 +340,24 @@ void AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_
   const __mmask16 seen = static_cast<__mmask16>(((1u << nv) - 1u) & ~((1u << first) - 1u));
   alignas(64) float p[16][kT];
   float c[16];
-  for (size_t q0 = 0; q0 < nq; q0 += 16) {
-    const size_t n = nq - q0 < 16 ? nq - q0 : 16;
-    const float* qs[16];
-    const float* kts[16];
-    for (size_t i = 0; i < n; ++i) {
-      qs[i] = q + (q0 + i) * head_dim;
-      kts[i] = kt_scratch + (q0 + i) / group * kT * head_dim;
-    }
+  // Passes of whole K/V heads where a head has at most 4 queries (a pass's
+  // queries change no query's bits).
+  const bool grouped = group <= 4;
+  const size_t pass = grouped ? 16 / group * group : 16;
+  for (size_t q0 = 0; q0 < nq; q0 += pass) {
+    const size_t n = nq - q0 < pass ? nq - q0 : pass;
     __m512 s[16];
-    ColScoresUpTo16(qs, kts, n, head_dim, s, std::make_index_sequence<16>{});
+    if (grouped && n % group == 0) {
+      Grouped(group, n / group, q + q0 * head_dim, kt_scratch + q0 / group * kT * head_dim, head_dim, s);
+    } else {
+      const float* qs[16];
+      const float* kts[16];
+      for (size_t i = 0; i < n; ++i) {
+        qs[i] = q + (q0 + i) * head_dim;
+        kts[i] = kt_scratch + (q0 + i) / group * kT * head_dim;
+      }
+      ColScoresUpTo16(qs, kts, n, head_dim, s, std::make_index_sequence<16>{});
+    }
     for (size_t i = 0; i < n; ++i) c[i] = ColSoftmax(s[i], seen, m + q0 + i, l + q0 + i, p[i]);
     // Runs of queries that share a K/V head, up to four at a time.
     for (size_t i = 0; i < n;) {
