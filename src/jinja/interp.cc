@@ -294,8 +294,9 @@ Value Renderer::MakeMacro(const Node& n, const std::shared_ptr<Scope>& scope) {
         local->vars["caller"] = v;  // from a {% call %} block
         continue;
       }
-      const bool named = std::any_of(node->params.begin(), node->params.end(), [&](const auto& p) { return p.first == key; });
-      if (!named) kwargs.object().Set(key, v);
+      const std::string& name = key;  // (a structured binding cannot be captured before C++20 in every compiler)
+      const bool named = std::any_of(node->params.begin(), node->params.end(), [&](const auto& p) { return p.first == name; });
+      if (!named) kwargs.object().Set(name, v);
     }
     local->vars["kwargs"] = kwargs;
     std::string text;
