@@ -14,6 +14,7 @@
 #include <limits>
 
 #include "kernels/dot.h"
+#include "kernels/kv_rows_simd.h"
 #include "kernels/exp_avx2.h"
 
 namespace pc {
@@ -110,61 +111,39 @@ void LaneAccum(const LaneGroup& g, const float (*p)[kT], const __m256* c, const 
   }
 }
 
-// One K/V head's 16 rows of a tile as stored, widened to F32 as they are
-// read (the bits of f16_to_f32 / q8_0_to_f32): Q8_0 scales are taken once.
+// One K/V head's 16 rows of a tile as stored (kv_rows_simd.h) and their
+// 8-lane loads, widened to F32 with the bits of f16_to_f32 / q8_0_to_f32.
 template <KvDtype T>
-struct HeadRows {
-  static constexpr size_t kMaxBlocks = 32;  // Q8_0 blocks a head may have (head_dim <= 1024)
-  const uint8_t* row[kT];
-  float scale[kT][T == KvDtype::kQ8_0 ? kMaxBlocks : 1];
-
-  HeadRows(const uint8_t* const* rows, size_t offset, size_t head_dim) {
-    for (int j = 0; j < kT; ++j) {
-      row[j] = rows[j] + offset;
-      if constexpr (T == KvDtype::kQ8_0) {
-        for (size_t b = 0; b < head_dim / kKvQ8Block; ++b) {
-          uint16_t h;
-          std::memcpy(&h, row[j] + b * kKvQ8BlockBytes, sizeof h);
-          scale[j][b] = _cvtsh_ss(h);
-        }
-      }
-    }
-  }
-  // Q8_0: the address of element d's byte (blocks of a scale and 32 bytes).
-  const uint8_t* Q8At(int j, size_t d) const { return row[j] + d / kKvQ8Block * kKvQ8BlockBytes + 2 + d % kKvQ8Block; }
-  float Elem(int j, size_t d) const {
-    if constexpr (T == KvDtype::kF32) return reinterpret_cast<const float*>(row[j])[d];
-    if constexpr (T == KvDtype::kF16) return _cvtsh_ss(reinterpret_cast<const uint16_t*>(row[j])[d]);
-    return scale[j][d / kKvQ8Block] * static_cast<float>(static_cast<int8_t>(*Q8At(j, d)));
-  }
+struct HeadRows : KvHeadRows<T> {
+  using KvHeadRows<T>::KvHeadRows;
   // Elements [d, d + 8) of row j.
   __m256 Oct(int j, size_t d) const {
-    if constexpr (T == KvDtype::kF32) return _mm256_loadu_ps(reinterpret_cast<const float*>(row[j]) + d);
+    if constexpr (T == KvDtype::kF32) return _mm256_loadu_ps(this->F32(j) + d);
     if constexpr (T == KvDtype::kF16) {
-      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(reinterpret_cast<const uint16_t*>(row[j]) + d)));
+      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(this->F16(j) + d)));
     }
-    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(Q8At(j, d)));
-    return _mm256_mul_ps(_mm256_set1_ps(scale[j][d / kKvQ8Block]), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
+    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(this->Q8At(j, d)));
+    return _mm256_mul_ps(_mm256_set1_ps(this->Scale(j, d)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
   }
   // Elements [d, d + 4) of row a, then of row b.
   __m256 Quads(int a, int b, size_t d) const {
     if constexpr (T == KvDtype::kF32) {
-      const float* ra = reinterpret_cast<const float*>(row[a]) + d;
-      const float* rb = reinterpret_cast<const float*>(row[b]) + d;
+      const float* ra = this->F32(a) + d;
+      const float* rb = this->F32(b) + d;
       return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(ra)), _mm_loadu_ps(rb), 1);
     }
     if constexpr (T == KvDtype::kF16) {
       int64_t x, y;
-      std::memcpy(&x, reinterpret_cast<const uint16_t*>(row[a]) + d, 8);
-      std::memcpy(&y, reinterpret_cast<const uint16_t*>(row[b]) + d, 8);
+      std::memcpy(&x, this->F16(a) + d, 8);
+      std::memcpy(&y, this->F16(b) + d, 8);
       return _mm256_cvtph_ps(_mm_set_epi64x(y, x));
     }
     int32_t x, y;
-    std::memcpy(&x, Q8At(a, d), 4);
-    std::memcpy(&y, Q8At(b, d), 4);
+    std::memcpy(&x, this->Q8At(a, d), 4);
+    std::memcpy(&y, this->Q8At(b, d), 4);
     const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_set_epi32(0, 0, y, x)));
-    const __m256 sc = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(scale[a][d / kKvQ8Block])),
-                                           _mm_set1_ps(scale[b][d / kKvQ8Block]), 1);
+    const __m256 sc = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(this->Scale(a, d))),
+                                           _mm_set1_ps(this->Scale(b, d)), 1);
     return _mm256_mul_ps(sc, f);
   }
 };

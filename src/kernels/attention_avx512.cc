@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "kernels/dot.h"
+#include "kernels/kv_rows_simd.h"
 #include "kernels/tree_sum_avx512.h"
 
 namespace pc {
@@ -133,47 +134,26 @@ void AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float*
   if (i < n) LanesImpl<1>(groups + i, k, v, head_dim);
 }
 
-// One K/V head's 16 rows of a tile as stored, widened to F32 as they are
-// read (the bits of f16_to_f32 / q8_0_to_f32); Q8_0 scales taken once.
+// One K/V head's 16 rows of a tile as stored (kv_rows_simd.h) and their
+// 16-lane loads, widened to F32 with the bits of f16_to_f32 / q8_0_to_f32.
 template <KvDtype T>
-struct HeadRows {
-  static constexpr size_t kMaxBlocks = 32;  // Q8_0 blocks a head may have (head_dim <= 1024)
-  const uint8_t* row[kT];
-  float scale[kT][T == KvDtype::kQ8_0 ? kMaxBlocks : 1];
-
-  HeadRows(const uint8_t* const* rows, size_t offset, size_t head_dim) {
-    for (int j = 0; j < kT; ++j) {
-      row[j] = rows[j] + offset;
-      if constexpr (T == KvDtype::kQ8_0) {
-        for (size_t b = 0; b < head_dim / kKvQ8Block; ++b) {
-          uint16_t h;
-          std::memcpy(&h, row[j] + b * kKvQ8BlockBytes, sizeof h);
-          scale[j][b] = _cvtsh_ss(h);
-        }
-      }
-    }
-  }
-  const uint8_t* Q8At(int j, size_t d) const { return row[j] + d / kKvQ8Block * kKvQ8BlockBytes + 2 + d % kKvQ8Block; }
-  float Elem(int j, size_t d) const {
-    if constexpr (T == KvDtype::kF32) return reinterpret_cast<const float*>(row[j])[d];
-    if constexpr (T == KvDtype::kF16) return _cvtsh_ss(reinterpret_cast<const uint16_t*>(row[j])[d]);
-    return scale[j][d / kKvQ8Block] * static_cast<float>(static_cast<int8_t>(*Q8At(j, d)));
-  }
+struct HeadRows : KvHeadRows<T> {
+  using KvHeadRows<T>::KvHeadRows;
   // Elements [d, d + 16) of row j (a Q8_0 run never crosses a block: d % 16 == 0).
   __m512 Hex(int j, size_t d) const {
-    if constexpr (T == KvDtype::kF32) return _mm512_loadu_ps(reinterpret_cast<const float*>(row[j]) + d);
+    if constexpr (T == KvDtype::kF32) return _mm512_loadu_ps(this->F32(j) + d);
     if constexpr (T == KvDtype::kF16) {
-      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(reinterpret_cast<const uint16_t*>(row[j]) + d)));
+      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(this->F16(j) + d)));
     }
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(Q8At(j, d)));
-    return _mm512_mul_ps(_mm512_set1_ps(scale[j][d / kKvQ8Block]), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(this->Q8At(j, d)));
+    return _mm512_mul_ps(_mm512_set1_ps(this->Scale(j, d)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
   }
   // Elements [d, d + n) (n < 16; F32 and F16 only, whose heads may end mid-vector), zeros after.
   __m512 HexTail(int j, size_t d, __mmask16 mask) const {
     if constexpr (T == KvDtype::kF16) {
-      return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, reinterpret_cast<const uint16_t*>(row[j]) + d));
+      return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, this->F16(j) + d));
     }
-    return _mm512_maskz_loadu_ps(mask, reinterpret_cast<const float*>(row[j]) + d);
+    return _mm512_maskz_loadu_ps(mask, this->F32(j) + d);
   }
 };
 
