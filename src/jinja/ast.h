@@ -48,7 +48,7 @@ struct Node {
     kText,        // text
     kOutput,      // {{ expr }}
     kIf,          // conds[i] -> bodies[i]; else_body
-    kFor,         // for targets in expr [if cond]: body; else_body
+    kFor,         // for targets in expr [if cond] [recursive]: body; else_body
     kSet,         // targets (names, or one "ns.attr") = expr
     kSetBlock,    // {% set name %} body {% endset %} (through filters if any)
     kMacro,       // macro name(params) body
@@ -67,6 +67,7 @@ struct Node {
   Body body, else_body;
   std::vector<std::string> targets;
   std::string attr;  // kSet on "ns.attr": targets[0] = ns, attr = attr
+  bool recursive = false;  // kFor: loop(items) renders the body again over items
   std::vector<std::pair<std::string, ExprPtr>> params;  // macro parameters and defaults (null: none)
 };
 

@@ -458,6 +458,16 @@ std::optional<Value> Global(Renderer& r, const std::string& name) {
   return std::nullopt;
 }
 
+namespace {
+bool IsTestName(const std::string& n) {
+  static const char* const kTests[] = {"defined", "undefined", "none", "string", "number", "integer", "float", "boolean",
+                                       "true", "false", "mapping", "sequence", "iterable", "callable", "odd", "even",
+                                       "divisibleby", "eq", "equalto", "ne", "lt", "lessthan", "gt", "greaterthan", "le",
+                                       "ge", "in", "sameas", "filter", "test", "escaped", "lower", "upper"};
+  return std::any_of(std::begin(kTests), std::end(kTests), [&](const char* t) { return n == t; });
+}
+}  // namespace
+
 bool ApplyTest(const std::string& name, const Value& v, const CallArgs& a, bool* out) {
   const Value arg = a.Get(0, "value");
   if (name == "defined") *out = !v.is_undefined();
@@ -493,6 +503,9 @@ bool ApplyTest(const std::string& name, const Value& v, const CallArgs& a, bool*
     else if (arg.is_object()) *out = v.is_string() && arg.object().Find(v.str()) != nullptr;
     else for (const Value& x : Iterate(arg)) *out = *out || x.Equals(v);
   } else if (name == "sameas") *out = v.SameAs(arg);
+  else if (name == "filter") *out = v.is_string() && HasFilter(v.str());
+  else if (name == "test") *out = v.is_string() && IsTestName(v.str());
+  else if (name == "escaped") *out = false;  // no Markup strings: autoescape is off
   else if (name == "lower") *out = v.is_string() && Lower(v.str()) == v.str();
   else if (name == "upper") *out = v.is_string() && Upper(v.str()) == v.str();
   else return false;

@@ -50,7 +50,30 @@ Value StrMethod(const Value& v, const char* name) {
   return (*Method(Value(v.ToString()), name)).function()(none);
 }
 Value Capitalize(Renderer&, const Value& v, CallArgs&) { return StrMethod(v, "capitalize"); }
-Value Title(Renderer&, const Value& v, CallArgs&) { return StrMethod(v, "title"); }
+// Jinja2's title: words start after '-', whitespace, '(', '{', '[' or '<'
+// (not after every non-letter, as str.title: "they're" stays "They're").
+Value Title(Renderer&, const Value& v, CallArgs&) {
+  const std::string s = v.ToString();
+  std::string out;
+  bool start = true;
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    const bool sep = c == '-' || c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' || c == '(' ||
+                     c == '{' || c == '[' || c == '<';
+    if (sep) {
+      out += c;
+      start = true;
+      continue;
+    }
+    size_t len = 1;  // one UTF-8 character
+    while (i + len < s.size() && (static_cast<unsigned char>(s[i + len]) & 0xC0) == 0x80) ++len;
+    const std::string ch = s.substr(i, len);
+    out += start ? Upper(ch) : Lower(ch);
+    start = false;
+    i += len - 1;
+  }
+  return Value(out);
+}
 Value ReplaceF(Renderer&, const Value& v, CallArgs& a) {
   return Value(Replace(v.ToString(), a.Get(0, "old").ToString(), a.Get(1, "new").ToString(), IntArg(a.Get(2, "count"), -1)));
 }
@@ -72,15 +95,22 @@ Value Items(Renderer&, const Value& v, CallArgs&) {
   CallArgs none;
   return (*Method(v, "items")).function()(none);
 }
+// What dictsort / min / max / unique compare: the item or its attribute, strings
+// lowercased unless case_sensitive (Jinja2's defaults).
+Value CompareKey(const Value& item, const Value& attr, bool case_sensitive) {
+  const Value k = attr.is_string() ? AttrPath(item, attr.str()) : item;
+  return !case_sensitive && k.is_string() ? Value(Lower(k.str())) : k;
+}
 Value DictSort(Renderer&, const Value& v, CallArgs& a) {
   if (!v.is_object()) Fail("dictsort needs a mapping");
+  const bool case_sensitive = a.Get(0, "case_sensitive").Truthy();
   const bool by_value = a.Get(1, "by").ToString() == "value";
   const bool reverse = a.Get(2, "reverse").Truthy();
   std::vector<std::pair<Value, Value>> items;
   for (size_t i = 0; i < v.object().size(); ++i) items.emplace_back(v.object().KeyAt(i), v.object().items()[i].second);
-  auto key = [](const Value& k) { return k.is_string() ? Value(Lower(k.str())) : k; };  // case-insensitive, as Jinja2
+  auto key = [&](const Value& k) { return CompareKey(k, Value(), case_sensitive); };
   std::stable_sort(items.begin(), items.end(), [&](const auto& x, const auto& y) {
-    return by_value ? Less(x.second, y.second) : Less(key(x.first), key(y.first));
+    return by_value ? Less(key(x.second), key(y.second)) : Less(key(x.first), key(y.first));
   });
   if (reverse) std::reverse(items.begin(), items.end());
   Array arr;
@@ -95,31 +125,46 @@ Value Last(Renderer&, const Value& v, CallArgs&) {
   const Array items = Iterate(v);
   return items.empty() ? Value::Undefined() : items.back();
 }
-Value Extreme(const Value& v, bool min) {
+Value Extreme(const Value& v, CallArgs& a, bool min) {
   const Array items = Iterate(v);
   if (items.empty()) return Value::Undefined();
+  const bool cs = a.Get(0, "case_sensitive").Truthy();
+  const Value attr = a.Get(1, "attribute");
   Value best = items[0];
   for (const Value& x : items) {
-    if (min ? Less(x, best) : Less(best, x)) best = x;
+    const Value kx = CompareKey(x, attr, cs), kb = CompareKey(best, attr, cs);
+    if (min ? Less(kx, kb) : Less(kb, kx)) best = x;
   }
   return best;
 }
-Value Min(Renderer&, const Value& v, CallArgs&) { return Extreme(v, true); }
-Value Max(Renderer&, const Value& v, CallArgs&) { return Extreme(v, false); }
+Value Min(Renderer&, const Value& v, CallArgs& a) { return Extreme(v, a, true); }
+Value Max(Renderer&, const Value& v, CallArgs& a) { return Extreme(v, a, false); }
 Value Sum(Renderer&, const Value& v, CallArgs& a) {
   const Value attr = a.Get(0, "attribute");
   Value acc = a.Get(1, "start", Value(int64_t{0}));
   for (const Value& item : Iterate(v)) {
     const Value x = attr.is_string() ? AttrPath(item, attr.str()) : item;
+    if (acc.is_array() && x.is_array()) {  // sum(start=[]) concatenates
+      Array r = acc.array();
+      r.insert(r.end(), x.array().begin(), x.array().end());
+      acc = Value::MakeArray(std::move(r));
+      continue;
+    }
     acc = acc.is_int() && x.is_int() ? Value(acc.i() + x.i()) : Value(acc.number() + x.number());
   }
   return acc;
 }
-Value Unique(Renderer& r, const Value& v, CallArgs&) {
-  Array kept;
+Value Unique(Renderer& r, const Value& v, CallArgs& a) {
+  const bool cs = a.Get(0, "case_sensitive").Truthy();
+  const Value attr = a.Get(1, "attribute");
+  Array kept, keys;
   for (const Value& x : Iterate(v)) {
     r.Step();
-    if (std::none_of(kept.begin(), kept.end(), [&](const Value& k) { return k.Equals(x); })) kept.push_back(x);
+    const Value k = CompareKey(x, attr, cs);
+    if (std::none_of(keys.begin(), keys.end(), [&](const Value& seen) { return seen.Equals(k); })) {
+      keys.push_back(k);
+      kept.push_back(x);
+    }
   }
   return Value::MakeArray(std::move(kept));
 }
@@ -190,13 +235,30 @@ Value Map(Renderer& r, const Value& v, CallArgs& a) {
 Value IndentF(Renderer&, const Value& v, CallArgs& a) {
   return Value(Indent(v.ToString(), a.Get(0, "width", Value(int64_t{4})), a.Get(1, "first").Truthy(), a.Get(2, "blank").Truthy()));
 }
+// int(default=0, base=10): Python's int(s, base) (a 0x / 0o / 0b prefix
+// matching the base allowed; base 0 reads the prefix), then int(float(s)).
 Value Int(Renderer&, const Value& v, CallArgs& a) {
   if (v.is_int()) return v;
   if (v.is_number() || v.is_bool()) return Value(static_cast<int64_t>(v.number()));
+  const Value def = a.Get(0, "default", Value(int64_t{0}));
+  int base = static_cast<int>(IntArg(a.Get(1, "base"), 10));
+  std::string s = Strip(v.ToString(), Value(), true, true);
+  std::string sign;
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) sign = s.substr(0, 1), s = s.substr(1);
+  auto prefix = [&](char p) { return s.size() > 2 && s[0] == '0' && (s[1] == p || s[1] == p - 32); };
+  const int prefixed = prefix('x') ? 16 : prefix('o') ? 8 : prefix('b') ? 2 : 0;
+  if (prefixed != 0 && (base == 0 || base == prefixed)) s = s.substr(2), base = prefixed;
+  if (base == 0) base = 10;
+  if (base < 2 || base > 36 || s.empty()) return def;
   try {
-    return Value(static_cast<int64_t>(std::stoll(Strip(v.ToString(), Value(), true, true))));
+    size_t used = 0;
+    const int64_t n = std::stoll(sign + s, &used, base);
+    if (used == sign.size() + s.size()) return Value(n);
+    if (base != 10) return def;
+    const double f = std::stod(sign + s, &used);
+    return used == sign.size() + s.size() ? Value(static_cast<int64_t>(f)) : def;
   } catch (...) {
-    return a.Get(0, "default", Value(int64_t{0}));
+    return def;
   }
 }
 Value Float(Renderer&, const Value& v, CallArgs& a) {
@@ -209,10 +271,56 @@ Value Float(Renderer&, const Value& v, CallArgs& a) {
 Value Abs(Renderer&, const Value& v, CallArgs&) {
   return v.is_int() ? Value(v.i() < 0 ? -v.i() : v.i()) : Value(std::fabs(v.number()));
 }
+// round(precision=0, method='common'|'ceil'|'floor').
 Value Round(Renderer&, const Value& v, CallArgs& a) {
   const int64_t precision = IntArg(a.Get(0, "precision"), 0);
-  const double scale = std::pow(10.0, static_cast<double>(precision));
-  return Value(std::nearbyint(v.number() * scale) / scale);
+  const std::string method = a.Get(1, "method", Value("common")).ToString();
+  const double scale = std::pow(10.0, static_cast<double>(precision)), x = v.number() * scale;
+  if (method == "ceil") return Value(std::ceil(x) / scale);
+  if (method == "floor") return Value(std::floor(x) / scale);
+  if (method != "common") Fail("method must be common, ceil or floor");
+  return Value(std::nearbyint(x) / scale);
+}
+// wordwrap(width=79, break_long_words=True, wrapstring='\n'): words filled
+// greedily into lines of at most width characters (textwrap's rule without
+// its hyphen breaks), a longer word cut into pieces when allowed.
+Value WordWrap(Renderer&, const Value& v, CallArgs& a) {
+  const int64_t width = IntArg(a.Get(0, "width"), 79);
+  if (width <= 0) Fail("wordwrap: invalid width");
+  const bool break_long = a.Get(1, "break_long_words", Value(true)).Truthy();
+  const std::string wrap = a.Get(2, "wrapstring", Value("\n")).ToString();
+  const size_t w = static_cast<size_t>(width);
+  std::vector<std::string> lines;
+  std::string line;
+  for (const Value& word : Split(v.ToString(), Value(), -1).array()) {
+    std::string rest = word.str();
+    while (true) {
+      const size_t need = line.empty() ? Utf8Length(rest) : Utf8Length(line) + 1 + Utf8Length(rest);
+      if (need <= w) {
+        line += (line.empty() ? "" : " ") + rest;
+        break;
+      }
+      if (!line.empty()) {
+        lines.push_back(line);
+        line.clear();
+        continue;
+      }
+      if (!break_long) {
+        line = rest;
+        break;
+      }
+      const Array chars = Iterate(Value(rest));
+      std::string head, tail;
+      for (size_t i = 0; i < chars.size(); ++i) (i < w ? head : tail) += chars[i].str();
+      lines.push_back(head);
+      rest = tail;
+      if (rest.empty()) break;
+    }
+  }
+  if (!line.empty()) lines.push_back(line);
+  std::string out;
+  for (size_t i = 0; i < lines.size(); ++i) out += (i ? wrap : "") + lines[i];
+  return Value(out);
 }
 Value WordCount(Renderer&, const Value& v, CallArgs&) { return Value(Split(v.ToString(), Value(), -1).array().size()); }
 Value Batch(Renderer&, const Value& v, CallArgs& a) {
@@ -353,7 +461,15 @@ Value SliceF(Renderer&, const Value& v, CallArgs& a) {
   }
   return Value::MakeArray(std::move(out));
 }
-Value Attr(Renderer&, const Value& v, CallArgs& a) { return GetAttr(v, a.Get(0, "name").ToString()); }
+// attr(name): an attribute only, never a dict's item (Jinja2's getattr).
+Value Attr(Renderer&, const Value& v, CallArgs& a) {
+  const std::string name = a.Get(0, "name").ToString();
+  if (v.is_object()) {
+    std::optional<Value> m = Method(v, name);
+    return m ? *m : Value::Undefined(name);
+  }
+  return GetAttr(v, name);
+}
 Value FormatF(Renderer&, const Value& v, CallArgs& a) { return Value(PercentFormat(v.ToString(), a)); }
 
 const std::unordered_map<std::string_view, Filter>& Filters() {
@@ -370,11 +486,14 @@ const std::unordered_map<std::string_view, Filter>& Filters() {
       {"wordcount", WordCount}, {"batch", Batch},           {"escape", Escape},         {"e", Escape},
       {"forceescape", Escape},  {"center", Center},         {"attr", Attr},             {"format", FormatF},
       {"groupby", GroupBy},     {"truncate", Truncate},     {"striptags", StripTags},   {"slice", SliceF},
+      {"wordwrap", WordWrap},
   };
   return table;
 }
 
 }  // namespace
+
+bool HasFilter(const std::string& name) { return Filters().count(name) != 0; }
 
 bool ApplyFilter(Renderer& r, const std::string& name, const Value& v, CallArgs& a, Value* out) {
   const auto& table = Filters();

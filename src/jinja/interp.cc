@@ -5,6 +5,7 @@
 #include <cmath>
 #include <optional>
 
+#include "jinja/builtin_util.h"
 #include "jinja/parser.h"
 
 namespace pc::jinja {
@@ -26,30 +27,18 @@ int64_t FloorDiv(int64_t a, int64_t b) {
   Fail("'" + (v.name().empty() ? std::string("value") : v.name()) + "' is undefined");
 }
 
-// Python's "%" on a string: %s, %d, %i, %r, %f and %% with a value or a tuple.
-std::string PercentFormat(const std::string& fmt, const Value& args) {
-  const Array items = args.is_array() ? args.array() : Array{args};
-  std::string out;
-  size_t next = 0;
-  for (size_t i = 0; i < fmt.size(); ++i) {
-    if (fmt[i] != '%' || i + 1 >= fmt.size()) {
-      out += fmt[i];
-      continue;
-    }
-    const char c = fmt[++i];
-    if (c == '%') {
-      out += '%';
-      continue;
-    }
-    if (next >= items.size()) Fail("not enough arguments for format string");
-    const Value& v = items[next++];
-    if (c == 's') out += v.ToString();
-    else if (c == 'r') out += v.Repr();
-    else if (c == 'd' || c == 'i') out += std::to_string(static_cast<int64_t>(v.number()));
-    else if (c == 'f') out += std::to_string(v.number());
-    else Fail(std::string("unsupported format character '") + c + "'");
+// Python's "%" on a string: a tuple gives the arguments, a dict the
+// %(name)s ones, anything else is the one argument (PercentFormat's rules).
+std::string PercentOp(const std::string& fmt, const Value& args) {
+  CallArgs a;
+  if (args.is_tuple()) {
+    a.args = args.array();
+  } else if (args.is_object() && fmt.find("%(") != std::string::npos) {
+    for (const auto& [k, v] : args.object().items()) a.kwargs.emplace_back(k, v);
+  } else {
+    a.args = {args};
   }
-  return out;
+  return PercentFormat(fmt, a);
 }
 
 int Compare(const Value& a, const Value& b, const std::string& op) {
@@ -187,8 +176,13 @@ Renderer::Flow Renderer::ExecNode(const Node& n, const std::shared_ptr<Scope>& s
 }
 
 void Renderer::ExecFor(const Node& n, const std::shared_ptr<Scope>& scope, std::string* out) {
-  const Value iterable = Eval(*n.expr, scope);
+  ExecForItems(n, scope, Eval(*n.expr, scope), 1, out);
+}
+
+void Renderer::ExecForItems(const Node& n, const std::shared_ptr<Scope>& scope, const Value& iterable, int depth,
+                            std::string* out) {
   if (iterable.is_none()) Fail("'NoneType' object is not iterable");
+  if (depth > opt_.max_call_depth) Fail("recursive loop nested more than " + std::to_string(opt_.max_call_depth) + " deep");
   Array items = Iterate(iterable);
   auto loop_scope = std::make_shared<Scope>();
   loop_scope->parent = scope;
@@ -235,8 +229,16 @@ void Renderer::ExecFor(const Node& n, const std::shared_ptr<Scope>& scope, std::
     l.Set("first", Value(i == 0));
     l.Set("last", Value(i + 1 == count));
     l.Set("length", Value(count));
-    l.Set("depth", Value(1));
-    l.Set("depth0", Value(0));
+    l.Set("depth", Value(depth));
+    l.Set("depth0", Value(depth - 1));
+    if (n.recursive) {  // loop(items): this body over items, one level down
+      l.Set("__call__", Value::MakeFunction("loop", [this, &n, scope, depth](CallArgs& a) {
+        if (a.args.empty()) Fail("loop() needs the items to loop over");
+        std::string text;
+        ExecForItems(n, scope, a.args[0], depth + 1, &text);
+        return Value(std::move(text));
+      }));
+    }
     l.Set("previtem", i > 0 ? items[i - 1] : Value::Undefined("previtem"));
     l.Set("nextitem", i + 1 < count ? items[i + 1] : Value::Undefined("nextitem"));
     l.Set("cycle", Value::MakeFunction("cycle", [i](CallArgs& a) {
@@ -307,6 +309,12 @@ Value Renderer::MakeMacro(const Node& n, const std::shared_ptr<Scope>& scope) {
 }
 
 Value Renderer::Call(const Value& fn, CallArgs& args) {
+  if (fn.is_object()) {  // a recursive loop's `loop` is called as loop(items)
+    if (const Value* call = fn.object().Find("__call__"); call != nullptr && call->is_function()) {
+      Step();
+      return call->function()(args);
+    }
+  }
   if (!fn.is_function()) Fail("'" + (fn.is_undefined() ? fn.name() : fn.ToString()) + "' is not callable");
   Step();
   return fn.function()(args);
@@ -545,11 +553,11 @@ Value Renderer::EvalBinary(const Expr& e, const std::shared_ptr<Scope>& scope) {
     if (a.is_array() && b.is_array()) {
       Array r = a.array();
       r.insert(r.end(), b.array().begin(), b.array().end());
-      return Value::MakeArray(std::move(r));
+      return a.is_tuple() && b.is_tuple() ? Value::MakeTuple(std::move(r)) : Value::MakeArray(std::move(r));
     }
   }
   if (op == "*" && (a.is_string() || a.is_array()) && b.is_int()) return Repeat(a, b.i(), opt_.max_output_bytes);
-  if (op == "%" && a.is_string()) return Value(PercentFormat(a.str(), b));
+  if (op == "%" && a.is_string()) return Value(PercentOp(a.str(), b));
   const bool nums = (a.is_number() || a.is_bool()) && (b.is_number() || b.is_bool());
   if (!nums) Fail("unsupported operand types for " + op + ": " + a.Repr() + " and " + b.Repr());
   return Arithmetic(op, a, b);

@@ -27,6 +27,7 @@ class Renderer;
 // Builtins (builtins.cc).
 // A filter by name applied to v with call arguments; false if unknown.
 bool ApplyFilter(Renderer& r, const std::string& name, const Value& v, CallArgs& args, Value* out);
+bool HasFilter(const std::string& name);
 // A test by name; false if unknown.
 bool ApplyTest(const std::string& name, const Value& v, const CallArgs& args, bool* out);
 // obj.name for strings, lists and dicts when name is a method: a bound function.
@@ -60,6 +61,9 @@ class Renderer {
   Flow Exec(const Body& body, const std::shared_ptr<Scope>& scope, std::string* out);
   Flow ExecNode(const Node& n, const std::shared_ptr<Scope>& scope, std::string* out);
   void ExecFor(const Node& n, const std::shared_ptr<Scope>& scope, std::string* out);
+  // The loop's body over iterable at depth (1: the loop itself; a recursive
+  // loop's loop(items) renders one level deeper).
+  void ExecForItems(const Node& n, const std::shared_ptr<Scope>& scope, const Value& iterable, int depth, std::string* out);
   void ExecSet(const Node& n, const std::shared_ptr<Scope>& scope, const Value& v);
   Value MakeMacro(const Node& n, const std::shared_ptr<Scope>& scope);
   Value Eval(const Expr& e, const std::shared_ptr<Scope>& scope);

@@ -149,7 +149,10 @@ class TemplateParser {
       p.Next();
       PC_ASSIGN_OR_RETURN(node->cond, p.Parse(false));
     }
-    if (p.IsName("recursive")) return Errorf("line {}: recursive loops are not supported", node->line);
+    if (p.IsName("recursive")) {
+      node->recursive = true;
+      p.Next();
+    }
     PC_RETURN_IF_ERROR(p.ExpectEnd());
     PC_ASSIGN_OR_RETURN(node->body, ParseBody({"else", "endfor"}, &end));
     if (end == "else") {

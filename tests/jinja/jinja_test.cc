@@ -158,6 +158,25 @@ TEST(Jinja, CallBlocksTuplesGroupsAndFormatSpecs) {
   EXPECT_EQ(R("{{ x | tojson(ensure_ascii=true) }} {{ [1, {'a': 2}] | tojson(separators=(',', ':')) }}", {{"x", "é😀"}}),
             "\"\\u00e9\\ud83d\\ude00\" [1,{\"a\":2}]");
   EXPECT_EQ(R("{{ [1, 2, 3] | batch(2, 0) | list }} {{ ['bb', 'a'] | sort(attribute='missing') }}"), "[[1, 2], [3, 0]] ['bb', 'a']");
+  // A third battery: recursive loops, min/max/unique by attribute, round's
+  // methods, int's base, wordwrap, Jinja's title (not str.title), attr on a
+  // dict (an attribute only), the filter/test/escaped tests, "%" with flags.
+  EXPECT_EQ(R("{% for t in tree recursive %}{{ t.n }}{{ loop.depth }}({{ loop(t.c) }}){% endfor %}",
+              {{"tree", {{{"n", "a"}, {"c", {{{"n", "b"}, {"c", nlohmann::json::array()}}}}}}}}),
+            "a1(b2())");
+  EXPECT_EQ(R("{{ (ms | max(attribute='n')).c }} {{ (ms | min(attribute='n')).c }} {{ ms | unique(attribute='r') | map(attribute='c') | join }}",
+              {{"ms", {{{"r", "u"}, {"c", "a"}, {"n", 3}}, {{"r", "x"}, {"c", "b"}, {"n", 1}}, {{"r", "U"}, {"c", "c"}, {"n", 2}}}}}),
+            "a b ab");
+  EXPECT_EQ(R("{{ 2.567 | round(2, 'floor') }} {{ 2.561 | round(1, 'ceil') }} {{ '0x1A' | int(0, 16) }} {{ 'ff' | int(base=16) }} "
+              "{{ '3.9' | int }} {{ [[1], [2]] | sum(start=[]) }} {{ (1, 2) + (3,) }}"),
+            "2.56 2.6 26 255 3 [1, 2] (1, 2, 3)");
+  EXPECT_EQ(R("{{ 'Hello World foo bar' | wordwrap(10) }}|{{ \"they're here-now\" | title }}|{{ {'k': 1} | attr('k') }}|"
+              "{{ {'k': 1} | attr('items') is callable }}"),
+            "Hello\nWorld foo\nbar|They're Here-Now||True");
+  EXPECT_EQ(R("{{ 'upper' is filter }} {{ 'odd' is test }} {{ 'nope' is filter }} {{ 'a' is escaped }} "
+              "{{ '%-4s|%5.1f|%03d|%+d|%c' % ('ab', 3.14159, 7, 5, 72) }} {{ '%(a)s' % {'a': 1} }}"),
+            "True True False False ab  |  3.1|007|+5|H 1");
+  EXPECT_EQ(R("{{ {'B': 1, 'a': 2} | dictsort }} {{ {'B': 1, 'a': 2} | dictsort(true) }}"), "[('a', 2), ('B', 1)] [('B', 1), ('a', 2)]");
   EXPECT_EQ(R("{{ '{:,}'.format('a') }}"), "ERROR: Invalid format specifier for a string");
   EXPECT_EQ(R("{{ '{:.2}'.format(3) }}"), "ERROR: Precision not allowed in integer format specifier");
 }
