@@ -292,7 +292,8 @@ Value WordWrap(Renderer&, const Value& v, CallArgs& a) {
   const size_t w = static_cast<size_t>(width);
   std::vector<std::string> lines;
   std::string line;
-  for (const Value& word : Split(v.ToString(), Value(), -1).array()) {
+  const Value words = Split(v.ToString(), Value(), -1);  // alive for the loop (array() is a reference into it)
+  for (const Value& word : words.array()) {
     std::string rest = word.str();
     while (true) {
       const size_t need = line.empty() ? Utf8Length(rest) : Utf8Length(line) + 1 + Utf8Length(rest);
