@@ -148,8 +148,6 @@ struct HeadRows : KvHeadRows<T> {
   }
 };
 
-constexpr bool kRowWiseF16 = false;  // F16: four-element loads measured faster (BM_Attend)
-
 // A head's K rows to kt [head_dim][16] in 8 x 8 blocks, widened on the way:
 // each register holds four elements of row r and of row r + 4 (the
 // lane-crossing step done by the loads), then two in-lane shuffle steps;
@@ -159,7 +157,7 @@ constexpr bool kRowWiseF16 = false;  // F16: four-element loads measured faster 
 template <KvDtype T>
 void TransposeTile(const HeadRows<T>& k, size_t head_dim, float* kt) {
   size_t d0 = 0;
-  if constexpr (T == KvDtype::kQ8_0 || kRowWiseF16) {
+  if constexpr (T == KvDtype::kQ8_0) {  // (F16 from whole rows measured no faster than the pairs below)
     for (; d0 + 8 <= head_dim; d0 += 8) {
       for (int r0 = 0; r0 < kT; r0 += 8) {
         __m256 r[8], t[8], u[8];

@@ -227,6 +227,10 @@ TEST(Jinja, UntrustedTemplatesAreBounded) {
   EXPECT_NE(R("{% for i in range(100000) %}{% endfor %}", {}, small).find("too much work"), std::string::npos);
   EXPECT_NE(R("{% for a in range(1000) %}{% for b in range(1000) %}x{% endfor %}{% endfor %}").find("ERROR"), std::string::npos);
   EXPECT_NE(R("{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}").find("nested more than 64"), std::string::npos);
+  EXPECT_NE(R("{% for t in [1] recursive %}{{ loop([t]) }}{% endfor %}").find("recursive loop nested more than 64"),
+            std::string::npos);
+  EXPECT_EQ(R("{{ 'x' | wordwrap(0) }}"), "ERROR: wordwrap: invalid width");
+  EXPECT_EQ(R("{{ [1] | slice(0) }}"), "ERROR: slice: bad number of slices");
   RenderOptions tiny;
   tiny.max_output_bytes = 1000;
   EXPECT_NE(R("{% for i in range(100) %}{{ 'abcdefghijklmnopqrstuvwxyz' }}{% endfor %}", {}, tiny).find("exceeds 1000 bytes"),
