@@ -40,7 +40,7 @@ void AttendHeadExtrasF16Accum(const float* q_head, const KvLayerView& kv, size_t
       vs = std::exp(score - max_score);
     }
     for (size_t i = 0; i < head_dim; ++i) acc[i] = Fp32ToFp16(std::fma(Fp16ToFp32(vbase[elem + i]), vs, Fp16ToFp32(acc[i])));
-    denom = denom * ms + vs;
+    denom = std::fma(denom, ms, vs);  // the reference's S * ms + vs, contracted
   }
   // The sink's share after the positions, on the accumulator widened to F32
   // (the reference's order).
@@ -52,7 +52,7 @@ void AttendHeadExtrasF16Accum(const float* q_head, const KvLayerView& kv, size_t
     } else {
       vs = std::exp(x.sink - max_score);
     }
-    denom = denom * sink_scale + vs;
+    denom = std::fma(denom, sink_scale, vs);
   }
   const float inv_denom = denom == 0.0f ? 0.0f : 1.0f / denom;
   for (size_t i = 0; i < head_dim; ++i) {

@@ -169,6 +169,11 @@ Status ReadGemma(const GgufFile& g, const std::string& p, const ArchInfo& arch, 
   const bool is_27b = (c->arch == "gemma2" && c->n_layer == 46) || (c->arch == "gemma3" && c->n_layer == 62);
   c->attn_scale = 1.0f / std::sqrt(static_cast<float>(is_27b ? c->n_embd / c->n_head : c->head_dim));
   if (!arch.softcaps) return OkStatus();
+  // Gemma 2 always caps: files converted before the keys existed carry
+  // none, and the family's values (50 for attention logits, 30 for the
+  // final ones) apply, as the reference engine assumes too.
+  c->attn_softcap = 50.0f;
+  c->final_softcap = 30.0f;
   PC_RETURN_IF_ERROR(MaybeFloat(g, p + "attn_logit_softcapping", 0.0f, 1e6f, &c->attn_softcap));
   return MaybeFloat(g, p + "final_logit_softcapping", 0.0f, 1e6f, &c->final_softcap);
 }

@@ -88,6 +88,34 @@ TEST(ModelLoadGptOss, MalformedFilesAreRefusedByName) {
   EXPECT_NE(e.find("ffn_gate_inp.bias' has shape [7]"), std::string::npos) << e;
 }
 
+// Gemma 2 files converted before the soft-capping keys existed carry none;
+// the family's caps (50 on attention logits, 30 on final logits) still
+// apply, as the reference engine assumes: without the keys the shared file
+// (which states 50 and 30) gives the same logits bit for bit.
+TEST(ModelLoadGemma2, MissingSoftCapKeysMeanTheFamilysCaps) {
+  PC_SHARED_OR_SKIP(path, "models/tiny-gemma2-f16.gguf");
+  const std::vector<uint8_t> bytes = test::ReadBytes(path);
+  auto with_keys = GgufFile::Parse(bytes);
+  ASSERT_TRUE(with_keys.ok());
+  const std::vector<uint8_t> rewritten =
+      Rewrite(*with_keys, [](GgufWriter&) {}, {"gemma2.attn_logit_softcapping", "gemma2.final_logit_softcapping"});
+  auto without = GgufFile::Parse(rewritten);
+  ASSERT_TRUE(without.ok());
+  ASSERT_EQ(without->Find("gemma2.final_logit_softcapping"), nullptr);
+  std::vector<std::vector<float>> logits;
+  for (GgufFile* g : {&*with_keys, &*without}) {
+    auto m = Model::FromGguf(std::move(*g), 1);
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    EXPECT_EQ((*m)->config().attn_softcap, 50.0f);
+    EXPECT_EQ((*m)->config().final_softcap, 30.0f);
+    Session s(**m, 16, KvDtype::kF16);
+    const std::vector<int32_t> prompt = {1, 300, 411, 266, 290};
+    const std::span<const float> out = s.Prefill(prompt);
+    logits.emplace_back(out.begin(), out.end());
+  }
+  EXPECT_EQ(logits[0], logits[1]);
+}
+
 TEST_F(ModelLoad, AnUnusedTensorIsNamed) {
   const std::string e = LoadError(Rewrite(*src_, [](GgufWriter& w) {
     const float zeros[64] = {};
