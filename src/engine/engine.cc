@@ -57,7 +57,8 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
       logits_memo_(opt.logits_memo_bytes),
       scheduler_(SchedulerOptions{opt.max_batch_tokens, opt.max_running, opt.max_waiting,
                                   static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size(),
-                                  std::max<size_t>(1, static_cast<size_t>(cache_.pool().num_blocks()) / 100), opt.admission}),
+                                  std::max<size_t>(1, static_cast<size_t>(cache_.pool().num_blocks()) / 100), opt.admission,
+                                  model.prompt_tail_tokens()}),
       step_budget_(StepBudgetOptions{opt.max_step_ms, opt.max_batch_tokens, cache_.block_size()}) {
   step_budget_.SetKvPass(opt_.kv_pass_ms_per_position, opt_.prefill_profile_chunk);
   step_budget_.SetPrefillProfile(opt_.prefill_profile);
@@ -397,7 +398,17 @@ int32_t Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t 
     }
     logits = masked_logits_;
   }
-  ev.token = a.sampler.Sample(logits);
+  std::span<const float> choose_from = logits;
+  if (a.req.ignore_eos) {
+    // As llama.cpp's server (and the references recorded with it): an
+    // end-of-generation token is never chosen, while the reported logprobs
+    // keep the model's own distribution, as its n_probs do.
+    sampled_logits_.assign(logits.begin(), logits.end());
+    for (int32_t id : tok_.vocab().end_of_generation)
+      if (static_cast<size_t>(id) < sampled_logits_.size()) sampled_logits_[static_cast<size_t>(id)] = -INFINITY;
+    choose_from = sampled_logits_;
+  }
+  ev.token = a.sampler.Sample(choose_from);
   if (a.req.want_logprobs) ev.logprob = TokenLogprob(logits, ev.token);
   if (a.req.top_logprobs > 0) ev.top = TopLogprobs(logits, a.req.top_logprobs);
   if (a.num_generated() == 0) {

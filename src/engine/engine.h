@@ -89,7 +89,7 @@ struct EngineRequest {
   std::vector<int32_t> prompt;
   int max_tokens = 16;
   SamplingParams sampling;
-  bool ignore_eos = false;
+  bool ignore_eos = false;  // end-of-generation tokens never sampled (llama.cpp's meaning): runs to max_tokens
   int top_logprobs = 0;        // alternatives per token
   bool want_logprobs = false;  // the sampled token's logprob
   std::vector<std::string> stop;
@@ -227,7 +227,7 @@ class Engine {
   void VerifyDecode(Active& a, std::span<const int32_t> chunk, std::span<const float> logits, int64_t now_ns);
   bool AdvanceGrammar(Active& a, int32_t token);
   std::unique_ptr<GrammarMasker> masker_;  // loop thread; built at the first constrained request
-  std::vector<float> masked_logits_, adjusted_logits_;
+  std::vector<float> masked_logits_, adjusted_logits_, sampled_logits_;
   // Emits the first token of sequences that started with their whole prompt
   // cached and its last logits kept (no forward pass); without mu_.
   void EmitFromMemo(std::vector<uint64_t> ids) PC_EXCLUDES(mu_);

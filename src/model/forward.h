@@ -64,6 +64,15 @@ class Model {
   // repacked (no quantized matrices, the scalar level, or PROMPTCACHE_REPACK=0).
   const PackedWeights& packed() const { return packed_; }
   Numerics numerics() const { return numerics_; }
+  // Tokens at the end of a prompt that run as a batch of their own (0:
+  // none). The reference engine's server prefills a sliding-window model's
+  // prompt in two batches, the last four tokens apart (it checkpoints the
+  // windowed cache before them), and a batch's shape picks its roundings (a
+  // one-token batch takes the vector-dot order, 64 rows or more the tiled
+  // attention), so the ggml numerics, which reproduce it, do the same.
+  size_t prompt_tail_tokens() const {
+    return numerics_ == Numerics::kGgmlCompat && config_.sliding_window > 0 ? 4 : 0;
+  }
 
   // Runs the batch; K/V of every token is written to kv before attention.
   // logits receives n_vocab floats per token with want_logits, in order.

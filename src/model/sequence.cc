@@ -32,15 +32,20 @@ Result<std::span<const float>> RunBatch(Model& model, KvSequence& seq, std::span
   const std::span<const int32_t> table = seq.block_table(), local = seq.local_block_table();
   // Long prompts run in chunks of kPrefillChunkTokens (as llama.cpp's
   // micro-batches of 512): activation scratch stays bounded, and results do
-  // not change since every kernel is batch-invariant.
+  // not change since every kernel is batch-invariant (in the ggml numerics
+  // but for one-token batches and the tiled attention's threshold, hence
+  // the model's tail chunk).
+  const size_t tail = model.prompt_tail_tokens();
+  const size_t head = tail > 0 && tokens.size() > tail ? tokens.size() - tail : tokens.size();
   std::vector<BatchToken> batch;
-  for (size_t c0 = 0; c0 < tokens.size(); c0 += kPrefillChunkTokens) {
-    const size_t c1 = std::min(tokens.size(), c0 + kPrefillChunkTokens);
+  for (size_t c0 = 0; c0 < tokens.size();) {
+    const size_t c1 = c0 < head ? std::min(head, c0 + kPrefillChunkTokens) : tokens.size();
     batch.clear();
     for (size_t i = c0; i < c1; ++i) {
       batch.push_back({tokens[i], static_cast<int32_t>(start + i), table, i + 1 == tokens.size(), local});
     }
     model.Forward(batch, seq.store(), logits);
+    c0 = c1;
   }
   seq.Computed(tokens);
   return std::span<const float>(*logits);

@@ -434,7 +434,9 @@ std::vector<WorkItem> Scheduler::Plan(const PrefillBudget& prefill) const {
       }
     }
     if (allowed == 0) continue;
-    const size_t n = std::min(left, allowed);
+    size_t n = std::min(left, allowed);
+    const size_t tail = opt_.prompt_tail_tokens;
+    if (tail > 0 && left > tail) n = std::min(n, left - tail);
     work.push_back({id, n, false, n == left});
     budget -= n;
     used_tokens += n;

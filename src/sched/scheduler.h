@@ -94,6 +94,11 @@ struct SchedulerOptions {
   size_t block_size = 16;         // tokens per block
   size_t watermark_blocks = 1;    // kept free at admission for running sequences to grow
   Admission admission = Admission::kCacheAware;
+  // A prompt's last this-many tokens are prefilled as a chunk of their own,
+  // never joined to earlier ones (0: no such rule; Model::prompt_tail_tokens
+  // says why a model may ask for it). The tail itself is split only when a
+  // step's budget is smaller than it.
+  size_t prompt_tail_tokens = 0;
 };
 
 

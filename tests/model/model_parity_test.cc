@@ -224,9 +224,14 @@ TEST_P(ParityTest, NewArchitecturesPrecise) {
 // weights) is what is asserted there (tiny-qwen3moe-q8_0: not even that,
 // 0.18; tiny-gptoss-mxfp4 at the AVX2 level: one case at 0.106, a jump), the
 // others whole.
-// Open (docs/MODELS.md): tiny-gemma2, whose caps are made to bite, holds in
-// the ggml numerics for five of eight Q8_0 cases bit for bit but not on its
-// 104-token prompt; not asserted yet.
+// tiny-gemma2, whose caps are made to bite, holds bit for bit in the ggml
+// numerics (which, like the reference's server, prefill a sliding-window
+// model's last four prompt tokens as a batch of their own:
+// Model::prompt_tail_tokens); in the precise numerics not even the first
+// step holds (up to 0.90 on Q8_0, 0.25 on F16; one layer of it alone is
+// 0.044 off on Q8_0): roundings apart from the reference's (F32 attention
+// sums where it rounds to F16, among others) grow in this model, so only
+// the ggml numerics are asserted for it.
 struct FamilyFile {
   const char* name;
   float bound;
@@ -237,6 +242,7 @@ constexpr FamilyFile kFamilies[] = {
     {"tiny-gemma3-f16", 3e-2f, 0, 0},     {"tiny-gemma3-q8_0", 1e-1f, 0, 0},   {"tiny-qwen2yarn-f16", 3e-2f, 0, 0},
     {"tiny-mixtral-f16", 3e-2f, 1, 1},    {"tiny-mixtral-q8_0", 1e-1f, 0, 1},  {"tiny-qwen3moe-f16", 3e-2f, 1, 1},
     {"tiny-qwen3moe-q8_0", 1e-1f, 0, -1}, {"tiny-gptoss-f16", 3e-2f, 0, 1},    {"tiny-gptoss-mxfp4", 1e-1f, 1, 1},
+    {"tiny-gemma2-f16", 3e-2f, 0, -1},    {"tiny-gemma2-q8_0", 1e-1f, 0, -1},
 };
 TEST_P(ParityTest, FamiliesPrecise) {
   for (const FamilyFile& f : kFamilies) {

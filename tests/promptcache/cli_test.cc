@@ -107,7 +107,8 @@ TEST(Cli, RunLogprobsMatchTheReferencesOfTheNewLayouts) {
 // free-running greedy generation with `run --logprobs --ggml-target avx2`.
 TEST(Cli, RunLogprobsMatchTheReferencesOfTheFamilies) {
   const std::pair<const char*, float> dense[] = {
-      {"tiny-gemma3-f16", 3e-2f}, {"tiny-gemma3-q8_0", 1e-1f}, {"tiny-qwen2yarn-f16", 3e-2f}};
+      {"tiny-gemma3-f16", 3e-2f}, {"tiny-gemma3-q8_0", 1e-1f}, {"tiny-qwen2yarn-f16", 3e-2f},
+      {"tiny-gemma2-f16", 3e-2f}, {"tiny-gemma2-q8_0", 1e-1f}};
   CheckRunLogprobs(dense);
   const std::pair<const char*, float> experts[] = {
       {"tiny-mixtral-f16", 3e-2f},   {"tiny-mixtral-q8_0", 1e-1f}, {"tiny-qwen3moe-f16", 3e-2f},

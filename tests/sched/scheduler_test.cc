@@ -48,6 +48,52 @@ TEST(Scheduler, CountsProgressInTheSharedRecord) {
   EXPECT_EQ(w[0].num_tokens, 9u);
 }
 
+// A prompt tail (SchedulerOptions::prompt_tail_tokens) is a chunk of its
+// own: the rest of the prompt never takes it along, however large the
+// budget; a prompt no longer than the tail is one chunk; a budget smaller
+// than the tail splits it.
+TEST(Scheduler, APromptTailIsAChunkOfItsOwn) {
+  SchedulerOptions o = Opts(64);
+  o.prompt_tail_tokens = 4;
+  Scheduler s(o);
+  ASSERT_EQ(s.Submit(Req(1, 10, 2)), SubmitResult::kQueued);
+  ASSERT_EQ(s.Submit(Req(2, 3, 2)), SubmitResult::kQueued);
+  ASSERT_EQ(s.Admit(0), (std::vector<uint64_t>{1, 2}));
+  s.Started(1, 0);
+  s.Started(2, 0);
+  std::vector<WorkItem> w = s.Plan();
+  ASSERT_EQ(w.size(), 2u);
+  EXPECT_EQ(w[0].id, 1u);
+  EXPECT_EQ(w[0].num_tokens, 6u);
+  EXPECT_FALSE(w[0].last_prompt_chunk);
+  EXPECT_EQ(w[1].id, 2u);
+  EXPECT_EQ(w[1].num_tokens, 3u);
+  EXPECT_TRUE(w[1].last_prompt_chunk);
+  s.Advanced(1, 6);
+  s.Advanced(2, 3);
+  w = s.Plan();
+  ASSERT_EQ(w.size(), 2u);
+  const WorkItem& tail = w[0].id == 1 ? w[0] : w[1];
+  EXPECT_FALSE(tail.decode);
+  EXPECT_EQ(tail.num_tokens, 4u);
+  EXPECT_TRUE(tail.last_prompt_chunk);
+
+  SchedulerOptions small = Opts(2);
+  small.prompt_tail_tokens = 4;
+  Scheduler t(small);
+  ASSERT_EQ(t.Submit(Req(3, 7, 1)), SubmitResult::kQueued);
+  ASSERT_EQ(t.Admit(0), std::vector<uint64_t>{3});
+  t.Started(3, 0);
+  std::vector<size_t> chunks;
+  for (int step = 0; step < 8; ++step) {
+    w = t.Plan();
+    if (w.empty() || w[0].decode) break;
+    chunks.push_back(w[0].num_tokens);
+    t.Advanced(3, w[0].num_tokens);
+  }
+  EXPECT_EQ(chunks, (std::vector<size_t>{2, 1, 2, 2}));
+}
+
 TEST(Scheduler, DecodesFirstThenFillsBudgetWithPrefillChunks) {
   Scheduler s(Opts(64));
   ASSERT_EQ(s.Submit(Req(1, 10, 5)), SubmitResult::kQueued);

@@ -587,11 +587,14 @@ TEST(ServerLayouts, NewLayoutsMatchTheirReferences) {
 }
 
 // The families whose whole reference runs hold (model_parity_test), through
-// serve: gemma3 (windows) and YaRN in both numerics, the mixtures of experts
-// (gpt-oss with MXFP4 among them) in the ggml numerics.
+// serve: gemma3 (windows) and YaRN in both numerics, gemma2 (soft-caps) and
+// the mixtures of experts (gpt-oss with MXFP4 among them) in the ggml
+// numerics.
 TEST(ServerLayouts, FamiliesMatchTheirReferences) {
   CheckFileViaServer("tiny-gemma3-f16", 3e-2f, 3e-2f);
   CheckFileViaServer("tiny-gemma3-q8_0", 1e-1f, 1e-1f);
+  CheckFileViaServer("tiny-gemma2-f16", 3e-2f, -1);
+  CheckFileViaServer("tiny-gemma2-q8_0", 1e-1f, -1);
   CheckFileViaServer("tiny-qwen2yarn-f16", 3e-2f, 3e-2f);
   for (const char* moe : {"tiny-mixtral-f16", "tiny-qwen3moe-f16", "tiny-gptoss-f16"}) CheckFileViaServer(moe, 3e-2f, -1, 1);
   for (const char* moe : {"tiny-mixtral-q8_0", "tiny-qwen3moe-q8_0", "tiny-gptoss-mxfp4"}) CheckFileViaServer(moe, 1e-1f, -1, 1);

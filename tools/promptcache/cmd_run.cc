@@ -208,7 +208,7 @@ void RegisterRun(CLI::App& app, int* exit_code) {
   c->add_option("--draft", f->draft,
                  "Prompt-lookup drafts: 'lookup[:N]' verifies up to N (default 8) tokens copied from the prompt or "
                  "output per step (output unchanged), 'none' (default)");
-  c->add_flag("--ignore-eos", f->ignore_eos, "Keep generating past end-of-sequence");
+  c->add_flag("--ignore-eos", f->ignore_eos, "Never sample an end-of-generation token (generate all -n tokens); logprobs still show it");
   c->add_flag("--json", f->json, "One JSON object per generated token");
   c->add_flag("--stats", f->stats, "Print prefill and decode speed to stderr");
   c->callback([f, exit_code] {
