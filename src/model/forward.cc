@@ -75,14 +75,14 @@ void Model::Linear(const WeightMatrix& w, const float* x, size_t n, float* y, Sc
   LinearMany({&p, 1}, x, n, s);
 }
 
-void Model::LinearMany(std::span<const Projection> ps, const float* x, size_t n, Scratch& s) {
+void Model::LinearMany(std::span<const Projection> ps, const float* x, size_t n, Scratch& s, bool rows_alone) {
   const size_t cols = ps[0].w->cols;
   for (const Projection& p : ps) PC_CHECK(p.w->cols == cols);
   if (numerics_ == Numerics::kGgmlCompat) {
     // The reference's order for the types it has one; ours for the rest.
     std::vector<Projection> ours;
     for (const Projection& p : ps) {
-      if (HasGgmlOrder(p.w->type)) LinearGgmlCompat({&p, 1}, x, n, s);
+      if (HasGgmlOrder(p.w->type)) LinearGgmlCompat({&p, 1}, x, n, s, rows_alone);
       else ours.push_back(p);
     }
     if (!ours.empty()) LinearPrecise(ours, x, n, s);
@@ -190,10 +190,10 @@ float Model::DotGgmlCompat(const GgmlCompatKernels& k, const WeightMatrix& w, si
   return 0;
 }
 
-void Model::LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, Scratch& s) {
+void Model::LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, Scratch& s, bool rows_alone) {
   const size_t cols = ps[0].w->cols;
   const GgmlCompatKernels& k = ActiveGgmlCompatKernels();
-  const bool gemm = n >= 2 && cols % k.gemm_multiple == 0;
+  const bool gemm = !rows_alone && n >= 2 && cols % k.gemm_multiple == 0;
   // Activations converted as the reference converts them for this weight type.
   const TensorType wt = ps[0].w->type;
   size_t row_bytes = 0;

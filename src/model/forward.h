@@ -117,7 +117,9 @@ class Model {
     const WeightMatrix* w;
     float* y;  // [n][w->rows]
   };
-  void LinearMany(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
+  // rows_alone: the ggml numerics take the vector-dot order for every row,
+  // as the reference's expert matmul does (its dense one tiles prompts).
+  void LinearMany(std::span<const Projection> ps, const float* x, size_t n, Scratch& s, bool rows_alone = false);
   // Our kernels (x16 for packed rows), inputs converted per weight type.
   void LinearPrecise(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
   // Matrices over converted activation rows (n rows x_stride bytes apart),
@@ -145,7 +147,7 @@ class Model {
                                                        Scratch& s);
   // The reference engine's matmul (kernels/ggml_compat.h), activations
   // converted as it converts them; all ps share one weight type.
-  void LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, Scratch& s);
+  void LinearGgmlCompat(std::span<const Projection> ps, const float* x, size_t n, Scratch& s, bool rows_alone);
   // One output of w's row `row` over activation row x (as floats) / xq
   // (converted for the weight type); gemm selects the prompt-shaped order.
   static float DotGgmlCompat(const GgmlCompatKernels& k, const WeightMatrix& w, size_t row, const float* x,

@@ -83,9 +83,11 @@ void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {
   for (size_t e = 0; e < n_exp; ++e) {
     const size_t m = slots[e].size();
     if (m == 0) continue;
-    if (numerics_ == Numerics::kGgmlCompat) {  // the reference's orders, a matrix at a time
+    if (numerics_ == Numerics::kGgmlCompat) {
+      // The reference's orders, a matrix at a time: its expert matmul dots
+      // each row with each token alone, however many tokens an expert has.
       const Projection gu[] = {{&w.gate_exps[e], &s.hb[first[e] * ff]}, {&w.up_exps[e], &s.hb2[first[e] * ff]}};
-      LinearMany(gu, &s.ex[first[e] * dim], m, s);
+      LinearMany(gu, &s.ex[first[e] * dim], m, s, /*rows_alone=*/true);
     } else {
       gate_up.push_back({&w.gate_exps[e], first[e], m, &s.hb[first[e] * ff]});
       gate_up.push_back({&w.up_exps[e], first[e], m, &s.hb2[first[e] * ff]});
@@ -101,7 +103,8 @@ void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {
     const size_t m = slots[e].size();
     if (m == 0) continue;
     if (numerics_ == Numerics::kGgmlCompat) {
-      Linear(w.down_exps[e], &s.hb[first[e] * ff], m, &s.ey[first[e] * dim], s);
+      const Projection d{&w.down_exps[e], &s.ey[first[e] * dim]};
+      LinearMany({&d, 1}, &s.hb[first[e] * ff], m, s, /*rows_alone=*/true);
     } else {
       down.push_back({&w.down_exps[e], first[e], m, &s.ey[first[e] * dim]});
     }

@@ -216,8 +216,9 @@ TEST_P(ParityTest, NewArchitecturesPrecise) {
 // YaRN scaling (qwen2). Every prompt with its 64 generated tokens runs past
 // the windows. Bounds: the README's (3e-2 F16, 1e-1 Q8_0 and MXFP4).
 // In the ggml numerics (run's), reproducing the AVX2 build that recorded
-// these files, every step of every case holds, but one isolated jump each on
-// tiny-mixtral-f16 and tiny-qwen3moe-f16 (router near-ties). The precise numerics (serve's) are
+// these files (its expert matmul dots every row alone, so ours does there),
+// every step of every case holds, without the isolated jumps (router
+// near-ties) the README allows. The precise numerics (serve's) are
 // not the reference's roundings, and a mixture of experts turns a rounding
 // into another expert now and then, which later steps remember: for those
 // files the first step of each case (the prompt's prefill: router, experts,
@@ -240,7 +241,7 @@ struct FamilyFile {
 };
 constexpr FamilyFile kFamilies[] = {
     {"tiny-gemma3-f16", 3e-2f, 0, 0},     {"tiny-gemma3-q8_0", 1e-1f, 0, 0},   {"tiny-qwen2yarn-f16", 3e-2f, 0, 0},
-    {"tiny-mixtral-f16", 3e-2f, 1, 1},    {"tiny-mixtral-q8_0", 1e-1f, 0, 1},  {"tiny-qwen3moe-f16", 3e-2f, 1, 1},
+    {"tiny-mixtral-f16", 3e-2f, 0, 1},    {"tiny-mixtral-q8_0", 1e-1f, 0, 1},  {"tiny-qwen3moe-f16", 3e-2f, 0, 1},
     {"tiny-qwen3moe-q8_0", 1e-1f, 0, -1}, {"tiny-gptoss-f16", 3e-2f, 0, 1},    {"tiny-gptoss-mxfp4", 1e-1f, 1, 1},
     {"tiny-gemma2-f16", 3e-2f, 0, -1},    {"tiny-gemma2-q8_0", 1e-1f, 0, -1},
 };
