@@ -43,7 +43,7 @@ void RopeAngles(int32_t pos, const RopeParams& p, float* cs) {
       // 1 below corr_low (extrapolated), 0 above corr_high (interpolated).
       const float y = (static_cast<float>(i) - p.corr_low) / std::max(0.001f, p.corr_high - p.corr_low);
       const float mix = (1.0f - std::min(1.0f, std::max(0.0f, y))) * p.ext_factor;
-      theta = theta * (1.0f - mix) + extrap * mix;
+      theta = std::fma(theta, 1.0f - mix, extrap * mix);  // as the reference's FMA builds contract it
       cs[2 * i] = std::cos(theta) * yarn_mscale;
       cs[2 * i + 1] = std::sin(theta) * yarn_mscale;
     } else {
