@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <atomic>
 #include <cstring>
 
@@ -135,6 +136,24 @@ float GgmlReduceLanes(const float* lanes) {
   float t[4];
   for (int i = 0; i < 4; ++i) t[i] = lanes[i + 4] + lanes[i];
   return (t[0] + t[2]) + (t[1] + t[3]);
+}
+
+void GgmlSoftMaxRow(const float* x, float* y, size_t n) {
+  float max = -std::numeric_limits<float>::infinity();
+  for (size_t i = 0; i < n; ++i) max = std::max(max, x[i]);
+  const size_t lanes = GgmlVectorLanes();
+  double sum = 0;
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) {
+    for (size_t j = i; j < i + lanes; ++j) y[j] = GgmlExpApprox(x[j] - max);
+    sum += GgmlReduceLanes(y + i);
+  }
+  for (; i < n; ++i) {
+    y[i] = std::exp(x[i] - max);
+    sum += y[i];
+  }
+  const float scale = static_cast<float>(1.0 / sum);
+  for (size_t j = 0; j < n; ++j) y[j] *= scale;
 }
 
 void GgmlSiluMul(const float* gate, const float* up, float* out, size_t num_rows, size_t row_len) {

@@ -126,6 +126,13 @@ float GgmlExpApprox(float x);
 size_t GgmlVectorLanes();
 float GgmlReduceLanes(const float* lanes);
 
+// y[n] = the reference's soft_max of x[n]: the max; exp by the vectorised
+// approximation over whole vectors of the target's width (each vector's
+// values summed in its lane order, added in double), libm exp for the rest;
+// then every value times the float reciprocal of that double sum. y may
+// alias x.
+void GgmlSoftMaxRow(const float* x, float* y, size_t n);
+
 // out[r][i] = silu(gate[r][i]) * up[r][i] for num_rows rows of row_len
 // floats, with the reference's split between approximate and libm exp (the
 // first whole vectors of each row approximated).

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "base/check.h"
+#include "kernels/ggml_compat.h"
 #include "kernels/ops.h"
 #include "model/forward.h"
 #include "model/forward_scratch.h"
@@ -35,6 +36,30 @@ void RouteToken(const float* logits, size_t n_expert, size_t k, int32_t* chosen,
   }
 }
 
+// The same in the reference's arithmetic (the ggml numerics): its soft_max,
+// the k most probable (ties to the lower index), their probabilities over
+// their sum (summed in double, as its row sums); softmax_chosen (gpt-oss):
+// the k highest logits, and the soft_max of those k alone.
+void RouteTokenGgml(const float* logits, size_t n_expert, size_t k, bool softmax_chosen, int32_t* chosen,
+                    float* weight) {
+  std::vector<float> prob(logits, logits + n_expert);
+  if (!softmax_chosen) GgmlSoftMaxRow(prob.data(), prob.data(), n_expert);
+  std::vector<int32_t> order(n_expert);
+  for (size_t e = 0; e < n_expert; ++e) order[e] = static_cast<int32_t>(e);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return prob[a] > prob[b]; });
+  for (size_t j = 0; j < k; ++j) {
+    chosen[j] = order[j];
+    weight[j] = prob[order[j]];
+  }
+  if (softmax_chosen) {
+    GgmlSoftMaxRow(weight, weight, k);
+    return;
+  }
+  double total = 0;
+  for (size_t j = 0; j < k; ++j) total += weight[j];
+  for (size_t j = 0; j < k; ++j) weight[j] /= static_cast<float>(total);
+}
+
 }  // namespace
 
 void Model::LinearExperts(std::span<const ExpertJob> jobs, const float* x, size_t rows, Scratch& s) {
@@ -62,7 +87,12 @@ void Model::ExpertsBlock(int layer, size_t n, Scratch& s) {
   std::vector<float> weight(n * k);
   std::vector<std::vector<uint32_t>> slots(n_exp);  // per expert: its (token * k + choice) slots
   for (size_t t = 0; t < n; ++t) {
-    RouteToken(&s.router[t * n_exp], n_exp, k, &chosen[t * k], &weight[t * k]);
+    if (numerics_ == Numerics::kGgmlCompat) {
+      RouteTokenGgml(&s.router[t * n_exp], n_exp, k, c.ffn_act == ModelConfig::Act::kSwigluOai, &chosen[t * k],
+                     &weight[t * k]);
+    } else {
+      RouteToken(&s.router[t * n_exp], n_exp, k, &chosen[t * k], &weight[t * k]);
+    }
     for (size_t j = 0; j < k; ++j) slots[static_cast<size_t>(chosen[t * k + j])].push_back(static_cast<uint32_t>(t * k + j));
   }
   // Every (token, choice) row gathered in expert order: expert e's rows are
