@@ -2,6 +2,7 @@
 // computes the right value, and in the order that makes it bit-comparable.
 #include "kernels/ggml_compat.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <numeric>
@@ -371,6 +372,54 @@ TEST(GgmlCompat, SiluApproximatesVectorPartAndUsesLibmForTheTail) {
       }
     }
   }
+}
+
+}  // namespace
+}  // namespace pc
+
+namespace pc {
+namespace {
+
+// The reference's soft_max (the routers of its mixtures of experts): whole
+// vectors of the target's width through the approximate exp, the rest
+// through libm's, every value multiplied by the float reciprocal of the
+// double sum, not divided by it.
+TEST(GgmlCompat, SoftMaxRowIsTheReferences) {
+  const GgmlTarget saved = ActiveGgmlTarget();
+  size_t reciprocal_differs = 0;
+  for (GgmlTarget t : {GgmlTarget::kAvx2, GgmlTarget::kAvx512}) {
+    SetGgmlTarget(t);
+    const size_t lanes = GgmlVectorLanes();
+    for (size_t n : {size_t{3}, size_t{8}, size_t{19}, size_t{32}, size_t{128}}) {
+      for (uint32_t seed = 1; seed <= 20; ++seed) {
+        std::vector<float> x = Random(n, seed * 7 + static_cast<uint32_t>(n));
+        for (float& v : x) v *= 4.0f;
+        std::vector<float> y(n);
+        GgmlSoftMaxRow(x.data(), y.data(), n);
+        const float max = *std::max_element(x.begin(), x.end());
+        double sum = 0, exact_sum = 0;
+        std::vector<float> e(n);
+        for (size_t i = 0; i < n; ++i) {
+          e[i] = i < n - n % lanes ? GgmlExpApprox(x[i] - max) : std::exp(x[i] - max);
+          exact_sum += std::exp(static_cast<double>(x[i]) - max);
+        }
+        for (size_t i = 0; i + lanes <= n; i += lanes) sum += GgmlReduceLanes(&e[i]);
+        for (size_t i = n - n % lanes; i < n; ++i) sum += e[i];
+        double total = 0;
+        for (size_t i = 0; i < n; ++i) {
+          EXPECT_NEAR(y[i], std::exp(static_cast<double>(x[i]) - max) / exact_sum, 1e-6) << n << " " << i;
+          total += y[i];
+          if (n < lanes) {
+            EXPECT_EQ(y[i], std::exp(x[i] - max) * static_cast<float>(1.0 / sum)) << n << " " << i;
+          }
+          reciprocal_differs += y[i] != static_cast<float>(e[i] / sum);
+        }
+        EXPECT_NEAR(total, 1.0, 1e-5) << n;
+      }
+    }
+  }
+  SetGgmlTarget(saved);
+  EXPECT_GT(reciprocal_differs, 0u) << "multiplying by the reciprocal never differed from dividing";
 }
 
 }  // namespace
