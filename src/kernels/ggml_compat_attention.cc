@@ -52,7 +52,7 @@ void AttendHeadExtrasF16Accum(const float* q_head, const KvLayerView& kv, size_t
     } else {
       vs = std::exp(x.sink - max_score);
     }
-    denom = std::fma(denom, sink_scale, vs);
+    denom = denom * sink_scale + vs;  // not fused here: measured against the reference, unlike the loop's
   }
   const float inv_denom = denom == 0.0f ? 0.0f : 1.0f / denom;
   for (size_t i = 0; i < head_dim; ++i) {
