@@ -398,17 +398,19 @@ int32_t Engine::SampleAndEmit(Active& a, std::span<const float> logits, int64_t 
     }
     logits = masked_logits_;
   }
-  std::span<const float> choose_from = logits;
-  if (a.req.ignore_eos) {
+  ev.token = a.sampler.Sample(logits);
+  if (a.req.ignore_eos && tok_.IsEndOfGeneration(ev.token)) {
     // As llama.cpp's server (and the references recorded with it): an
     // end-of-generation token is never chosen, while the reported logprobs
-    // keep the model's own distribution, as its n_probs do.
+    // keep the model's own distribution, as its n_probs do. Drawn again
+    // without those tokens only when one came up (no copy per step
+    // otherwise): the argmax of the rest, or a draw from the distribution
+    // conditioned on not ending, as masking them would give.
     sampled_logits_.assign(logits.begin(), logits.end());
     for (int32_t id : tok_.vocab().end_of_generation)
       if (static_cast<size_t>(id) < sampled_logits_.size()) sampled_logits_[static_cast<size_t>(id)] = -INFINITY;
-    choose_from = sampled_logits_;
+    ev.token = a.sampler.Sample(sampled_logits_);
   }
-  ev.token = a.sampler.Sample(choose_from);
   if (a.req.want_logprobs) ev.logprob = TokenLogprob(logits, ev.token);
   if (a.req.top_logprobs > 0) ev.top = TopLogprobs(logits, a.req.top_logprobs);
   if (a.num_generated() == 0) {

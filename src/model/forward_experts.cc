@@ -15,6 +15,17 @@ namespace pc {
 
 namespace {
 
+// The k highest scores (ties to the lower index): their experts and scores.
+void TopExperts(const std::vector<float>& score, size_t k, int32_t* chosen, float* chosen_score) {
+  std::vector<int32_t> order(score.size());
+  for (size_t e = 0; e < score.size(); ++e) order[e] = static_cast<int32_t>(e);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return score[a] > score[b]; });
+  for (size_t j = 0; j < k; ++j) {
+    chosen[j] = order[j];
+    chosen_score[j] = score[static_cast<size_t>(order[j])];
+  }
+}
+
 // One token's routing: softmax over the router logits, the k most probable
 // experts (ties to the lower index), their probabilities renormalised to sum
 // to one (qwen3moe and Mixtral both normalise).
@@ -25,15 +36,10 @@ void RouteToken(const float* logits, size_t n_expert, size_t k, int32_t* chosen,
   double sum = 0;
   for (size_t e = 0; e < n_expert; ++e) sum += prob[e] = std::exp(logits[e] - max);
   for (size_t e = 0; e < n_expert; ++e) prob[e] = static_cast<float>(prob[e] / sum);
-  std::vector<int32_t> order(n_expert);
-  for (size_t e = 0; e < n_expert; ++e) order[e] = static_cast<int32_t>(e);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return prob[a] > prob[b]; });
+  TopExperts(prob, k, chosen, weight);
   float total = 0;
-  for (size_t j = 0; j < k; ++j) total += prob[order[j]];
-  for (size_t j = 0; j < k; ++j) {
-    chosen[j] = order[j];
-    weight[j] = prob[order[j]] / total;
-  }
+  for (size_t j = 0; j < k; ++j) total += weight[j];
+  for (size_t j = 0; j < k; ++j) weight[j] /= total;
 }
 
 // The same in the reference's arithmetic (the ggml numerics): its soft_max,
@@ -44,13 +50,7 @@ void RouteTokenGgml(const float* logits, size_t n_expert, size_t k, bool softmax
                     float* weight) {
   std::vector<float> prob(logits, logits + n_expert);
   if (!softmax_chosen) GgmlSoftMaxRow(prob.data(), prob.data(), n_expert);
-  std::vector<int32_t> order(n_expert);
-  for (size_t e = 0; e < n_expert; ++e) order[e] = static_cast<int32_t>(e);
-  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return prob[a] > prob[b]; });
-  for (size_t j = 0; j < k; ++j) {
-    chosen[j] = order[j];
-    weight[j] = prob[order[j]];
-  }
+  TopExperts(prob, k, chosen, weight);
   if (softmax_chosen) {
     GgmlSoftMaxRow(weight, weight, k);
     return;
