@@ -79,6 +79,18 @@ float GgmlDotMxfp4(const BlockMXFP4* w, const BlockQ8_0* x, size_t num_blocks) {
   return ActiveGgmlCompatKernels().mxfp4(w, x, num_blocks);
 }
 
+bool GgmlRepacksRows(TensorType t, size_t rows) {
+  return (t == TensorType::kQ4_0 || t == TensorType::kMXFP4) && rows % 8 == 0;
+}
+
+float GgmlDotQ4_0Repacked(const BlockQ4_0* w, const BlockQ8_0* x, size_t num_blocks) {
+  return ActiveGgmlCompatKernels().q4_0_repacked(w, x, num_blocks);
+}
+
+float GgmlDotMxfp4Repacked(const BlockMXFP4* w, const BlockQ8_0* x, size_t num_blocks) {
+  return ActiveGgmlCompatKernels().mxfp4_repacked(w, x, num_blocks);
+}
+
 void GgmlQuantizeRowQ8_0(const float* x, BlockQ8_0* y, size_t n) {
   PC_CHECK(n % kQuantBlock == 0);
   for (size_t b = 0; b < n / kQuantBlock; ++b) {

@@ -97,6 +97,16 @@ float GgmlDotQ6_K(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks);
 // MXFP4 times Q8_0 (the same order for every target: its AVX2 code).
 float GgmlDotMxfp4(const BlockMXFP4* w, const BlockQ8_0* x, size_t num_blocks);
 
+// Q4_0 and MXFP4 weights the reference keeps in its interleaved 8-row forms
+// (its CPU repack, on by default on x86 CPUs with AVX2: a matrix of these
+// types whose row count is a multiple of 8, experts' matrices included):
+// every output, for one token or several, then sums block by block,
+// acc = fma(exact block sum, d_w * d_x, acc) from 0, instead of the
+// vector-dot order of GgmlDotQ4_0 / GgmlDotMxfp4.
+bool GgmlRepacksRows(TensorType t, size_t rows);
+float GgmlDotQ4_0Repacked(const BlockQ4_0* w, const BlockQ8_0* x, size_t num_blocks);
+float GgmlDotMxfp4Repacked(const BlockMXFP4* w, const BlockQ8_0* x, size_t num_blocks);
+
 // The hot loops above as a table per instruction-set level; every level
 // gives identical bits (fused multiply-adds are exact wherever computed).
 struct GgmlCompatKernels {
@@ -109,6 +119,8 @@ struct GgmlCompatKernels {
   float (*q4_0)(const BlockQ4_0* w, const BlockQ8_0* x, size_t num_blocks);
   float (*q6_k)(const BlockQ6_K* w, const BlockQ8_K* x, size_t num_blocks);
   float (*mxfp4)(const BlockMXFP4* w, const BlockQ8_0* x, size_t num_blocks);
+  float (*q4_0_repacked)(const BlockQ4_0* w, const BlockQ8_0* x, size_t num_blocks);
+  float (*mxfp4_repacked)(const BlockMXFP4* w, const BlockQ8_0* x, size_t num_blocks);
   size_t gemm_multiple;  // the GEMM order needs the inner size a multiple of this
 };
 // Best available at or below isa, for the target (default: the active one).

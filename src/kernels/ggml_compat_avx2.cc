@@ -1,6 +1,7 @@
 // The reference-order loops built with AVX2+FMA (see ggml_compat_loops.h),
 // and the Q8_0/Q4_0 dots with intrinsics: per block the same 8 exact integer
-// lanes of 4 products, so the same bits as the portable loops.
+// lanes of 4 products (for Q4_0's repacked order, their exact total), so the
+// same bits as the portable loops.
 #include <immintrin.h>
 
 #include "kernels/ggml_compat_loops.h"
@@ -24,6 +25,13 @@ inline float Tree8(__m256 acc) {
   return (t[0] + t[2]) + (t[1] + t[3]);
 }
 
+inline __m256i UnpackQ4_0Avx2(const BlockQ4_0& b) {
+  // Low nibbles are elements 0..15, high nibbles 16..31.
+  const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(b.qs));
+  const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
+  return _mm256_sub_epi8(_mm256_and_si256(both, _mm256_set1_epi8(0x0F)), _mm256_set1_epi8(8));
+}
+
 float DotQ8_0Avx2(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) {
   __m256 acc = _mm256_setzero_ps();
   for (size_t b = 0; b < nb; ++b) {
@@ -37,17 +45,28 @@ float DotQ8_0Avx2(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) {
 
 float DotQ4_0Avx2(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
   __m256 acc = _mm256_setzero_ps();
-  const __m256i low4 = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
   for (size_t b = 0; b < nb; ++b) {
-    // Low nibbles are elements 0..15, high nibbles 16..31.
-    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
-    const __m256i both = _mm256_set_m128i(_mm_srli_epi16(packed, 4), packed);
-    const __m256i wq = _mm256_sub_epi8(_mm256_and_si256(both, low4), eight);
+    const __m256i wq = UnpackQ4_0Avx2(w[b]);
     const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
     const __m256 d = _mm256_set1_ps(Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d));
     acc = _mm256_fmadd_ps(d, _mm256_cvtepi32_ps(LaneSums(wq, xq)), acc);
   }
   return Tree8(acc);
+}
+
+// The repacked rows' order (RepackedDot): the block's exact sum, then one
+// fused multiply-add per block.
+float DotQ4_0RepackedAvx2(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
+  float acc = 0;
+  for (size_t b = 0; b < nb; ++b) {
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    const __m256i lanes = LaneSums(UnpackQ4_0Avx2(w[b]), xq);
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    acc = std::fma(static_cast<float>(_mm_cvtsi128_si32(s)), Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d), acc);
+  }
+  return acc;
 }
 
 // HalfFma (ggml_compat_loops.h) on 8 lanes: TwoSum, round to odd, then
@@ -90,6 +109,7 @@ const GgmlCompatKernels* GgmlCompatAvx2Kernels(GgmlTarget target) {
     GgmlCompatKernels k = MakeGgmlCompatKernels(name, t, DotF16VecAvx2);
     k.q8_0 = DotQ8_0Avx2;
     k.q4_0 = DotQ4_0Avx2;
+    k.q4_0_repacked = DotQ4_0RepackedAvx2;
     return k;
   };
   static const GgmlCompatKernels kTables[3] = {make("avx2", GgmlTarget::kAvx512Fp16),

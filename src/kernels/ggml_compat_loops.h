@@ -236,6 +236,23 @@ inline float DotMxfp4Order(const BlockMXFP4* w, const BlockQ8_0* x, size_t num_b
   return sum;
 }
 
+// The order of the reference's interleaved 8-row forms (its CPU_REPACK
+// buffers, GgmlRepacksRows): every output, one token or several, is a chain
+// over blocks of acc = fma(block sum, d_w * d_x, acc) from 0, the block sum
+// exact. Unpack gives the block's 32 weight values, Scale its d_w.
+template <typename WeightBlock, typename Unpack, typename Scale>
+float RepackedDot(const WeightBlock* w, const BlockQ8_0* x, size_t num_blocks, Unpack unpack, Scale scale) {
+  float acc = 0;
+  int8_t wq[kQuantBlock];
+  for (size_t b = 0; b < num_blocks; ++b) {
+    unpack(w[b], wq);
+    int32_t sum = 0;
+    for (size_t i = 0; i < kQuantBlock; ++i) sum += int32_t{wq[i]} * x[b].qs[i];
+    acc = std::fma(static_cast<float>(sum), scale(w[b]) * Fp16ToFp32(x[b].d), acc);
+  }
+  return acc;
+}
+
 inline void UnpackQ8_0(const BlockQ8_0& b, int8_t* q) { std::copy(b.qs, b.qs + kQuantBlock, q); }
 inline void UnpackQ4_0(const BlockQ4_0& b, int8_t* q) {
   for (size_t j = 0; j < kQuantBlock / 2; ++j) {
@@ -277,6 +294,18 @@ float DotF16Gemm(const uint16_t* w, const uint16_t* x, size_t n) { return GemmDo
 [[maybe_unused]] float DotF16Vec(const uint16_t* w, const uint16_t* x, size_t n) { return F16VecDot(w, x, n, PortableFma8{}); }
 float DotQ8_0(const BlockQ8_0* w, const BlockQ8_0* x, size_t nb) { return QuantDot(w, x, nb, UnpackQ8_0); }
 float DotQ4_0(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) { return QuantDot(w, x, nb, UnpackQ4_0); }
+inline void UnpackMxfp4(const BlockMXFP4& b, int8_t* q) {
+  for (size_t j = 0; j < kQuantBlock / 2; ++j) {
+    q[j] = kMxfp4Values[b.qs[j] & 15];
+    q[j + kQuantBlock / 2] = kMxfp4Values[b.qs[j] >> 4];
+  }
+}
+float DotQ4_0X8(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
+  return RepackedDot(w, x, nb, UnpackQ4_0, [](const BlockQ4_0& b) { return Fp16ToFp32(b.d); });
+}
+float DotMxfp4X8(const BlockMXFP4* w, const BlockQ8_0* x, size_t nb) {
+  return RepackedDot(w, x, nb, UnpackMxfp4, [](const BlockMXFP4& b) { return Bf16ToFp32(E8m0HalfToBf16(b.e)); });
+}
 
 float DotF32Vec8(const float* w, const float* x, size_t n) { return VecDot8<float, float>(w, x, n, LoadF32); }
 float DotF32Gemm8(const float* w, const float* x, size_t n) { return GemmDot8<float>(w, x, n, LoadF32); }
@@ -290,11 +319,11 @@ constexpr GgmlCompatKernels MakeGgmlCompatKernels(const char* name, GgmlTarget t
                                                   float (*f16_vec_fp16)(const uint16_t*, const uint16_t*, size_t)) {
   switch (target) {
     case GgmlTarget::kAvx2:
-      return {name, DotF32Vec8, DotF32Gemm8, DotF16Gemm8, DotF16Vec8, DotQ8_0, DotQ4_0, DotQ6_K, DotMxfp4Order, 8};
+      return {name, DotF32Vec8, DotF32Gemm8, DotF16Gemm8, DotF16Vec8, DotQ8_0, DotQ4_0, DotQ6_K, DotMxfp4Order, DotQ4_0X8, DotMxfp4X8, 8};
     case GgmlTarget::kAvx512:
-      return {name, DotF32Vec, DotF32Gemm, DotF16Gemm, DotF16VecF32, DotQ8_0, DotQ4_0, DotQ6_K, DotMxfp4Order, 16};
+      return {name, DotF32Vec, DotF32Gemm, DotF16Gemm, DotF16VecF32, DotQ8_0, DotQ4_0, DotQ6_K, DotMxfp4Order, DotQ4_0X8, DotMxfp4X8, 16};
     default:
-      return {name, DotF32Vec, DotF32Gemm, DotF16Gemm, f16_vec_fp16, DotQ8_0, DotQ4_0, DotQ6_K, DotMxfp4Order, 16};
+      return {name, DotF32Vec, DotF32Gemm, DotF16Gemm, f16_vec_fp16, DotQ8_0, DotQ4_0, DotQ6_K, DotMxfp4Order, DotQ4_0X8, DotMxfp4X8, 16};
   }
 }
 

@@ -161,7 +161,8 @@ void Model::RunMatJobs(std::span<const MatJob> jobs, Scratch& s) {
 
 // The reference engine's matmul orders (kernels/ggml_compat.h): F32/F16 in
 // the blocked-GEMM order for several rows when cols % 16 == 0, in the
-// vector-dot order otherwise; Q8_0/Q4_0/MXFP4 over Q8_0 activations. F16 weights
+// vector-dot order otherwise; Q8_0/Q4_0/MXFP4 over Q8_0 activations (Q4_0 and
+// MXFP4 in the order of the reference's repacked rows where it repacks them). F16 weights
 // take F16-rounded activations, as there.
 float Model::DotGgmlCompat(const GgmlCompatKernels& k, const WeightMatrix& w, size_t row, const float* x,
                            const void* xq, bool gemm) {
@@ -179,10 +180,17 @@ float Model::DotGgmlCompat(const GgmlCompatKernels& k, const WeightMatrix& w, si
     }
     case TensorType::kQ8_0:
       return k.q8_0(reinterpret_cast<const BlockQ8_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
-    case TensorType::kQ4_0:
-      return k.q4_0(reinterpret_cast<const BlockQ4_0*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
-    case TensorType::kMXFP4:
-      return k.mxfp4(reinterpret_cast<const BlockMXFP4*>(wr), static_cast<const BlockQ8_0*>(xq), cols / kQuantBlock);
+    case TensorType::kQ4_0: {
+      const auto* w4 = reinterpret_cast<const BlockQ4_0*>(wr);
+      const auto* x8 = static_cast<const BlockQ8_0*>(xq);
+      return GgmlRepacksRows(w.type, w.rows) ? k.q4_0_repacked(w4, x8, cols / kQuantBlock) : k.q4_0(w4, x8, cols / kQuantBlock);
+    }
+    case TensorType::kMXFP4: {
+      const auto* wm = reinterpret_cast<const BlockMXFP4*>(wr);
+      const auto* x8 = static_cast<const BlockQ8_0*>(xq);
+      return GgmlRepacksRows(w.type, w.rows) ? k.mxfp4_repacked(wm, x8, cols / kQuantBlock)
+                                             : k.mxfp4(wm, x8, cols / kQuantBlock);
+    }
     case TensorType::kQ6_K:
       return k.q6_k(reinterpret_cast<const BlockQ6_K*>(wr), static_cast<const BlockQ8_K*>(xq), cols / kSuperBlock);
     default: PC_CHECK(false && "no reference order for this weight type");

@@ -242,8 +242,50 @@ TEST(GgmlCompat, SimdTablesAreBitIdenticalToPortable) {
       std::vector<BlockMXFP4> wm(nb + 1);
       QuantizeRow(TensorType::kMXFP4, w.data(), wm.data() + 1, n);
       EXPECT_EQ(k->mxfp4(wm.data() + 1, x8.data() + 1, nb), ref.mxfp4(wm.data() + 1, x8.data() + 1, nb)) << nb;
+      EXPECT_EQ(k->q4_0_repacked(w4.data() + 1, x8.data() + 1, nb), ref.q4_0_repacked(w4.data() + 1, x8.data() + 1, nb));
+      EXPECT_EQ(k->mxfp4_repacked(wm.data() + 1, x8.data() + 1, nb), ref.mxfp4_repacked(wm.data() + 1, x8.data() + 1, nb));
     }
   }
+}
+
+// The reference repacks Q4_0 and MXFP4 matrices whose row count is a
+// multiple of 8 (its CPU repack on x86), and then every output is a chain
+// over blocks of fma(exact block sum, d_w * d_x, acc): written out here
+// from the blocks' dequantized integers, and not the vector-dot order (which
+// sums 8 lanes and adds them in a tree), on most of these rows.
+TEST(GgmlCompat, RepackedRowsSumBlockByBlock) {
+  EXPECT_TRUE(GgmlRepacksRows(TensorType::kQ4_0, 64));
+  EXPECT_TRUE(GgmlRepacksRows(TensorType::kMXFP4, 2880));
+  EXPECT_FALSE(GgmlRepacksRows(TensorType::kQ4_0, 12));
+  EXPECT_FALSE(GgmlRepacksRows(TensorType::kQ8_0, 64));
+  EXPECT_FALSE(GgmlRepacksRows(TensorType::kQ6_K, 64));
+  const size_t nb = 24, n = nb * kQuantBlock;
+  int differs = 0;
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    const auto w = Random(n, 300 + seed), x = Random(n, 400 + seed);
+    std::vector<BlockQ8_0> x8(nb);
+    std::vector<BlockQ4_0> w4(nb);
+    std::vector<BlockMXFP4> wm(nb);
+    GgmlQuantizeRowQ8_0(x.data(), x8.data(), n);
+    QuantizeRow(TensorType::kQ4_0, w.data(), w4.data(), n);
+    QuantizeRow(TensorType::kMXFP4, w.data(), wm.data(), n);
+    float want4 = 0, wantm = 0;
+    for (size_t b = 0; b < nb; ++b) {
+      int32_t s4 = 0, sm = 0;
+      for (size_t i = 0; i < kQuantBlock / 2; ++i) {
+        s4 += ((w4[b].qs[i] & 15) - 8) * x8[b].qs[i] + ((w4[b].qs[i] >> 4) - 8) * x8[b].qs[i + 16];
+        sm += kMxfp4Values[wm[b].qs[i] & 15] * x8[b].qs[i] + kMxfp4Values[wm[b].qs[i] >> 4] * x8[b].qs[i + 16];
+      }
+      const float dx = Fp16ToFp32(x8[b].d);
+      want4 = std::fma(static_cast<float>(s4), Fp16ToFp32(w4[b].d) * dx, want4);
+      wantm = std::fma(static_cast<float>(sm), Bf16ToFp32(E8m0HalfToBf16(wm[b].e)) * dx, wantm);
+    }
+    EXPECT_EQ(GgmlDotQ4_0Repacked(w4.data(), x8.data(), nb), want4) << seed;
+    EXPECT_EQ(GgmlDotMxfp4Repacked(wm.data(), x8.data(), nb), wantm) << seed;
+    differs += GgmlDotQ4_0(w4.data(), x8.data(), nb) != want4;
+    differs += GgmlDotMxfp4(wm.data(), x8.data(), nb) != wantm;
+  }
+  EXPECT_GT(differs, 10);  // the two orders are not the same sums
 }
 
 // The targets' orders as documented: the AVX-512 build's F16 dot is its F32

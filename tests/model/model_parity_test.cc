@@ -95,9 +95,9 @@ TEST_P(ParityTest, Stories260KGreedyExact) {
 // Tolerances: the reference README's bounds, asserted as they are. In
 // GgmlCompat numerics (kernels/ggml_compat.h) we reproduce the reference bit
 // for bit on stories260K and tiny-gqa F32/F16/Q8_0 (max difference 0 at the
-// printed precision). For Q4_0 the reference repacks the weights into
-// interleaved 8-row blocks whose GEMM sums in an order we do not reproduce;
-// there we measure about 0.055, inside the README's 0.1.
+// printed precision), and on Q4_0, whose matrices the reference repacks into
+// interleaved 8-row blocks that sum block by block (GgmlRepacksRows; in the
+// vector-dot order we measured 0.055): asserted there at F32's bound.
 struct Tolerance {
   float target;  // the README's
   float bound;   // asserted
@@ -156,7 +156,7 @@ void CheckTeacherForced(const std::string& name, Tolerance tol, Numerics numeric
 TEST_P(ParityTest, TinyGqaF32) { CheckTeacherForced("tiny-gqa-f32", {2e-3f, 2e-3f}); }
 TEST_P(ParityTest, TinyGqaF16) { CheckTeacherForced("tiny-gqa-f16", {2e-3f, 2e-3f}); }
 TEST_P(ParityTest, TinyGqaQ8_0) { CheckTeacherForced("tiny-gqa-q8_0", {5e-2f, 5e-2f}); }
-TEST_P(ParityTest, TinyGqaQ4_0) { CheckTeacherForced("tiny-gqa-q4_0", {1e-1f, 1e-1f}); }
+TEST_P(ParityTest, TinyGqaQ4_0) { CheckTeacherForced("tiny-gqa-q4_0", {1e-1f, 2e-3f}); }
 
 // Precise numerics run this ISA level's own SIMD kernels end to end (the
 // GgmlCompat path above is scalar by design). They are not the reference's
@@ -219,7 +219,7 @@ TEST_P(ParityTest, NewArchitecturesPrecise) {
 // these files (its expert matmul dots every row alone and its router takes
 // its own soft_max, so ours do there), every step of every case holds
 // without the isolated jumps (router near-ties) the README allows, bit for
-// bit but on gpt-oss (0.003 F16, 0.053 MXFP4) and gemma3 F16 (0.0001). The precise numerics (serve's) are
+// bit but on gpt-oss (0.003 F16, 0.00003 MXFP4: its experts repacked, GgmlRepacksRows) and gemma3 F16 (0.0001). The precise numerics (serve's) are
 // not the reference's roundings, and a mixture of experts turns a rounding
 // into another expert now and then, which later steps remember: for those
 // files the first step of each case (the prompt's prefill: router, experts,
