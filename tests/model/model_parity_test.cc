@@ -234,16 +234,21 @@ TEST_P(ParityTest, NewArchitecturesPrecise) {
 // 0.044 off on Q8_0): roundings apart from the reference's (F32 attention
 // sums where it rounds to F16, among others) grow in this model, so only
 // the ggml numerics are asserted for it.
+// The ggml numerics are asserted at 2e-3 (they reproduce the reference:
+// 0.0000 but on gpt-oss F16, 0.003, and gemma3 F16, 0.0001), so a lost
+// rule (a kernel order, a batch split, the repacked experts) fails here
+// even when it stays inside the README's bound.
 struct FamilyFile {
   const char* name;
-  float bound;
+  float bound;           // the README's
   int jumps;             // isolated jumps allowed (router near-ties), in either numerics
   int precise_steps;     // precise numerics: 0 the whole run, 1 the first step, -1 not asserted
+  float ggml_bound = 2e-3f;
 };
 constexpr FamilyFile kFamilies[] = {
     {"tiny-gemma3-f16", 3e-2f, 0, 0},     {"tiny-gemma3-q8_0", 1e-1f, 0, 0},   {"tiny-qwen2yarn-f16", 3e-2f, 0, 0},
     {"tiny-mixtral-f16", 3e-2f, 0, 1},    {"tiny-mixtral-q8_0", 1e-1f, 0, 1},  {"tiny-qwen3moe-f16", 3e-2f, 0, 1},
-    {"tiny-qwen3moe-q8_0", 1e-1f, 0, -1}, {"tiny-gptoss-f16", 3e-2f, 0, 1},    {"tiny-gptoss-mxfp4", 1e-1f, 1, 1},
+    {"tiny-qwen3moe-q8_0", 1e-1f, 0, -1}, {"tiny-gptoss-f16", 3e-2f, 0, 1, 1e-2f}, {"tiny-gptoss-mxfp4", 1e-1f, 1, 1},
     {"tiny-gemma2-f16", 3e-2f, 0, -1},    {"tiny-gemma2-q8_0", 1e-1f, 0, -1},
 };
 TEST_P(ParityTest, FamiliesPrecise) {
@@ -254,7 +259,9 @@ TEST_P(ParityTest, FamiliesPrecise) {
   }
 }
 TEST(ParityFamilies, GgmlNumerics) {
-  for (const FamilyFile& f : kFamilies) CheckTeacherForced(f.name, {f.bound, f.bound}, Numerics::kGgmlCompat, 0, f.jumps);
+  for (const FamilyFile& f : kFamilies) {
+    CheckTeacherForced(f.name, {f.bound, f.ggml_bound}, Numerics::kGgmlCompat, 0, f.jumps);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, ParityTest, ::testing::ValuesIn(ParityIsas()),
