@@ -1,7 +1,7 @@
 // The reference-order loops built with AVX2+FMA (see ggml_compat_loops.h),
-// and the Q8_0/Q4_0 dots with intrinsics: per block the same 8 exact integer
-// lanes of 4 products (for Q4_0's repacked order, their exact total), so the
-// same bits as the portable loops.
+// and the Q8_0/Q4_0 dots (MXFP4's repacked order too) with intrinsics: per
+// block the same 8 exact integer lanes of 4 products (for the repacked
+// order, their exact total), so the same bits as the portable loops.
 #include <immintrin.h>
 
 #include "kernels/ggml_compat_loops.h"
@@ -69,6 +69,25 @@ float DotQ4_0RepackedAvx2(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
   return acc;
 }
 
+// MXFP4: the 16 grid values looked up by nibble (low nibbles are elements
+// 0..15, high 16..31), then as Q4_0 above.
+float DotMxfp4RepackedAvx2(const BlockMXFP4* w, const BlockQ8_0* x, size_t nb) {
+  const __m256i grid = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(kMxfp4Values)));
+  float acc = 0;
+  for (size_t b = 0; b < nb; ++b) {
+    const __m128i packed = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w[b].qs));
+    const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
+    const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
+    const __m256i lanes = LaneSums(_mm256_shuffle_epi8(grid, nibbles), xq);
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+    const float dw = Bf16ToFp32(E8m0HalfToBf16(w[b].e));
+    acc = std::fma(static_cast<float>(_mm_cvtsi128_si32(s)), dw * Fp16ToFp32(x[b].d), acc);
+  }
+  return acc;
+}
+
 // HalfFma (ggml_compat_loops.h) on 8 lanes: TwoSum, round to odd, then
 // F16C's conversion (round to nearest even, as Fp32ToFp16).
 inline __m256 HalfFma8(__m256 a, __m256 b, __m256 c) {
@@ -110,6 +129,7 @@ const GgmlCompatKernels* GgmlCompatAvx2Kernels(GgmlTarget target) {
     k.q8_0 = DotQ8_0Avx2;
     k.q4_0 = DotQ4_0Avx2;
     k.q4_0_repacked = DotQ4_0RepackedAvx2;
+    k.mxfp4_repacked = DotMxfp4RepackedAvx2;
     return k;
   };
   static const GgmlCompatKernels kTables[3] = {make("avx2", GgmlTarget::kAvx512Fp16),
