@@ -286,6 +286,35 @@ TEST(GgmlCompat, RepackedRowsSumBlockByBlock) {
     differs += GgmlDotMxfp4(wm.data(), x8.data(), nb) != wantm;
   }
   EXPECT_GT(differs, 10);  // the two orders are not the same sums
+  // MXFP4's scales are powers of two, so with small block sums the product
+  // is exact and fused or not gives the same bits: block sums of 15 bits
+  // (one-signed values) make it inexact, and there the fused multiply-add
+  // must hold.
+  std::mt19937 rng(5);
+  int inexact = 0;
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<BlockMXFP4> wm(nb);
+    std::vector<BlockQ8_0> x8(nb);
+    float want = 0, unfused = 0;
+    for (size_t b = 0; b < nb; ++b) {
+      wm[b].e = static_cast<uint8_t>(120 + rng() % 8);
+      for (auto& q : wm[b].qs) q = static_cast<uint8_t>((rng() % 8) | (rng() % 8) << 4);  // positive grid values
+      x8[b].d = Fp32ToFp16(0.001f + 0.01f * static_cast<float>(rng() % 1000) / 1000.0f);
+      int32_t sum = 0;
+      for (size_t i = 0; i < kQuantBlock; ++i) {
+        x8[b].qs[i] = static_cast<int8_t>(64 + rng() % 64);
+        const uint8_t byte = wm[b].qs[i % 16];
+        sum += kMxfp4Values[i < 16 ? byte & 15 : byte >> 4] * x8[b].qs[i];
+      }
+      const float d = Bf16ToFp32(E8m0HalfToBf16(wm[b].e)) * Fp16ToFp32(x8[b].d);
+      want = std::fma(static_cast<float>(sum), d, want);
+      const volatile float product = static_cast<float>(sum) * d;  // rounded: not contracted into an fma
+      unfused += product;
+    }
+    EXPECT_EQ(GgmlDotMxfp4Repacked(wm.data(), x8.data(), nb), want) << trial;
+    inexact += unfused != want;
+  }
+  EXPECT_GT(inexact, 5);
 }
 
 // The targets' orders as documented: the AVX-512 build's F16 dot is its F32
