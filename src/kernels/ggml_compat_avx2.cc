@@ -17,6 +17,14 @@ inline __m256i LaneSums(__m256i w, __m256i x) {
   return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
 
+// The 8 lanes' exact integer total (a block's sum in the repacked order).
+inline int32_t LaneTotal(__m256i lanes) {
+  __m128i s = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
+  s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
+  return _mm_cvtsi128_si32(s);
+}
+
 inline float Tree8(__m256 acc) {
   float a[8];
   _mm256_storeu_ps(a, acc);
@@ -61,10 +69,7 @@ float DotQ4_0RepackedAvx2(const BlockQ4_0* w, const BlockQ8_0* x, size_t nb) {
   for (size_t b = 0; b < nb; ++b) {
     const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
     const __m256i lanes = LaneSums(UnpackQ4_0Avx2(w[b]), xq);
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    acc = std::fma(static_cast<float>(_mm_cvtsi128_si32(s)), Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d), acc);
+    acc = std::fma(static_cast<float>(LaneTotal(lanes)), Fp16ToFp32(w[b].d) * Fp16ToFp32(x[b].d), acc);
   }
   return acc;
 }
@@ -79,11 +84,8 @@ float DotMxfp4RepackedAvx2(const BlockMXFP4* w, const BlockQ8_0* x, size_t nb) {
     const __m256i nibbles = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(packed, 4), packed), _mm256_set1_epi8(0x0F));
     const __m256i xq = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x[b].qs));
     const __m256i lanes = LaneSums(_mm256_shuffle_epi8(grid, nibbles), xq);
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(lanes), _mm256_extracti128_si256(lanes, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
     const float dw = Bf16ToFp32(E8m0HalfToBf16(w[b].e));
-    acc = std::fma(static_cast<float>(_mm_cvtsi128_si32(s)), dw * Fp16ToFp32(x[b].d), acc);
+    acc = std::fma(static_cast<float>(LaneTotal(lanes)), dw * Fp16ToFp32(x[b].d), acc);
   }
   return acc;
 }
