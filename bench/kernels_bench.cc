@@ -76,6 +76,7 @@ PC_GEMV(BF16, Avx2, false, );
 PC_GEMV(Q8_0, Scalar, false, );
 #define PC_GEMV_X16(type) \
   PC_GEMV(type, Avx2, true, x16);       \
+  PC_GEMV(type, AvxVnni, true, x16);    \
   PC_GEMV(type, Avx512, true, x16)
 PC_GEMV_X16(Q8_0);
 PC_GEMV_X16(Q4_0);
@@ -116,6 +117,7 @@ PC_GEMM(F16, Avx2, false, );
 PC_GEMM(Q8_0, Scalar, false, );
 #define PC_GEMM_X16(type) \
   PC_GEMM(type, Avx2, true, x16);       \
+  PC_GEMM(type, AvxVnni, true, x16);    \
   PC_GEMM(type, Avx512, true, x16)
 PC_GEMM_X16(Q8_0);
 PC_GEMM_X16(Q4_0);

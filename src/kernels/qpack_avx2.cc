@@ -1,7 +1,7 @@
-// The x16 kernels at the AVX2 level (traits in qpack_avx2_half.h). This
+// The x16 kernels at the AVX2 level (traits in qpack_avx2_pair.h). This
 // file alone is compiled with -mavx2 -mfma -mf16c; it runs only after
 // ActiveIsa() confirmed them.
-#include "kernels/qpack_avx2_half.h"
+#include "kernels/qpack_avx2_pair.h"
 
 namespace pc {
 namespace {
