@@ -54,12 +54,19 @@ __m256 LaneSoftmax(const LaneGroup& g, int h, float (*sbuf)[kT]) {
   const __m256 active = _mm256_castsi256_ps(_mm256_cmpgt_epi32(nvv, fv));
   const __m256 m_old = _mm256_loadu_ps(g.m + 8 * h);
   __m256 mx = m_old;
-  for (int j = 0; j < kT; ++j) {
-    const __m256i jv = _mm256_set1_epi32(j);
-    const __m256 seen = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_cmpgt_epi32(fv, jv), _mm256_cmpgt_epi32(nvv, jv)));
-    const __m256 sj = _mm256_blendv_ps(ninf, _mm256_load_ps(sbuf[j] + 8 * h), seen);
-    _mm256_store_ps(sbuf[j] + 8 * h, sj);
-    mx = _mm256_max_ps(mx, sj);
+  // Every lane sees the whole tile (the common case, before the diagonal):
+  // no position to mask.
+  const __m256i whole = _mm256_or_si256(fv, _mm256_xor_si256(nvv, _mm256_set1_epi32(kT)));
+  if (_mm256_testz_si256(whole, whole)) {
+    for (int j = 0; j < kT; ++j) mx = _mm256_max_ps(mx, _mm256_load_ps(sbuf[j] + 8 * h));
+  } else {
+    for (int j = 0; j < kT; ++j) {
+      const __m256i jv = _mm256_set1_epi32(j);
+      const __m256 seen = _mm256_castsi256_ps(_mm256_andnot_si256(_mm256_cmpgt_epi32(fv, jv), _mm256_cmpgt_epi32(nvv, jv)));
+      const __m256 sj = _mm256_blendv_ps(ninf, _mm256_load_ps(sbuf[j] + 8 * h), seen);
+      _mm256_store_ps(sbuf[j] + 8 * h, sj);
+      mx = _mm256_max_ps(mx, sj);
+    }
   }
   // Lanes without positions here: weights 0 (their scores are -inf), c = 1.
   const __m256 sub = _mm256_and_ps(active, mx);
