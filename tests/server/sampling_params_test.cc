@@ -137,12 +137,18 @@ TEST_F(SamplingParamsTest, LookupDraftsPerRequestKeepTheTokens) {
   const std::vector<int32_t> plain = Tokens(With(greedy, {{"speculative.n_max", 0}}));
   ASSERT_EQ(plain.size(), 96u);
   int status = 0;
-  const json r = Post(With(greedy, {{"speculative.n_max", 8}}), &status);
-  ASSERT_EQ(status, 200) << r.dump();
-  EXPECT_EQ(r["choices"][0]["tokens"].get<std::vector<int32_t>>(), plain);
-  const size_t drafted = r["timings"]["draft_n"].get<size_t>(), accepted = r["timings"]["draft_n_accepted"].get<size_t>();
+  // Whether a step carries drafts follows the measured step costs, which a
+  // busy machine (the suite runs two tests at once) can make say no for a
+  // whole request: a few tries, each with the same tokens.
+  size_t drafted = 0;
+  for (int attempt = 0; attempt < 5 && drafted == 0; ++attempt) {
+    const json r = Post(With(greedy, {{"speculative.n_max", 8}}), &status);
+    ASSERT_EQ(status, 200) << r.dump();
+    EXPECT_EQ(r["choices"][0]["tokens"].get<std::vector<int32_t>>(), plain);
+    drafted = r["timings"]["draft_n"].get<size_t>();
+    EXPECT_LE(r["timings"]["draft_n_accepted"].get<size_t>(), drafted);
+  }
   EXPECT_GT(drafted, 0u) << "the story repeats its words: lookups should find drafts";
-  EXPECT_LE(accepted, drafted);
   const json bad = Post(With(greedy, {{"speculative.n_max", 65}}), &status);
   EXPECT_EQ(status, 400);
   EXPECT_EQ(bad["error"]["param"], "speculative.n_max") << bad.dump();
