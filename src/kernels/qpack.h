@@ -87,7 +87,7 @@ void UnpackX16Row(TensorType t, const uint8_t* group, size_t nb, int r, uint8_t*
 // activation rows [0, nt) of x (nt <= kX16MaxTokens, x_stride bytes apart, in
 // ActivationTypeFor(t)); writes y[t * y_stride + r]. Every output equals
 // QuantDot of that row, bit for bit.
-constexpr int kX16MaxTokens = 4;
+constexpr int kX16MaxTokens = 8;
 // pf, pf_lines: 64-byte lines to bring into L2 while the kernel runs, spread
 // over its blocks (the next group, so that its first pass finds it there);
 // pf_lines 0 for none.

@@ -60,7 +60,11 @@ struct Runner {
       case 1: return x16::Kernel<Avx512, T, 1>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
       case 2: return x16::Kernel<Avx512, T, 2>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
       case 3: return x16::Kernel<Avx512, T, 3>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
-      default: return x16::Kernel<Avx512, T, 4>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
+      case 4: return x16::Kernel<Avx512, T, 4>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
+      case 5: return x16::Kernel<Avx512, T, 5>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
+      case 6: return x16::Kernel<Avx512, T, 6>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
+      case 7: return x16::Kernel<Avx512, T, 7>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
+      default: return x16::Kernel<Avx512, T, 8>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
     }
   }
 };

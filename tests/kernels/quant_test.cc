@@ -190,7 +190,7 @@ TEST_P(QuantFormats, X16KernelsEqualTheReferenceDotBitForBit) {
       std::vector<uint8_t> packed(rows / 16 * nb * l.bytes);
       for (size_t g = 0; g < rows / 16; ++g) RepackX16(t, w.data() + g * 16 * rb, rb, nb, packed.data() + g * nb * l.bytes);
       const WeightMatrix m{t, w.data(), rows, cols, packed.data()};
-      for (size_t n_tok : {1u, 2u, 3u, 4u, 5u, 9u}) {
+      for (size_t n_tok : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 17u}) {
         std::vector<float> xf = test::RandomFloats(n_tok * cols, 7, 3.0f);
         for (size_t i = 0; i < xf.size(); i += 37) xf[i] = 40.0f * (i % 2 ? 1 : -1);  // extremes -> +-127
         const std::vector<uint8_t> x = Activations(t, xf, n_tok, cols);
