@@ -52,19 +52,30 @@ struct Avx512 {
   static void Prefetch(const uint8_t* p) { _mm_prefetch(reinterpret_cast<const char*>(p), _MM_HINT_T0); }
 };
 
+// Eight tokens in one pass (32 registers hold their sums); five to seven as
+// four and the rest, so that only five widths are compiled (each width is
+// an instantiation per format: eight of them doubled the sanitizer build).
 struct Runner {
   template <TensorType T>
   static void Run(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, int nt, float* y,
                   size_t y_stride, const uint8_t* pf, size_t pf_lines) {
-    switch (nt) {
-      case 1: return x16::Kernel<Avx512, T, 1>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
-      case 2: return x16::Kernel<Avx512, T, 2>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
-      case 3: return x16::Kernel<Avx512, T, 3>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
-      case 4: return x16::Kernel<Avx512, T, 4>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
-      case 5: return x16::Kernel<Avx512, T, 5>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
-      case 6: return x16::Kernel<Avx512, T, 6>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
-      case 7: return x16::Kernel<Avx512, T, 7>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
-      default: return x16::Kernel<Avx512, T, 8>(group, nb, x, x_stride, y, y_stride, pf, pf_lines);
+    for (int t = 0; t < nt;) {
+      const uint8_t* xt = x + static_cast<size_t>(t) * x_stride;
+      float* yt = y + static_cast<size_t>(t) * y_stride;
+      const size_t lines = t == 0 ? pf_lines : 0;  // the next group's lines, fetched once
+      const int n = nt - t;
+      if (n >= 8) {
+        x16::Kernel<Avx512, T, 8>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
+        t += 8;
+      } else if (n >= 4) {
+        x16::Kernel<Avx512, T, 4>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
+        t += 4;
+      } else {
+        if (n == 1) x16::Kernel<Avx512, T, 1>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
+        if (n == 2) x16::Kernel<Avx512, T, 2>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
+        if (n == 3) x16::Kernel<Avx512, T, 3>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
+        t += n;
+      }
     }
   }
 };
