@@ -130,6 +130,8 @@ struct HeadRows : KvHeadRows<T> {
       return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(this->F16(j) + d)));
     }
     const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(this->Q8At(j, d)));
+    // V rows are built without widen_scales: gathering a tile's scales
+    // first cost more than widening each where it is used.
     return _mm256_mul_ps(_mm256_set1_ps(this->Scale(j, d)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
   }
   // Elements [d, d + 4) of row a, then of row b.
@@ -357,7 +359,7 @@ void AttendColsOf(const float* q, size_t nq, size_t group, const KvTile& kv, siz
                   float* kt, float* m, float* l, float* acc) {
   const size_t heads = (nq + group - 1) / group;
   for (size_t g = 0; g < heads; ++g) {
-    const HeadRows<T> kr(kv.k, g * kv.head_bytes, head_dim), vr(kv.v, g * kv.head_bytes, head_dim);
+    const HeadRows<T> kr(kv.k, g * kv.head_bytes, head_dim), vr(kv.v, g * kv.head_bytes, head_dim, false);
     TransposeTile(kr, head_dim, kt);
     const size_t end = std::min(nq, (g + 1) * group);
     for (size_t i = g * group; i < end;) {

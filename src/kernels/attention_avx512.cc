@@ -145,8 +145,11 @@ struct HeadRows : KvHeadRows<T> {
     if constexpr (T == KvDtype::kF16) {
       return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(this->F16(j) + d)));
     }
+    // The scale widened where it is used (rows built without widen_scales):
+    // gathering a tile's scales first cost more than the broadcasts.
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(this->Q8At(j, d)));
-    return _mm512_mul_ps(_mm512_set1_ps(this->Scale(j, d)), _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
+    const __m512 scale = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(this->ScaleBits(j, d))));
+    return _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
   }
   // Elements [d, d + n) (n < 16; F32 and F16 only, whose heads may end mid-vector), zeros after.
   __m512 HexTail(int j, size_t d, __mmask16 mask) const {
@@ -191,6 +194,57 @@ void TransposeTile(const HeadRows<T>& k, size_t head_dim, float* kt) {
   }
   for (; d0 < head_dim; ++d0) {
     for (int j = 0; j < kT; ++j) kt[d0 * kT + j] = k.Elem(j, d0);
+  }
+}
+
+// Q8_0 K rows to kt [head_dim][16] from their bytes: a block's 32 bytes of
+// each row are 8 dwords (four elements each); rows j and j + 8 share a
+// register, an 8 x 8 dword transposition in each 256-bit half and one
+// two-source permutation give, per dword, the 16 rows in the lanes; each
+// byte is then sign-extended by shifts, widened and multiplied by the
+// block's scales (row j's in lane j), so every element is Scale * q as
+// q8_0_to_f32 computes it. A third of the shuffles of widening first.
+void TransposeTileQ8(const HeadRows<KvDtype::kQ8_0>& k, size_t head_dim, float* kt) {
+  const __m512i lo_idx = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);  // lanes 0 and 2 of each source
+  const __m512i hi_idx = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);  // lanes 1 and 3
+  static_assert(sizeof(const uint8_t*) == sizeof(long long));
+  const __m512i rows_lo = _mm512_loadu_si512(k.row), rows_hi = _mm512_loadu_si512(k.row + 8);
+  for (size_t b = 0; b < head_dim / kKvQ8Block; ++b) {
+    const size_t d0 = b * kKvQ8Block;
+    __m512i r[8], t[8];
+    for (int j = 0; j < 8; ++j) {
+      const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.Q8At(j, d0)));
+      const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.Q8At(j + 8, d0)));
+      r[j] = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    }
+    for (int j = 0; j < 8; j += 2) {  // rows j, j + 1 interleaved by dword
+      t[j] = _mm512_unpacklo_epi32(r[j], r[j + 1]);
+      t[j + 1] = _mm512_unpackhi_epi32(r[j], r[j + 1]);
+    }
+    // s[4g + w], per 128-bit lane L: rows 4g..4g+3 (and 8 more in lanes 2, 3)
+    // of dword w (lanes 0, 2) or w + 4 (lanes 1, 3).
+    __m512i s[8];
+    for (int g = 0; g < 2; ++g) {
+      const __m512i* u = t + 4 * g;
+      s[4 * g] = _mm512_unpacklo_epi64(u[0], u[2]);
+      s[4 * g + 1] = _mm512_unpackhi_epi64(u[0], u[2]);
+      s[4 * g + 2] = _mm512_unpacklo_epi64(u[1], u[3]);
+      s[4 * g + 3] = _mm512_unpackhi_epi64(u[1], u[3]);
+    }
+    // The 16 rows' scales of the block: a dword gathered from each block's
+    // start (the F16 scale in its low half), narrowed, widened to F32.
+    const __m512i at = _mm512_set1_epi64(static_cast<long long>(b * kKvQ8BlockBytes));
+    const __m256i s_lo = _mm512_i64gather_epi32(_mm512_add_epi64(rows_lo, at), nullptr, 1);
+    const __m256i s_hi = _mm512_i64gather_epi32(_mm512_add_epi64(rows_hi, at), nullptr, 1);
+    const __m512 sc = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_inserti64x4(_mm512_castsi256_si512(s_lo), s_hi, 1)));
+    for (int w = 0; w < 8; ++w) {
+      const __m512i x = _mm512_permutex2var_epi64(s[w % 4], w < 4 ? lo_idx : hi_idx, s[4 + w % 4]);
+      float* out = kt + (d0 + 4 * static_cast<size_t>(w)) * kT;
+      _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(x, 24), 24)), sc));
+      _mm512_storeu_ps(out + kT, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(x, 16), 24)), sc));
+      _mm512_storeu_ps(out + 2 * kT, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(x, 8), 24)), sc));
+      _mm512_storeu_ps(out + 3 * kT, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srai_epi32(x, 24)), sc));
+    }
   }
 }
 
@@ -256,19 +310,57 @@ void Grouped(size_t group, size_t heads, const float* q, const float* kt, size_t
   }
 }
 
-// The online-softmax step of one query over the tile's scores si (positions
-// outside `seen` are -inf): m, l updated, the weights into p, the factor
-// the accumulator is rescaled by returned.
-float ColSoftmax(__m512 si, __mmask16 seen, float* m, float* l, float* p) {
-  si = _mm512_mask_blend_ps(seen, _mm512_set1_ps(-std::numeric_limits<float>::infinity()), si);
-  const float tile_max = _mm512_reduce_max_ps(si);
-  const float mx = tile_max > *m ? tile_max : *m;
-  const float c = _mm512_cvtss_f32(Exp16(_mm512_set1_ps(*m - mx)));
-  const __m512 pv = Exp16(_mm512_sub_ps(si, _mm512_set1_ps(mx)));
-  *l = *l * c + TreeSum(pv);
-  *m = mx;
-  _mm512_store_ps(p, pv);
-  return c;
+// Lane i of the result: v[i]'s 16 lanes reduced by op (add: TreeSum's sum,
+// in its order) for 16 vectors at once: each step pairs lanes as TreeSum
+// does (j + j+8, j + j+4, j + j+2, j + j+1), two to four vectors a
+// register, so 15 shuffle pairs and one permutation replace 16 reductions.
+template <class Op>
+__m512 TransposedReduce(const __m512* v, Op op) {
+  __m512 r1[8], r2[4], r3[2];
+  for (int i = 0; i < 8; ++i) {  // vector 2i in lanes 0..7, 2i + 1 in 8..15: j + j+8
+    r1[i] = op(_mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0x44), _mm512_shuffle_f32x4(v[2 * i], v[2 * i + 1], 0xEE));
+  }
+  for (int i = 0; i < 4; ++i) {  // 128-bit lane L: vector 4i + L; j + j+4
+    r2[i] = op(_mm512_shuffle_f32x4(r1[2 * i], r1[2 * i + 1], 0x88), _mm512_shuffle_f32x4(r1[2 * i], r1[2 * i + 1], 0xDD));
+  }
+  for (int i = 0; i < 2; ++i) {  // lane L: vector 8i + L twice, then 8i + 4 + L twice; j + j+2
+    r3[i] = op(_mm512_shuffle_ps(r2[2 * i], r2[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+               _mm512_shuffle_ps(r2[2 * i], r2[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  }
+  // Element 4L + e: vector 4e + L; j + j+1, then each vector to its lane.
+  const __m512 r4 = op(_mm512_shuffle_ps(r3[0], r3[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_ps(r3[0], r3[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_permutexvar_ps(_mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15), r4);
+}
+
+// The online-softmax step of n queries (n <= 16) over the tile's scores
+// s[i] (positions outside `seen` are -inf): m[i], l[i] updated, the weights
+// into p[i], the factors the accumulators are rescaled by into c[i]. Per
+// query the scalar twin's operations; the per-query values (maximum,
+// factor, sum) computed with the queries in the lanes.
+void ColSoftmax(const __m512* s, size_t n, __mmask16 seen, float* m, float* l, float (*p)[kT], float* c) {
+  const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __mmask16 live = static_cast<__mmask16>((1u << n) - 1u);
+  __m512 v[16];
+  for (size_t i = 0; i < 16; ++i) v[i] = i < n ? _mm512_mask_blend_ps(seen, ninf, s[i]) : ninf;
+  const __m512 tile_max = TransposedReduce(v, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); });
+  const __m512 m_old = _mm512_maskz_loadu_ps(live, m);
+  const __m512 mx = _mm512_max_ps(tile_max, m_old);  // tile_max > m ? tile_max : m
+  alignas(64) float mxs[16];
+  _mm512_store_ps(mxs, mx);
+  for (size_t i = 0; i < 16; ++i) {
+    if (i < n) {
+      v[i] = Exp16(_mm512_sub_ps(v[i], _mm512_set1_ps(mxs[i])));
+      _mm512_store_ps(p[i], v[i]);
+    } else {
+      v[i] = _mm512_setzero_ps();
+    }
+  }
+  const __m512 sum = TransposedReduce(v, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
+  const __m512 cv = Exp16(_mm512_sub_ps(m_old, mx));
+  _mm512_mask_storeu_ps(l, live, _mm512_add_ps(_mm512_mul_ps(_mm512_maskz_loadu_ps(live, l), cv), sum));
+  _mm512_mask_storeu_ps(m, live, mx);
+  _mm512_mask_storeu_ps(c, live, cv);
 }
 
 // acc_i[d..d + 16D) = acc_i * c_i, then the fused chain over the 16
@@ -315,7 +407,9 @@ void AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_
                 float* kt_scratch, float* m, float* l, float* acc) {
   const size_t heads = (nq + group - 1) / group;
   for (size_t g = 0; g < heads; ++g) {
-    TransposeTile(HeadRows<T>(kv.k, g * kv.head_bytes, head_dim), head_dim, kt_scratch + g * kT * head_dim);
+    const HeadRows<T> kr(kv.k, g * kv.head_bytes, head_dim, false);
+    if constexpr (T == KvDtype::kQ8_0) TransposeTileQ8(kr, head_dim, kt_scratch + g * kT * head_dim);
+    else TransposeTile(kr, head_dim, kt_scratch + g * kT * head_dim);
   }
   const __mmask16 seen = static_cast<__mmask16>(((1u << nv) - 1u) & ~((1u << first) - 1u));
   alignas(64) float p[16][kT];
@@ -338,12 +432,12 @@ void AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_
       }
       ColScoresUpTo16(qs, kts, n, head_dim, s, std::make_index_sequence<16>{});
     }
-    for (size_t i = 0; i < n; ++i) c[i] = ColSoftmax(s[i], seen, m + q0 + i, l + q0 + i, p[i]);
+    ColSoftmax(s, n, seen, m + q0, l + q0, p, c);
     // Runs of queries that share a K/V head, up to four at a time.
     for (size_t i = 0; i < n;) {
       const size_t head = (q0 + i) / group;
       const size_t run = std::min<size_t>(std::min(n, (head + 1) * group - q0) - i, 4);
-      const HeadRows<T> vh(kv.v, head * kv.head_bytes, head_dim);
+      const HeadRows<T> vh(kv.v, head * kv.head_bytes, head_dim, false);
       float* ai = acc + (q0 + i) * head_dim;
       switch (run) {
         case 1: ColAccum<1, T>(p + i, c + i, vh, head_dim, ai); break;
