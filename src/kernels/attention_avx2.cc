@@ -134,7 +134,7 @@ struct HeadRows : KvHeadRows<T> {
     // first cost more than widening each where it is used.
     return _mm256_mul_ps(_mm256_set1_ps(this->Scale(j, d)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
   }
-  // Elements [d, d + 4) of row a, then of row b.
+  // Elements [d, d + 4) of row a, then of row b (F32 and F16).
   __m256 Quads(int a, int b, size_t d) const {
     if constexpr (T == KvDtype::kF32) {
       const float* ra = this->F32(a) + d;
@@ -147,13 +147,8 @@ struct HeadRows : KvHeadRows<T> {
       std::memcpy(&y, this->F16(b) + d, 8);
       return _mm256_cvtph_ps(_mm_set_epi64x(y, x));
     }
-    int32_t x, y;
-    std::memcpy(&x, this->Q8At(a, d), 4);
-    std::memcpy(&y, this->Q8At(b, d), 4);
-    const __m256 f = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_set_epi32(0, 0, y, x)));
-    const __m256 sc = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_set1_ps(this->Scale(a, d))),
-                                           _mm_set1_ps(this->Scale(b, d)), 1);
-    return _mm256_mul_ps(sc, f);
+    static_assert(T != KvDtype::kQ8_0, "Q8_0 tiles are transposed from whole blocks");
+    return _mm256_setzero_ps();
   }
 };
 
@@ -161,34 +156,11 @@ struct HeadRows : KvHeadRows<T> {
 // each register holds four elements of row r and of row r + 4 (the
 // lane-crossing step done by the loads), then two in-lane shuffle steps;
 // the last head_dim % 8 columns element by element.
-// Q8_0 (kRowWise): each register is 8 elements of one row, widened at
-// once (a row's 8 bytes share a scale), then the full 8 x 8 transposition.
+// (F16 from whole rows measured no faster than the pairs.) Q8_0 tiles go
+// through TransposeTileQ8.
 template <KvDtype T>
 void TransposeTile(const HeadRows<T>& k, size_t head_dim, float* kt) {
   size_t d0 = 0;
-  if constexpr (T == KvDtype::kQ8_0) {  // (F16 from whole rows measured no faster than the pairs below)
-    for (; d0 + 8 <= head_dim; d0 += 8) {
-      for (int r0 = 0; r0 < kT; r0 += 8) {
-        __m256 r[8], t[8], u[8];
-        for (int j = 0; j < 8; ++j) r[j] = k.Oct(r0 + j, d0);
-        for (int j = 0; j < 8; j += 2) {
-          t[j] = _mm256_unpacklo_ps(r[j], r[j + 1]);
-          t[j + 1] = _mm256_unpackhi_ps(r[j], r[j + 1]);
-        }
-        for (int j = 0; j < 8; j += 4) {
-          u[j] = _mm256_shuffle_ps(t[j], t[j + 2], 0x44);
-          u[j + 1] = _mm256_shuffle_ps(t[j], t[j + 2], 0xEE);
-          u[j + 2] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0x44);
-          u[j + 3] = _mm256_shuffle_ps(t[j + 1], t[j + 3], 0xEE);
-        }
-        float* out = kt + d0 * kT + r0;
-        for (int e = 0; e < 4; ++e) {
-          _mm256_storeu_ps(out + e * kT, _mm256_permute2f128_ps(u[e], u[e + 4], 0x20));
-          _mm256_storeu_ps(out + (e + 4) * kT, _mm256_permute2f128_ps(u[e], u[e + 4], 0x31));
-        }
-      }
-    }
-  }
   for (; d0 + 8 <= head_dim; d0 += 8) {
     for (int r0 = 0; r0 < kT; r0 += 8) {
       for (int e0 = 0; e0 < 8; e0 += 4) {
@@ -206,6 +178,41 @@ void TransposeTile(const HeadRows<T>& k, size_t head_dim, float* kt) {
   }
   for (; d0 < head_dim; ++d0) {
     for (int j = 0; j < kT; ++j) kt[d0 * kT + j] = k.Elem(j, d0);
+  }
+}
+
+// Q8_0 K rows to kt [head_dim][16] (head_dim % 32 == 0).
+void TransposeTileQ8(const HeadRows<KvDtype::kQ8_0>& k, size_t head_dim, float* kt) {
+  // Each row's block of 32 bytes as 8 dwords (four elements each), 8 x 8
+  // dword transpositions per 8 rows, then each byte sign-extended by
+  // shifts, widened and multiplied by the 8 rows' scales: Scale * q as
+  // q8_0_to_f32 computes it, with a quarter of the shuffles of widening
+  // rows first.
+  for (size_t d0 = 0; d0 < head_dim; d0 += kKvQ8Block) {
+    for (int r0 = 0; r0 < kT; r0 += 8) {
+      __m256i r[8], t[8], u[8];
+      for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.Q8At(r0 + j, d0)));
+      for (int j = 0; j < 8; j += 2) {
+        t[j] = _mm256_unpacklo_epi32(r[j], r[j + 1]);
+        t[j + 1] = _mm256_unpackhi_epi32(r[j], r[j + 1]);
+      }
+      // u[4g + w], per 128-bit lane L: rows r0 + 4g.. + 3 of dword w + 4L.
+      for (int g = 0; g < 8; g += 4) {
+        u[g] = _mm256_unpacklo_epi64(t[g], t[g + 2]);
+        u[g + 1] = _mm256_unpackhi_epi64(t[g], t[g + 2]);
+        u[g + 2] = _mm256_unpacklo_epi64(t[g + 1], t[g + 3]);
+        u[g + 3] = _mm256_unpackhi_epi64(t[g + 1], t[g + 3]);
+      }
+      const __m256 sc = _mm256_loadu_ps(k.Scales(d0 / kKvQ8Block) + r0);
+      for (int w = 0; w < 8; ++w) {
+        const __m256i x = _mm256_permute2x128_si256(u[w % 4], u[4 + w % 4], w < 4 ? 0x20 : 0x31);
+        float* out = kt + (d0 + 4 * static_cast<size_t>(w)) * kT + r0;
+        _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(x, 24), 24)), sc));
+        _mm256_storeu_ps(out + kT, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(x, 16), 24)), sc));
+        _mm256_storeu_ps(out + 2 * kT, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(x, 8), 24)), sc));
+        _mm256_storeu_ps(out + 3 * kT, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(x, 24)), sc));
+      }
+    }
   }
 }
 
@@ -360,7 +367,8 @@ void AttendColsOf(const float* q, size_t nq, size_t group, const KvTile& kv, siz
   const size_t heads = (nq + group - 1) / group;
   for (size_t g = 0; g < heads; ++g) {
     const HeadRows<T> kr(kv.k, g * kv.head_bytes, head_dim), vr(kv.v, g * kv.head_bytes, head_dim, false);
-    TransposeTile(kr, head_dim, kt);
+    if constexpr (T == KvDtype::kQ8_0) TransposeTileQ8(kr, head_dim, kt);
+    else TransposeTile(kr, head_dim, kt);
     const size_t end = std::min(nq, (g + 1) * group);
     for (size_t i = g * group; i < end;) {
       const size_t n = std::min<size_t>(end - i, 4);
