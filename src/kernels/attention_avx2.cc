@@ -204,13 +204,16 @@ void TransposeTileQ8(const HeadRows<KvDtype::kQ8_0>& k, size_t head_dim, float* 
         u[g + 3] = _mm256_unpackhi_epi64(t[g + 1], t[g + 3]);
       }
       const __m256 sc = _mm256_loadu_ps(k.Scales(d0 / kKvQ8Block) + r0);
-      for (int w = 0; w < 8; ++w) {
-        const __m256i x = _mm256_permute2x128_si256(u[w % 4], u[4 + w % 4], w < 4 ? 0x20 : 0x31);
+      auto widen = [&](__m256i x, int w) {  // dword w's four elements of the 8 rows
         float* out = kt + (d0 + 4 * static_cast<size_t>(w)) * kT + r0;
         _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(x, 24), 24)), sc));
         _mm256_storeu_ps(out + kT, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(x, 16), 24)), sc));
         _mm256_storeu_ps(out + 2 * kT, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(x, 8), 24)), sc));
         _mm256_storeu_ps(out + 3 * kT, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(x, 24)), sc));
+      };
+      for (int w = 0; w < 4; ++w) {
+        widen(_mm256_permute2x128_si256(u[w], u[4 + w], 0x20), w);
+        widen(_mm256_permute2x128_si256(u[w], u[4 + w], 0x31), w + 4);
       }
     }
   }

@@ -26,8 +26,8 @@ struct KvHeadRows {
   bool widened = true;  // scale holds the Q8_0 scales
 
   // Head slice at `offset` bytes into each of rows[0..16). widen_scales
-  // false: Q8_0 scales left unread (Scale and Scales invalid), for a caller
-  // that reads them its own way (ScaleBits).
+  // false: the Q8_0 scale table left unfilled (Scales invalid; Scale widens
+  // each from its row), for rows whose scales are read where they are used.
   KvHeadRows(const uint8_t* const* rows, size_t offset, size_t head_dim, bool widen_scales = true) {
     for (size_t j = 0; j < kLaneTile; ++j) row[j] = rows[j] + offset;
     if constexpr (T == KvDtype::kQ8_0) {
