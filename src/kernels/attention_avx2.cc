@@ -134,21 +134,20 @@ struct HeadRows : KvHeadRows<T> {
     // first cost more than widening each where it is used.
     return _mm256_mul_ps(_mm256_set1_ps(this->Scale(j, d)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
   }
-  // Elements [d, d + 4) of row a, then of row b (F32 and F16).
+  // Elements [d, d + 4) of row a, then of row b (F32 and F16; Q8_0 tiles
+  // are transposed from whole blocks, TransposeTileQ8).
   __m256 Quads(int a, int b, size_t d) const {
     if constexpr (T == KvDtype::kF32) {
       const float* ra = this->F32(a) + d;
       const float* rb = this->F32(b) + d;
       return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(ra)), _mm_loadu_ps(rb), 1);
-    }
-    if constexpr (T == KvDtype::kF16) {
+    } else {
+      static_assert(T == KvDtype::kF16);
       int64_t x, y;
       std::memcpy(&x, this->F16(a) + d, 8);
       std::memcpy(&y, this->F16(b) + d, 8);
       return _mm256_cvtph_ps(_mm_set_epi64x(y, x));
     }
-    static_assert(T != KvDtype::kQ8_0, "Q8_0 tiles are transposed from whole blocks");
-    return _mm256_setzero_ps();
   }
 };
 
