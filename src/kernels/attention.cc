@@ -130,8 +130,11 @@ static_assert(kAttnTile == kLaneTile, "the lane kernels take whole attention til
 constexpr size_t kLanesMinQueries = 8;
 
 size_t LaneGroups(size_t rows, const AttnHeads& h) { return (rows * h.group() + kLaneTile - 1) / kLaneTile; }
-// One lane group: qt [head_dim][16], acct [head_dim][16], m[16], l[16].
-size_t LaneGroupFloats(size_t head_dim) { return 2 * kLaneTile * head_dim + 2 * kLaneTile; }
+// One lane group: qt [head_dim][16], acct [head_dim][16], m[16], l[16],
+// then for 8-bit K qt8 [head_dim / 4][16], qd and qsum [head_dim / 32][16].
+size_t LaneGroupFloats(size_t head_dim) { return 2 * kLaneTile * head_dim + 2 * kLaneTile + 5 * head_dim; }
+// The queries of attend_cols for 8-bit K (QueryQ8): bytes, scales, sums.
+size_t QueryQ8Floats(size_t nq, size_t head_dim) { return nq * head_dim / 4 + 2 * nq * (head_dim / kKvQ8Block) + 1; }
 
 }  // namespace
 
@@ -139,15 +142,17 @@ size_t AttendScratchFloats(size_t rows, const AttnHeads& h) {
   const size_t nq = rows * h.n_head, kv_dim = h.n_kv_head * h.head_dim;
   const size_t tiles = 3 * kAttnTile * kv_dim + kAttnTile;  // K, V, K transposed, scores
   const size_t lanes = h.n_kv_head * LaneGroups(rows, h) * LaneGroupFloats(h.head_dim);
-  return tiles + std::max(nq * h.head_dim, lanes) + 2 * AttnStateFloats(nq, h.head_dim);
+  return tiles + std::max(nq * h.head_dim + QueryQ8Floats(nq, h.head_dim), lanes) + 2 * AttnStateFloats(nq, h.head_dim);
 }
 
 namespace {
 
 // Whole K and V rows [p0, p0 + n) (every KV head: contiguous memory),
 // widened to F32 per head: kt[kv_head][j][head_dim], vt likewise; rows
-// [n, kAttnTile) zero (the lane kernels read whole tiles).
+// [n, kAttnTile) zero (the lane kernels read whole tiles). 8-bit K is
+// left as stored (attend_lanes_q8 reads it so): kt untouched.
 void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_t p0, size_t n, float* kt, float* vt) {
+  const bool widen_k = kv.dtype != KvDtype::kQ8_0;
   const size_t dim = kv.kv_dim, n_kv = dim / head_dim;
   for (size_t j = 0; j < n; ++j) {
     const size_t p = p0 + j;
@@ -157,7 +162,6 @@ void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_
       float* vd = vt + (g * kAttnTile + j) * head_dim;
       if (kv.dtype == KvDtype::kQ8_0) {  // widened while loading: the read is half F16's
         const size_t at = KvBytes(kv.dtype, elem + g * head_dim);
-        k.q8_0_to_f32(static_cast<const uint8_t*>(kv.k) + at, kd, head_dim);
         k.q8_0_to_f32(static_cast<const uint8_t*>(kv.v) + at, vd, head_dim);
       } else if (kv.dtype == KvDtype::kF16) {
         k.f16_to_f32(static_cast<const uint16_t*>(kv.k) + elem + g * head_dim, kd, head_dim);
@@ -169,7 +173,7 @@ void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_
     }
   }
   for (size_t g = 0; g < n_kv && n < kAttnTile; ++g) {
-    std::fill(kt + (g * kAttnTile + n) * head_dim, kt + (g + 1) * kAttnTile * head_dim, 0.0f);
+    if (widen_k) std::fill(kt + (g * kAttnTile + n) * head_dim, kt + (g + 1) * kAttnTile * head_dim, 0.0f);
     std::fill(vt + (g * kAttnTile + n) * head_dim, vt + (g + 1) * kAttnTile * head_dim, 0.0f);
   }
 }
@@ -232,6 +236,22 @@ size_t MinVisible(const AttnRows& rows, size_t r0, size_t r1) {
   return lo;
 }
 
+// A scaled query x (head_dim floats) as QueryQ8 holds it (dot.h): the
+// activation quantizer's blocks (bit-exact in every table), their bytes,
+// widened scales and byte sums.
+void QuantizeQuery(const DotKernels& k, const float* x, size_t head_dim, int8_t* qs, float* d, int32_t* sum) {
+  BlockQ8_0 blocks[1024 / kKvQ8Block];
+  PC_CHECK(head_dim <= 1024 && head_dim % kKvQ8Block == 0);
+  k.quantize_q8_0(x, blocks, head_dim);
+  for (size_t b = 0; b < head_dim / kKvQ8Block; ++b) {
+    d[b] = Fp16ToFp32(blocks[b].d);
+    int32_t total = 0;
+    for (size_t e = 0; e < kKvQ8Block; ++e) total += blocks[b].qs[e];
+    sum[b] = total;
+    std::memcpy(qs + b * kKvQ8Block, blocks[b].qs, kKvQ8Block);
+  }
+}
+
 // Scaled query rows [r0, r1): qs[(r - r0) * n_head + head][head_dim].
 void ScaledQueries(const AttnRows& rows, size_t r0, size_t r1, const AttnHeads& h, float scale, float* qs) {
   for (size_t r = r0; r < r1; ++r) {
@@ -263,6 +283,13 @@ struct LaneSpan {
   float* Qt(size_t g, size_t gi) const { return work + (g * groups + gi) * floats; }
   float* Acct(size_t g, size_t gi) const { return Qt(g, gi) + kLaneTile * hd; }
   float* M(size_t g, size_t gi) const { return Acct(g, gi) + kLaneTile * hd; }
+  // 8-bit K: the group's queries quantized (LaneGroup's qt8, qd, qsum).
+  int32_t* Qt8(size_t g, size_t gi) const { return reinterpret_cast<int32_t*>(M(g, gi) + 2 * kLaneTile); }
+  float* Qd(size_t g, size_t gi) const { return M(g, gi) + 2 * kLaneTile + 4 * hd; }
+  int32_t* Qsum(size_t g, size_t gi) const { return reinterpret_cast<int32_t*>(Qd(g, gi) + hd / 2); }
+  LaneGroup Group(size_t g, size_t gi, const int32_t* first, const int32_t* nv) const {
+    return {Qt(g, gi), first, nv, M(g, gi), M(g, gi) + kLaneTile, Acct(g, gi), Qt8(g, gi), Qd(g, gi), Qsum(g, gi)};
+  }
   // The group's queries (lanes past the last query are left out): their
   // rows of q and the count.
   size_t Queries(size_t g, size_t gi, const float** q, size_t* qi) const {
@@ -285,6 +312,7 @@ struct LaneSpan {
     const float* q[kLaneTile];
     size_t qi[kLaneTile];
     const size_t lanes = Queries(g, gi, q, qi);
+    if (a.kv.dtype == KvDtype::kQ8_0) StartQ8(g, gi, q, lanes);
     if (lanes == kLaneTile && hd % 4 == 0) {
       const __m128 scale = _mm_set1_ps(a.scale);
       for (size_t i0 = 0; i0 < kLaneTile; i0 += 4) {
@@ -303,6 +331,26 @@ struct LaneSpan {
     std::fill(qt, qt + kLaneTile * hd, 0.0f);  // lanes past the last query stay 0
     for (size_t d = 0; d < hd; ++d) {  // written in order: the transpose's cheap side
       for (size_t i = 0; i < lanes; ++i) qt[d * kLaneTile + i] = q[i][d] * a.scale;
+    }
+  }
+  // 8-bit K: each lane's scaled query quantized (QuantizeQuery), its bytes
+  // four to a lane; lanes past the last query all zero.
+  void StartQ8(size_t g, size_t gi, const float* const* q, size_t lanes) const {
+    const size_t nb = hd / kKvQ8Block;
+    int32_t* qt8 = Qt8(g, gi);
+    float* qd = Qd(g, gi);
+    int32_t* qsum = Qsum(g, gi);
+    std::fill(qt8, qt8 + kLaneTile * hd / 4, 0);
+    std::fill(qd, qd + kLaneTile * nb, 0.0f);
+    std::fill(qsum, qsum + kLaneTile * nb, 0);
+    float x[1024], d[1024 / kKvQ8Block];
+    alignas(4) int8_t bytes[1024];
+    int32_t sum[1024 / kKvQ8Block];
+    for (size_t i = 0; i < lanes; ++i) {
+      for (size_t e = 0; e < hd; ++e) x[e] = q[i][e] * a.scale;
+      QuantizeQuery(a.k, x, hd, bytes, d, sum);
+      for (size_t w = 0; w < hd / 4; ++w) std::memcpy(&qt8[w * kLaneTile + i], bytes + 4 * w, 4);
+      for (size_t b = 0; b < nb; ++b) qd[b * kLaneTile + i] = d[b], qsum[b * kLaneTile + i] = sum[b];
     }
   }
   // Positions of the tile (p0, n long) each lane sees, [first, nv); false
@@ -365,25 +413,37 @@ struct LaneSpan {
   }
 };
 
-void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, AttnState out) {
+void TileRows(const KvLayerView& kv, size_t p0, size_t n, const uint8_t* zero, KvTile* t);
+
+// zero: a row's bytes (8-bit K's rows past a tile's end).
+void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, uint8_t* zero, AttnState out) {
   const LaneSpan ls{a, work};
   for (size_t g = 0; g < a.h.n_kv_head; ++g) {
     for (size_t gi = 0; gi < ls.groups; ++gi) ls.Start(g, gi);
   }
   const size_t hd = ls.hd;
+  const bool q8k = a.kv.dtype == KvDtype::kQ8_0;
+  if (q8k) std::memset(zero, 0, KvBytes(a.kv.dtype, a.kv.kv_dim));
+  KvTile rows;
   ForEachTile(a.k, a.kv, hd, a.begin, a.last, kt, vt, [&](size_t p0, size_t n) {
+    if (q8k) TileRows(a.kv, p0, n, zero, &rows);
     for (size_t g = 0; g < a.h.n_kv_head; ++g) {
       // The head's groups with a position in this tile, two per call.
       LaneGroup batch[2];
       int32_t nvs[2][kLaneTile], firsts[2][kLaneTile];
+      const uint8_t* krows[kLaneTile];
+      if (q8k) {
+        for (size_t j = 0; j < kLaneTile; ++j) krows[j] = rows.k[j] + KvBytes(a.kv.dtype, g * hd);
+      }
       size_t nb = 0;
       auto flush = [&] {
-        if (nb > 0) a.k.attend_lanes(batch, nb, kt + g * kAttnTile * hd, vt + g * kAttnTile * hd, hd);
+        if (nb > 0 && q8k) a.k.attend_lanes_q8(batch, nb, krows, vt + g * kAttnTile * hd, hd);
+        if (nb > 0 && !q8k) a.k.attend_lanes(batch, nb, kt + g * kAttnTile * hd, vt + g * kAttnTile * hd, hd);
         nb = 0;
       };
       for (size_t gi = 0; gi < ls.groups; ++gi) {
         if (!ls.Visible(gi, p0, n, firsts[nb], nvs[nb])) continue;
-        batch[nb] = LaneGroup{ls.Qt(g, gi), firsts[nb], nvs[nb], ls.M(g, gi), ls.M(g, gi) + kLaneTile, ls.Acct(g, gi)};
+        batch[nb] = ls.Group(g, gi, firsts[nb], nvs[nb]);
         if (++nb == 2) flush();
       }
       flush();
@@ -415,8 +475,17 @@ void TileRows(const KvLayerView& kv, size_t p0, size_t n, const uint8_t* zero, K
 // by its arithmetic, and the copy was a third of it). scratch: 2 * 16 *
 // kv_dim floats; zero: a row's bytes.
 void SpanCols(const SpanArgs& a, float* scratch, uint8_t* zero, float* qs, AttnState out) {
-  const size_t hd = a.h.head_dim;
+  const size_t hd = a.h.head_dim, nq = (a.r1 - a.r0) * a.h.n_head, nb = hd / kKvQ8Block;
   ScaledQueries(a.rows, a.r0, a.r1, a.h, a.scale, qs);
+  // 8-bit K: the queries quantized, after the scaled ones in the scratch.
+  QueryQ8 q8;
+  if (a.kv.dtype == KvDtype::kQ8_0) {
+    int8_t* bytes = reinterpret_cast<int8_t*>(qs + nq * hd);
+    float* d = qs + nq * hd + nq * hd / 4;
+    int32_t* sum = reinterpret_cast<int32_t*>(d + nq * nb);
+    for (size_t i = 0; i < nq; ++i) QuantizeQuery(a.k, qs + i * hd, hd, bytes + i * hd, d + i * nb, sum + i * nb);
+    q8 = {bytes, d, sum};
+  }
   std::memset(zero, 0, KvBytes(a.kv.dtype, a.kv.kv_dim));
   KvTile tile;
   tile.dtype = a.kv.dtype;
@@ -429,8 +498,10 @@ void SpanCols(const SpanArgs& a, float* scratch, uint8_t* zero, float* qs, AttnS
       const size_t nv = Visible(a.rows.pos[r], p0, n), qi = (r - a.r0) * a.h.n_head;
       const size_t first = FirstVisible(a.rows, a.rows.pos[r], p0, n);
       if (nv <= first) continue;
-      a.k.attend_cols(qs + qi * hd, a.h.n_head, a.h.group(), tile, hd, first, nv, scratch, out.m + qi, out.l + qi,
-                      out.acc + qi * hd);
+      const QueryQ8 row_q8{q8.qs == nullptr ? nullptr : q8.qs + qi * hd, q8.d == nullptr ? nullptr : q8.d + qi * nb,
+                           q8.sum == nullptr ? nullptr : q8.sum + qi * nb};
+      a.k.attend_cols(qs + qi * hd, row_q8, a.h.n_head, a.h.group(), tile, hd, first, nv, scratch, out.m + qi,
+                      out.l + qi, out.acc + qi * hd);
     }
   }
 }
@@ -438,6 +509,7 @@ void SpanCols(const SpanArgs& a, float* scratch, uint8_t* zero, float* qs, AttnS
 // Tables without lane kernels: one query at a time, attend_tile.
 void SpanTiles(const SpanArgs& a, float* kt, float* vt, float* s, float* qs, AttnState out) {
   PC_CHECK(a.rows.window == 0 && "attend_tile has no lower bound");
+  PC_CHECK(a.kv.dtype != KvDtype::kQ8_0 && "8-bit K needs the lane or column kernels");
   const size_t hd = a.h.head_dim;
   ScaledQueries(a.rows, a.r0, a.r1, a.h, a.scale, qs);
   ForEachTile(a.k, a.kv, hd, a.begin, a.last, kt, vt, [&](size_t p0, size_t n) {
@@ -475,7 +547,8 @@ void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows
   const SpanArgs a{k, kv, rows, r0, r1, h, begin, std::min(MaxPos(kv, rows, r0, r1), span * kAttnSpan + kAttnSpan - 1),
                    h.Scale()};
   const bool empty = a.last < begin || begin >= (span + 1) * kAttnSpan;
-  const bool lanes = k.attend_lanes != nullptr && (r1 - r0) * h.group() >= kLanesMinQueries;
+  const bool lanes = (kv.dtype == KvDtype::kQ8_0 ? k.attend_lanes_q8 != nullptr : k.attend_lanes != nullptr) &&
+                     (r1 - r0) * h.group() >= kLanesMinQueries;
   if (empty || !lanes) {  // (the lane groups' Finish writes every query's state)
     std::fill(out.acc, out.acc + nq * hd, 0.0f);
     std::fill(out.m, out.m + nq, -std::numeric_limits<float>::infinity());
@@ -483,7 +556,7 @@ void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows
   }
   if (empty) return;
   if (lanes) {
-    SpanLanes(a, kt, vt, work, out);
+    SpanLanes(a, kt, vt, work, reinterpret_cast<uint8_t*>(ktt), out);
   } else if (k.attend_cols != nullptr) {
     SpanCols(a, kt, reinterpret_cast<uint8_t*>(ktt), work, out);  // kt and vt: its scratch
   } else {

@@ -44,6 +44,52 @@ void LaneScores(const LaneGroup& g, const float* k, size_t head_dim, float (*sbu
   }
 }
 
+// Sum of the 4-element products of a's unsigned and b's signed bytes in
+// each dword, added to acc (exact: a pair of products fits in 16 bits).
+inline __m256i DotBytes(__m256i acc, __m256i a, __m256i b) {
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), _mm256_set1_epi16(1)));
+}
+
+// 8-bit K (QueryQ8, dot.h): the same scores from the group's bytes, four
+// elements a lane: each K row's dword broadcast; |k| times the query's
+// bytes with k's signs (exact products, vpmaddubsw's pairs within 16
+// bits), then the fused chain over the blocks; two positions per pass.
+void LaneScoresQ8(const LaneGroup& g, const uint8_t* const* krows, size_t head_dim, float (*sbuf)[kT]) {
+  const size_t nb = head_dim / kKvQ8Block;
+  for (int j0 = 0; j0 < kT; j0 += 2) {
+    __m256 s[2][2];
+    for (auto& sj : s) sj[0] = sj[1] = _mm256_setzero_ps();
+    for (size_t b = 0; b < nb; ++b) {
+      __m256i acc[2][2];
+      for (auto& aj : acc) aj[0] = aj[1] = _mm256_setzero_si256();
+      for (size_t w = 0; w < kKvQ8Block / 4; ++w) {
+        const __m256i* qw = reinterpret_cast<const __m256i*>(g.qt8 + (b * 8 + w) * kT);
+        const __m256i q0 = _mm256_loadu_si256(qw), q1 = _mm256_loadu_si256(qw + 1);
+        for (int j = 0; j < 2; ++j) {
+          int32_t kw;
+          std::memcpy(&kw, krows[j0 + j] + b * kKvQ8BlockBytes + 2 + 4 * w, sizeof kw);
+          const __m256i kb = _mm256_set1_epi32(kw), ka = _mm256_abs_epi8(kb);
+          acc[j][0] = DotBytes(acc[j][0], ka, _mm256_sign_epi8(q0, kb));
+          acc[j][1] = DotBytes(acc[j][1], ka, _mm256_sign_epi8(q1, kb));
+        }
+      }
+      for (int j = 0; j < 2; ++j) {
+        uint16_t bits;
+        std::memcpy(&bits, krows[j0 + j] + b * kKvQ8BlockBytes, sizeof bits);
+        const __m256 dk = _mm256_set1_ps(_cvtsh_ss(bits));
+        for (int h = 0; h < 2; ++h) {
+          const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(g.qd + b * kT + 8 * h), dk);
+          s[j][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[j][h]), scale, s[j][h]);
+        }
+      }
+    }
+    for (int j = 0; j < 2; ++j) {
+      _mm256_store_ps(sbuf[j0 + j], s[j][0]);
+      _mm256_store_ps(sbuf[j0 + j] + 8, s[j][1]);
+    }
+  }
+}
+
 // The online-softmax step of one half (lanes h*8 ..): invisible positions to
 // -inf, the new maximum, weights into sbuf, m and l updated; returns the
 // rescale factor c (1 in lanes that see nothing here).
@@ -180,14 +226,13 @@ void TransposeTile(const HeadRows<T>& k, size_t head_dim, float* kt) {
   }
 }
 
-// Q8_0 K rows to kt [head_dim][16] (head_dim % 32 == 0).
-void TransposeTileQ8(const HeadRows<KvDtype::kQ8_0>& k, size_t head_dim, float* kt) {
-  // Each row's block of 32 bytes as 8 dwords (four elements each), 8 x 8
-  // dword transpositions per 8 rows, then each byte sign-extended by
-  // shifts, widened and multiplied by the 8 rows' scales: Scale * q as
-  // q8_0_to_f32 computes it, with a quarter of the shuffles of widening
-  // rows first.
+// 8-bit K rows to kt8 [head_dim / 4][16] dwords (four elements of row j in
+// dword j) and their scales to ksc [head_dim / 32][16]: each row's block
+// of 32 bytes as 8 dwords, 8 x 8 dword transpositions per 8 rows.
+void TransposeTileQ8(const HeadRows<KvDtype::kQ8_0>& k, size_t head_dim, int32_t* kt8, float* ksc) {
   for (size_t d0 = 0; d0 < head_dim; d0 += kKvQ8Block) {
+    const size_t b = d0 / kKvQ8Block;
+    std::memcpy(ksc + b * kT, k.Scales(b), kT * sizeof(float));
     for (int r0 = 0; r0 < kT; r0 += 8) {
       __m256i r[8], t[8], u[8];
       for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.Q8At(r0 + j, d0)));
@@ -202,20 +247,49 @@ void TransposeTileQ8(const HeadRows<KvDtype::kQ8_0>& k, size_t head_dim, float* 
         u[g + 2] = _mm256_unpacklo_epi64(t[g + 1], t[g + 3]);
         u[g + 3] = _mm256_unpackhi_epi64(t[g + 1], t[g + 3]);
       }
-      const __m256 sc = _mm256_loadu_ps(k.Scales(d0 / kKvQ8Block) + r0);
-      auto widen = [&](__m256i x, int w) {  // dword w's four elements of the 8 rows
-        float* out = kt + (d0 + 4 * static_cast<size_t>(w)) * kT + r0;
-        _mm256_storeu_ps(out, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(x, 24), 24)), sc));
-        _mm256_storeu_ps(out + kT, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(x, 16), 24)), sc));
-        _mm256_storeu_ps(out + 2 * kT, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(_mm256_slli_epi32(x, 8), 24)), sc));
-        _mm256_storeu_ps(out + 3 * kT, _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_srai_epi32(x, 24)), sc));
-      };
+      auto out = [&](int w) { return reinterpret_cast<__m256i*>(kt8 + (b * 8 + static_cast<size_t>(w)) * kT + r0); };
       for (int w = 0; w < 4; ++w) {
-        widen(_mm256_permute2x128_si256(u[w], u[4 + w], 0x20), w);
-        widen(_mm256_permute2x128_si256(u[w], u[4 + w], 0x31), w + 4);
+        _mm256_storeu_si256(out(w), _mm256_permute2x128_si256(u[w], u[4 + w], 0x20));
+        _mm256_storeu_si256(out(w + 4), _mm256_permute2x128_si256(u[w], u[4 + w], 0x31));
       }
     }
   }
+}
+
+// 8-bit K scores (QueryQ8, dot.h) of N <= 2 queries of one K/V head, the
+// positions in the lanes (two halves): per block the integer dots (|k| and
+// the broadcast query dword with k's signs, DotBytes), then the fused chain
+// over the blocks. q: the queries; kt8, ksc: the head's transposed tile.
+template <int N>
+void ColScoresQ8(const QueryQ8& q, const int32_t* kt8, const float* ksc, size_t head_dim, __m256 (*s)[2]) {
+  static_assert(N >= 1 && N <= 2);
+  const size_t nb = head_dim / kKvQ8Block;
+  __m256 a[N][2];
+  for (int i = 0; i < N; ++i) a[i][0] = a[i][1] = _mm256_setzero_ps();
+  for (size_t b = 0; b < nb; ++b) {
+    __m256i acc[N][2];
+    for (int i = 0; i < N; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+    for (size_t w = 0; w < kKvQ8Block / 4; ++w) {
+      const __m256i* kw = reinterpret_cast<const __m256i*>(kt8 + (b * 8 + w) * kT);
+      const __m256i x0 = _mm256_loadu_si256(kw), x1 = _mm256_loadu_si256(kw + 1);
+      const __m256i a0 = _mm256_abs_epi8(x0), a1 = _mm256_abs_epi8(x1);
+      for (int i = 0; i < N; ++i) {
+        int32_t qw;
+        std::memcpy(&qw, q.qs + static_cast<size_t>(i) * head_dim + b * kKvQ8Block + 4 * w, sizeof qw);
+        const __m256i qb = _mm256_set1_epi32(qw);
+        acc[i][0] = DotBytes(acc[i][0], a0, _mm256_sign_epi8(qb, x0));
+        acc[i][1] = DotBytes(acc[i][1], a1, _mm256_sign_epi8(qb, x1));
+      }
+    }
+    for (int i = 0; i < N; ++i) {
+      const __m256 qd = _mm256_set1_ps(q.d[static_cast<size_t>(i) * nb + b]);
+      for (int h = 0; h < 2; ++h) {
+        const __m256 scale = _mm256_mul_ps(_mm256_loadu_ps(ksc + b * kT + 8 * h), qd);
+        a[i][h] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[i][h]), scale, a[i][h]);
+      }
+    }
+  }
+  for (int i = 0; i < N; ++i) s[i][0] = a[i][0], s[i][1] = a[i][1];
 }
 
 // N queries of one K/V head (N <= 4): their scores, independent fused
@@ -351,12 +425,25 @@ void ColAccum(const float (*p)[kT], const float* c, const HeadRows<T>& v, size_t
   }
 }
 
-// N consecutive queries of one K/V head (kt: its K transposed; v: its rows).
+// N consecutive queries of one K/V head (kt: its K transposed, as floats
+// or for 8-bit K as kt8 and ksc (TransposeTileQ8); v: its rows).
 template <int N, KvDtype T>
-void ColQueries(const float* q, const float* kt, const HeadRows<T>& v, size_t head_dim, size_t first, size_t nv,
-                float* m, float* l, float* acc) {
+void ColQueries(const float* q, const QueryQ8& q8, const float* kt, const HeadRows<T>& v, size_t head_dim, size_t first,
+                size_t nv, float* m, float* l, float* acc) {
   __m256 s[N][2];
-  ColScores<N>(q, kt, head_dim, s);
+  if constexpr (T == KvDtype::kQ8_0) {
+    const int32_t* kt8 = reinterpret_cast<const int32_t*>(kt);
+    const float* ksc = kt + 4 * head_dim;
+    const size_t nb = head_dim / kKvQ8Block;
+    for (int i = 0; i < N; i += 2) {
+      const QueryQ8 qi{q8.qs + static_cast<size_t>(i) * head_dim, q8.d + static_cast<size_t>(i) * nb,
+                       q8.sum + static_cast<size_t>(i) * nb};
+      if (N - i >= 2) ColScoresQ8<2>(qi, kt8, ksc, head_dim, s + i);
+      else ColScoresQ8<1>(qi, kt8, ksc, head_dim, s + i);
+    }
+  } else {
+    ColScores<N>(q, kt, head_dim, s);
+  }
   alignas(32) float p[N][kT];
   float c[N];
   ColSoftmaxN<N>(s, first, nv, m, l, p, c);
@@ -364,23 +451,25 @@ void ColQueries(const float* q, const float* kt, const HeadRows<T>& v, size_t he
 }
 
 template <KvDtype T>
-void AttendColsOf(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first, size_t nv,
-                  float* kt, float* m, float* l, float* acc) {
-  const size_t heads = (nq + group - 1) / group;
+void AttendColsOf(const float* q, const QueryQ8& q8, size_t nq, size_t group, const KvTile& kv, size_t head_dim,
+                  size_t first, size_t nv, float* kt, float* m, float* l, float* acc) {
+  const size_t heads = (nq + group - 1) / group, nb = head_dim / kKvQ8Block;
   for (size_t g = 0; g < heads; ++g) {
     const HeadRows<T> kr(kv.k, g * kv.head_bytes, head_dim), vr(kv.v, g * kv.head_bytes, head_dim, false);
-    if constexpr (T == KvDtype::kQ8_0) TransposeTileQ8(kr, head_dim, kt);
+    if constexpr (T == KvDtype::kQ8_0) TransposeTileQ8(kr, head_dim, reinterpret_cast<int32_t*>(kt), kt + 4 * head_dim);
     else TransposeTile(kr, head_dim, kt);
     const size_t end = std::min(nq, (g + 1) * group);
     for (size_t i = g * group; i < end;) {
       const size_t n = std::min<size_t>(end - i, 4);
       const float* qi = q + i * head_dim;
+      QueryQ8 q8i;
+      if constexpr (T == KvDtype::kQ8_0) q8i = {q8.qs + i * head_dim, q8.d + i * nb, q8.sum + i * nb};
       float* ai = acc + i * head_dim;
       switch (n) {
-        case 1: ColQueries<1, T>(qi, kt, vr, head_dim, first, nv, m + i, l + i, ai); break;
-        case 2: ColQueries<2, T>(qi, kt, vr, head_dim, first, nv, m + i, l + i, ai); break;
-        case 3: ColQueries<3, T>(qi, kt, vr, head_dim, first, nv, m + i, l + i, ai); break;
-        default: ColQueries<4, T>(qi, kt, vr, head_dim, first, nv, m + i, l + i, ai); break;
+        case 1: ColQueries<1, T>(qi, q8i, kt, vr, head_dim, first, nv, m + i, l + i, ai); break;
+        case 2: ColQueries<2, T>(qi, q8i, kt, vr, head_dim, first, nv, m + i, l + i, ai); break;
+        case 3: ColQueries<3, T>(qi, q8i, kt, vr, head_dim, first, nv, m + i, l + i, ai); break;
+        default: ColQueries<4, T>(qi, q8i, kt, vr, head_dim, first, nv, m + i, l + i, ai); break;
       }
       i += n;
     }
@@ -399,12 +488,24 @@ void Avx2AttendLanes(const LaneGroup* groups, size_t n, const float* k, const fl
   }
 }
 
-void Avx2AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first, size_t nv,
-                    float* scratch, float* m, float* l, float* acc) {
+void Avx2AttendCols(const float* q, const QueryQ8& q8, size_t nq, size_t group, const KvTile& kv, size_t head_dim,
+                    size_t first, size_t nv, float* scratch, float* m, float* l, float* acc) {
   switch (kv.dtype) {
-    case KvDtype::kF32: AttendColsOf<KvDtype::kF32>(q, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
-    case KvDtype::kF16: AttendColsOf<KvDtype::kF16>(q, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
-    case KvDtype::kQ8_0: AttendColsOf<KvDtype::kQ8_0>(q, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
+    case KvDtype::kF32: AttendColsOf<KvDtype::kF32>(q, q8, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
+    case KvDtype::kF16: AttendColsOf<KvDtype::kF16>(q, q8, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
+    case KvDtype::kQ8_0:
+      AttendColsOf<KvDtype::kQ8_0>(q, q8, nq, group, kv, head_dim, first, nv, scratch, m, l, acc);
+      break;
+  }
+}
+
+void Avx2AttendLanesQ8(const LaneGroup* groups, size_t n, const uint8_t* const* krows, const float* v, size_t head_dim) {
+  alignas(32) float sbuf[kT][kT];  // scores, then weights: [position][lane]
+  for (size_t i = 0; i < n; ++i) {
+    const LaneGroup& g = groups[i];
+    LaneScoresQ8(g, krows, head_dim, sbuf);
+    const __m256 c[2] = {LaneSoftmax(g, 0, sbuf), LaneSoftmax(g, 1, sbuf)};
+    LaneAccum(g, sbuf, c, v, head_dim);
   }
 }
 

@@ -47,9 +47,8 @@ using avx512::TreeSum;
 // accumulators), the accumulation 8 dimensions of each group at a time.
 // Per query the operations are those of the scalar twin, in its order.
 template <int G>
-void LanesImpl(const LaneGroup* g, const float* k, const float* v, size_t head_dim) {
+void LaneScoresF32(const LaneGroup* g, const float* k, size_t head_dim, float (*sbuf)[kT][kT]) {
   constexpr int J = kT / G;
-  alignas(64) float sbuf[G][kT][kT];  // scores, then weights: [group][position][lane]
   for (int j0 = 0; j0 < kT; j0 += J) {
     __m512 s[G][J];
     for (int x = 0; x < G; ++x) {
@@ -67,6 +66,58 @@ void LanesImpl(const LaneGroup* g, const float* k, const float* v, size_t head_d
       for (int j = 0; j < J; ++j) _mm512_store_ps(sbuf[x][j0 + j], s[x][j]);
     }
   }
+}
+
+// 8-bit K (QueryQ8, dot.h): the same scores from the groups' bytes, four
+// elements a lane: each K row's dword, biased to unsigned (+128, undone by
+// starting from -128 times the query's byte sum), broadcast and multiplied
+// into the 16 lanes by vpdpbusd; J positions x G groups per pass.
+template <int G>
+void LaneScoresQ8(const LaneGroup* g, const uint8_t* const* krows, size_t head_dim, float (*sbuf)[kT][kT]) {
+  constexpr int J = 4;
+  const size_t nb = head_dim / kKvQ8Block;
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (int j0 = 0; j0 < kT; j0 += J) {
+    __m512 s[G][J];
+    for (int x = 0; x < G; ++x) {
+      for (int j = 0; j < J; ++j) s[x][j] = _mm512_setzero_ps();
+    }
+    for (size_t b = 0; b < nb; ++b) {
+      __m512i acc[G][J];
+      for (int x = 0; x < G; ++x) {
+        const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(_mm512_loadu_si512(g[x].qsum + b * kT), 7));
+        for (int j = 0; j < J; ++j) acc[x][j] = start;
+      }
+      for (size_t w = 0; w < kKvQ8Block / 4; ++w) {
+        __m512i q[G];
+        for (int x = 0; x < G; ++x) q[x] = _mm512_loadu_si512(g[x].qt8 + (b * 8 + w) * kT);
+        for (int j = 0; j < J; ++j) {
+          int32_t kw;
+          std::memcpy(&kw, krows[j0 + j] + b * kKvQ8BlockBytes + 2 + 4 * w, sizeof kw);
+          const __m512i kb = _mm512_xor_si512(_mm512_set1_epi32(kw), bias);
+          for (int x = 0; x < G; ++x) acc[x][j] = _mm512_dpbusd_epi32(acc[x][j], kb, q[x]);
+        }
+      }
+      for (int j = 0; j < J; ++j) {
+        uint16_t bits;
+        std::memcpy(&bits, krows[j0 + j] + b * kKvQ8BlockBytes, sizeof bits);
+        const __m512 dk = _mm512_set1_ps(_cvtsh_ss(bits));
+        for (int x = 0; x < G; ++x) {
+          const __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(g[x].qd + b * kT), dk);
+          s[x][j] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[x][j]), scale, s[x][j]);
+        }
+      }
+    }
+    for (int x = 0; x < G; ++x) {
+      for (int j = 0; j < J; ++j) _mm512_store_ps(sbuf[x][j0 + j], s[x][j]);
+    }
+  }
+}
+
+// The online-softmax step and the V accumulation of G groups over their
+// scores sbuf (then their weights).
+template <int G>
+void LaneSoftmaxAccum(const LaneGroup* g, float (*sbuf)[kT][kT], const float* v, size_t head_dim) {
   __m512 c[G];
   const __m512 ninf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
   for (int x = 0; x < G; ++x) {
@@ -126,6 +177,20 @@ void LanesImpl(const LaneGroup* g, const float* k, const float* v, size_t head_d
       _mm512_storeu_ps(g[x].acct + d0 * kT, a);
     }
   }
+}
+
+template <int G>
+void LanesImpl(const LaneGroup* g, const float* k, const float* v, size_t head_dim) {
+  alignas(64) float sbuf[G][kT][kT];  // scores, then weights: [group][position][lane]
+  LaneScoresF32<G>(g, k, head_dim, sbuf);
+  LaneSoftmaxAccum<G>(g, sbuf, v, head_dim);
+}
+
+template <int G>
+void LanesQ8Impl(const LaneGroup* g, const uint8_t* const* krows, const float* v, size_t head_dim) {
+  alignas(64) float sbuf[G][kT][kT];
+  LaneScoresQ8<G>(g, krows, head_dim, sbuf);
+  LaneSoftmaxAccum<G>(g, sbuf, v, head_dim);
 }
 
 void AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim) {
@@ -197,16 +262,16 @@ void TransposeTile(const HeadRows<T>& k, size_t head_dim, float* kt) {
   }
 }
 
-// Q8_0 K rows to kt [head_dim][16] from their bytes: a block's 32 bytes of
-// each row are 8 dwords (four elements each); rows j and j + 8 share a
-// register, an 8 x 8 dword transposition in each 256-bit half and one
-// two-source permutation give, per dword, the 16 rows in the lanes; each
-// byte is then sign-extended by shifts, widened and multiplied by the
-// block's scales (row j's in lane j), so every element is Scale * q as
-// q8_0_to_f32 computes it. A third of the shuffles of widening first.
-void TransposeTileQ8(const HeadRows<KvDtype::kQ8_0>& k, size_t head_dim, float* kt) {
+// 8-bit K rows to kt8 [head_dim / 4][16] dwords and their scales to ksc
+// [head_dim / 32][16] (row j in lane j): a block's 32 bytes of each row are
+// 8 dwords (four elements each); rows j and j + 8 share a register, an 8 x
+// 8 dword transposition in each 256-bit half and one two-source permutation
+// give, per dword, the 16 rows in the lanes. Each byte is biased to
+// unsigned (+128) for vpdpbusd (ColScoresQ8).
+void TransposeTileQ8(const HeadRows<KvDtype::kQ8_0>& k, size_t head_dim, int32_t* kt8, float* ksc) {
   const __m512i lo_idx = _mm512_setr_epi64(0, 1, 8, 9, 4, 5, 12, 13);  // lanes 0 and 2 of each source
   const __m512i hi_idx = _mm512_setr_epi64(2, 3, 10, 11, 6, 7, 14, 15);  // lanes 1 and 3
+  const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
   static_assert(sizeof(const uint8_t*) == sizeof(long long));
   const __m512i rows_lo = _mm512_loadu_si512(k.row), rows_hi = _mm512_loadu_si512(k.row + 8);
   for (size_t b = 0; b < head_dim / kKvQ8Block; ++b) {
@@ -236,16 +301,56 @@ void TransposeTileQ8(const HeadRows<KvDtype::kQ8_0>& k, size_t head_dim, float* 
     const __m512i at = _mm512_set1_epi64(static_cast<long long>(b * kKvQ8BlockBytes));
     const __m256i s_lo = _mm512_i64gather_epi32(_mm512_add_epi64(rows_lo, at), nullptr, 1);
     const __m256i s_hi = _mm512_i64gather_epi32(_mm512_add_epi64(rows_hi, at), nullptr, 1);
-    const __m512 sc = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_inserti64x4(_mm512_castsi256_si512(s_lo), s_hi, 1)));
+    _mm512_storeu_ps(ksc + b * kT,
+                     _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_inserti64x4(_mm512_castsi256_si512(s_lo), s_hi, 1))));
     for (int w = 0; w < 8; ++w) {
       const __m512i x = _mm512_permutex2var_epi64(s[w % 4], w < 4 ? lo_idx : hi_idx, s[4 + w % 4]);
-      float* out = kt + (d0 + 4 * static_cast<size_t>(w)) * kT;
-      _mm512_storeu_ps(out, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(x, 24), 24)), sc));
-      _mm512_storeu_ps(out + kT, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(x, 16), 24)), sc));
-      _mm512_storeu_ps(out + 2 * kT, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srai_epi32(_mm512_slli_epi32(x, 8), 24)), sc));
-      _mm512_storeu_ps(out + 3 * kT, _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_srai_epi32(x, 24)), sc));
+      _mm512_storeu_si512(kt8 + (b * 8 + static_cast<size_t>(w)) * kT, _mm512_xor_si512(x, bias));
     }
   }
+}
+
+// 8-bit K scores (QueryQ8, dot.h) of n queries (n <= 16), the positions in
+// the lanes: per block an integer dot by vpdpbusd (biased K bytes times the
+// query's dword broadcast, from -128 x its byte sum), then the fused chain
+// over the blocks. q: the queries; kt8[i], ksc[i]: query i's K/V head's
+// transposed tile and scales. Queries of one head share each K load when
+// the caller passes them as one group (H heads of G queries).
+template <int H, int G>
+void ColScoresQ8(const QueryQ8& q, const int32_t* const* kt8, const float* const* ksc, size_t head_dim, __m512* s) {
+  constexpr int N = H * G;
+  const size_t nb = head_dim / kKvQ8Block;
+  __m512 a[N];
+  for (int i = 0; i < N; ++i) a[i] = _mm512_setzero_ps();
+  for (size_t b = 0; b < nb; ++b) {
+    __m512i acc[N];
+    for (int i = 0; i < N; ++i) acc[i] = _mm512_set1_epi32(-128 * q.sum[static_cast<size_t>(i) * nb + b]);
+    for (size_t w = 0; w < kKvQ8Block / 4; ++w) {
+      for (int h = 0; h < H; ++h) {
+        __m512i kv = _mm512_loadu_si512(kt8[h * G] + (b * 8 + w) * kT);
+        asm("" : "+v"(kv));  // one load per head, not one per query
+        for (int g = 0; g < G; ++g) {
+          const int i = h * G + g;
+          int32_t qw;
+          std::memcpy(&qw, q.qs + static_cast<size_t>(i) * head_dim + b * kKvQ8Block + 4 * w, sizeof qw);
+          acc[i] = _mm512_dpbusd_epi32(acc[i], kv, _mm512_set1_epi32(qw));
+        }
+      }
+    }
+    for (int i = 0; i < N; ++i) {
+      const __m512 scale = _mm512_mul_ps(_mm512_loadu_ps(ksc[i] + b * kT), _mm512_set1_ps(q.d[static_cast<size_t>(i) * nb + b]));
+      a[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc[i]), scale, a[i]);
+    }
+  }
+  for (int i = 0; i < N; ++i) s[i] = a[i];
+}
+
+template <int G, size_t... I>
+void Q8Call(size_t heads, const QueryQ8& q, const int32_t* const* kt8, const float* const* ksc, size_t head_dim,
+            __m512* s, std::index_sequence<I...>) {
+  using Fn = void (*)(const QueryQ8&, const int32_t* const*, const float* const*, size_t, __m512*);
+  static constexpr Fn kFns[] = {&ColScoresQ8<static_cast<int>(I) + 1, G>...};
+  kFns[heads - 1](q, kt8, ksc, head_dim, s);
 }
 
 // N queries' scores at once (N <= 16): independent fused chains over d,
@@ -403,12 +508,16 @@ void ColAccum(const float (*p)[kT], const float* c, const HeadRows<T>& v, size_t
 }
 
 template <KvDtype T>
-void AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first, size_t nv,
-                float* kt_scratch, float* m, float* l, float* acc) {
-  const size_t heads = (nq + group - 1) / group;
+void AttendCols(const float* q, const QueryQ8& q8, size_t nq, size_t group, const KvTile& kv, size_t head_dim,
+                size_t first, size_t nv, float* kt_scratch, float* m, float* l, float* acc) {
+  const size_t heads = (nq + group - 1) / group, nb = head_dim / kKvQ8Block;
+  // 8-bit K: head g's bytes at kt8 + g * 4 * head_dim dwords, its scales at
+  // ksc + g * 16 * nb (16 * head_dim floats a head in all: within its share).
+  int32_t* kt8 = reinterpret_cast<int32_t*>(kt_scratch);
+  float* ksc = kt_scratch + heads * 4 * head_dim;
   for (size_t g = 0; g < heads; ++g) {
     const HeadRows<T> kr(kv.k, g * kv.head_bytes, head_dim, false);
-    if constexpr (T == KvDtype::kQ8_0) TransposeTileQ8(kr, head_dim, kt_scratch + g * kT * head_dim);
+    if constexpr (T == KvDtype::kQ8_0) TransposeTileQ8(kr, head_dim, kt8 + g * 4 * head_dim, ksc + g * kT * nb);
     else TransposeTile(kr, head_dim, kt_scratch + g * kT * head_dim);
   }
   const __mmask16 seen = static_cast<__mmask16>(((1u << nv) - 1u) & ~((1u << first) - 1u));
@@ -421,7 +530,25 @@ void AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_
   for (size_t q0 = 0; q0 < nq; q0 += pass) {
     const size_t n = nq - q0 < pass ? nq - q0 : pass;
     __m512 s[16];
-    if (grouped && n % group == 0) {
+    if constexpr (T == KvDtype::kQ8_0) {
+      const QueryQ8 qn{q8.qs + q0 * head_dim, q8.d + q0 * nb, q8.sum + q0 * nb};
+      const int32_t* kts[16];
+      const float* kscs[16];
+      for (size_t i = 0; i < n; ++i) {
+        kts[i] = kt8 + (q0 + i) / group * 4 * head_dim;
+        kscs[i] = ksc + (q0 + i) / group * kT * nb;
+      }
+      if (grouped && n % group == 0) {
+        switch (group) {
+          case 1: Q8Call<1>(n, qn, kts, kscs, head_dim, s, std::make_index_sequence<16>{}); break;
+          case 2: Q8Call<2>(n / 2, qn, kts, kscs, head_dim, s, std::make_index_sequence<8>{}); break;
+          case 3: Q8Call<3>(n / 3, qn, kts, kscs, head_dim, s, std::make_index_sequence<5>{}); break;
+          default: Q8Call<4>(n / 4, qn, kts, kscs, head_dim, s, std::make_index_sequence<4>{}); break;
+        }
+      } else {  // one query a "head": no shared loads
+        Q8Call<1>(n, qn, kts, kscs, head_dim, s, std::make_index_sequence<16>{});
+      }
+    } else if (grouped && n % group == 0) {
       Grouped(group, n / group, q + q0 * head_dim, kt_scratch + q0 / group * kT * head_dim, head_dim, s);
     } else {
       const float* qs[16];
@@ -456,13 +583,20 @@ void Avx512AttendLanes(const LaneGroup* groups, size_t n, const float* k, const 
   AttendLanes(groups, n, k, v, head_dim);
 }
 
-void Avx512AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first,
-                      size_t nv, float* scratch, float* m, float* l, float* acc) {
+void Avx512AttendCols(const float* q, const QueryQ8& q8, size_t nq, size_t group, const KvTile& kv, size_t head_dim,
+                      size_t first, size_t nv, float* scratch, float* m, float* l, float* acc) {
   switch (kv.dtype) {
-    case KvDtype::kF32: AttendCols<KvDtype::kF32>(q, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
-    case KvDtype::kF16: AttendCols<KvDtype::kF16>(q, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
-    case KvDtype::kQ8_0: AttendCols<KvDtype::kQ8_0>(q, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
+    case KvDtype::kF32: AttendCols<KvDtype::kF32>(q, q8, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
+    case KvDtype::kF16: AttendCols<KvDtype::kF16>(q, q8, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
+    case KvDtype::kQ8_0: AttendCols<KvDtype::kQ8_0>(q, q8, nq, group, kv, head_dim, first, nv, scratch, m, l, acc); break;
   }
+}
+
+void Avx512AttendLanesQ8(const LaneGroup* groups, size_t n, const uint8_t* const* krows, const float* v,
+                         size_t head_dim) {
+  size_t i = 0;
+  for (; i + 2 <= n; i += 2) LanesQ8Impl<2>(groups + i, krows, v, head_dim);
+  if (i < n) LanesQ8Impl<1>(groups + i, krows, v, head_dim);
 }
 
 }  // namespace pc

@@ -191,21 +191,62 @@ void WidenKv(KvDtype t, const uint8_t* x, float* y, size_t n) {
   }
 }
 
-void AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first, size_t nv,
-                float* scratch, float* m, float* l, float* acc) {
+// A query's score against an 8-bit K row (QueryQ8, dot.h): qs(d) its byte
+// d, qd(b) its block b's scale; k: the row's head slice as stored.
+template <class Bytes, class Scales>
+float Q8Score(Bytes qs, Scales qd, const uint8_t* k, size_t head_dim) {
+  float s = 0.0f;
+  for (size_t b = 0; b < head_dim / kKvQ8Block; ++b) {
+    const uint8_t* blk = k + b * kKvQ8BlockBytes;
+    uint16_t dk;
+    std::memcpy(&dk, blk, sizeof dk);
+    int32_t dot = 0;
+    for (size_t e = 0; e < kKvQ8Block; ++e) dot += int32_t{qs(b * kKvQ8Block + e)} * static_cast<int8_t>(blk[2 + e]);
+    s = std::fma(static_cast<float>(dot), qd(b) * Fp16ToFp32(dk), s);
+  }
+  return s;
+}
+
+void AttendCols(const float* q, const QueryQ8& q8, size_t nq, size_t group, const KvTile& kv, size_t head_dim,
+                size_t first, size_t nv, float* scratch, float* m, float* l, float* acc) {
   float s[kLaneTile];
   float* k = scratch;  // the query's K/V head widened: k[16][head_dim], v likewise
   float* v = scratch + kLaneTile * head_dim;
+  const bool int_k = kv.dtype == KvDtype::kQ8_0;
+  const size_t nb = head_dim / kKvQ8Block;
   for (size_t i = 0; i < nq; ++i) {
     const size_t g = i / group;
     if (i == 0 || g != (i - 1) / group) {
       for (size_t j = 0; j < kLaneTile; ++j) {
-        WidenKv(kv.dtype, kv.k[j] + g * kv.head_bytes, k + j * head_dim, head_dim);
+        if (!int_k) WidenKv(kv.dtype, kv.k[j] + g * kv.head_bytes, k + j * head_dim, head_dim);
         WidenKv(kv.dtype, kv.v[j] + g * kv.head_bytes, v + j * head_dim, head_dim);
       }
     }
-    for (size_t j = 0; j < kLaneTile; ++j) s[j] = LaneScore(q + i * head_dim, 1, k + j * head_dim, head_dim);
+    for (size_t j = 0; j < kLaneTile; ++j) {
+      s[j] = int_k ? Q8Score([&](size_t d) { return q8.qs[i * head_dim + d]; }, [&](size_t b) { return q8.d[i * nb + b]; },
+                             kv.k[j] + g * kv.head_bytes, head_dim)
+                   : LaneScore(q + i * head_dim, 1, k + j * head_dim, head_dim);
+    }
     LaneStep(s, v, head_dim, first, nv, m + i, l + i, acc + i * head_dim);
+  }
+}
+
+void AttendLanesQ8(const LaneGroup* groups, size_t n, const uint8_t* const* krows, const float* v, size_t head_dim) {
+  float s[kLaneTile], acc[512];
+  PC_CHECK(head_dim <= 512);
+  for (const LaneGroup& g : std::span<const LaneGroup>(groups, n)) {
+    for (size_t i = 0; i < kLaneTile; ++i) {
+      if (g.nv[i] <= g.first[i]) continue;
+      auto byte = [&](size_t d) {
+        return static_cast<int8_t>(static_cast<uint32_t>(g.qt8[d / 4 * kLaneTile + i]) >> (8 * (d % 4)));
+      };
+      for (size_t j = 0; j < kLaneTile; ++j) {
+        s[j] = Q8Score(byte, [&](size_t b) { return g.qd[b * kLaneTile + i]; }, krows[j], head_dim);
+      }
+      for (size_t d = 0; d < head_dim; ++d) acc[d] = g.acct[d * kLaneTile + i];
+      LaneStep(s, v, head_dim, static_cast<size_t>(g.first[i]), static_cast<size_t>(g.nv[i]), g.m + i, g.l + i, acc);
+      for (size_t d = 0; d < head_dim; ++d) g.acct[d * kLaneTile + i] = acc[d];
+    }
   }
 }
 
@@ -233,6 +274,7 @@ const DotKernels kScalar = {
     .tile_bf16 = nullptr,
     .attend_lanes = AttendLanes,
     .attend_cols = AttendCols,
+    .attend_lanes_q8 = AttendLanesQ8,
     .q8_0_to_f32 = Q8_0ToF32,
 };
 

@@ -33,6 +33,28 @@ struct LaneGroup {
   float* m;            // [16]
   float* l;            // [16]
   float* acct;         // [head_dim][16]
+  // 8-bit K (attend_lanes_q8): the queries as Q8_0 (QueryQ8 below), four
+  // elements a lane: qt8[(d / 4) * 16 + i] holds query i's bytes d..d+3;
+  // qd[b * 16 + i] and qsum[b * 16 + i] its block b's scale and byte sum.
+  const int32_t* qt8 = nullptr;  // [head_dim / 4][16]
+  const float* qd = nullptr;     // [head_dim / 32][16]
+  const int32_t* qsum = nullptr;  // [head_dim / 32][16]
+};
+
+// Queries against 8-bit K (Q8_0 K/V): each scaled query quantized as an
+// activation row (quantize_q8_0), so a score is an exact integer dot per
+// 32-element block: query i's bytes qs[i * head_dim + d], its block b's
+// scale (widened) d[i * nb + b] and the sum of its bytes sum[i * nb + b]
+// (nb = head_dim / 32; kernels that bias K's bytes to unsigned subtract
+// 128 * sum). Score of query i and K row j (every table, bit for bit):
+//   s = fused chain over b = 0..nb-1 of float(I_b) * (d_ib * dk_jb) from 0,
+//   I_b = sum over the block's 32 elements of qs * k (exact in int32),
+// dk_jb row j's block b scale widened. Half the products of exact F32
+// attention and no widening of K, as the reference engine's 8-bit K does.
+struct QueryQ8 {
+  const int8_t* qs = nullptr;
+  const float* d = nullptr;
+  const int32_t* sum = nullptr;
 };
 
 struct DotKernels {
@@ -109,9 +131,16 @@ struct DotKernels {
   //   first <= j < nv (first < nv <= 16); state m[nq], l[nq], acc[i * head_dim + d]. scratch:
   //   2 * 16 * head_dim floats per K/V head read. For decode, a few queries
   //   per K/V head.
+  //   8-bit K (Q8_0 tiles): the scores are QueryQ8's (above), the rest as
+  //   for F32; attend_cols then reads the queries from q8 (q unused) and
+  //   attend_lanes_q8 from the groups' qt8, qd and qsum, K rows as stored
+  //   (krows[j]: position j's K head slice, Q8_0 blocks; a zero row past the
+  //   tile's end) and V widened to F32 as for attend_lanes.
   void (*attend_lanes)(const struct LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
-  void (*attend_cols)(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first,
-                      size_t nv, float* scratch, float* m, float* l, float* acc);
+  void (*attend_cols)(const float* q, const QueryQ8& q8, size_t nq, size_t group, const KvTile& kv, size_t head_dim,
+                      size_t first, size_t nv, float* scratch, float* m, float* l, float* acc);
+  void (*attend_lanes_q8)(const struct LaneGroup* groups, size_t n, const uint8_t* const* krows, const float* v,
+                          size_t head_dim);
   // 8-bit K/V rows widened: y[i] = d * qs[i] of n / 32 Q8_0 blocks (one
   // float multiply each, so every table gives the same bits). n % 32 == 0.
   void (*q8_0_to_f32)(const void* x, float* y, size_t n);
@@ -128,16 +157,19 @@ float ExpLane(float x);
 const DotKernels* Avx2DotKernels();
 // The AVX2 table's attend_lanes and attend_cols (attention_avx2.cc).
 void Avx2AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
-void Avx2AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first, size_t nv,
-                    float* scratch, float* m, float* l, float* acc);
+void Avx2AttendCols(const float* q, const QueryQ8& q8, size_t nq, size_t group, const KvTile& kv, size_t head_dim,
+                    size_t first, size_t nv, float* scratch, float* m, float* l, float* acc);
+void Avx2AttendLanesQ8(const LaneGroup* groups, size_t n, const uint8_t* const* krows, const float* v, size_t head_dim);
 // The AVX2 table with AVX-512 attention (attend_lanes, attend_cols),
 // F16/BF16 matmul (f16, bf16, tile_f16, tile_bf16: dot_avx512.cc, 16-lane
 // arithmetic of its own) and 16-lane F16 widening (f16_to_f32).
 const DotKernels* Avx512DotKernels();
 // The AVX-512 table's attend_lanes and attend_cols (attention_avx512.cc).
 void Avx512AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
-void Avx512AttendCols(const float* q, size_t nq, size_t group, const KvTile& kv, size_t head_dim, size_t first,
-                      size_t nv, float* scratch, float* m, float* l, float* acc);
+void Avx512AttendCols(const float* q, const QueryQ8& q8, size_t nq, size_t group, const KvTile& kv, size_t head_dim,
+                      size_t first, size_t nv, float* scratch, float* m, float* l, float* acc);
+void Avx512AttendLanesQ8(const LaneGroup* groups, size_t n, const uint8_t* const* krows, const float* v,
+                         size_t head_dim);
 float Avx512DotF16(const uint16_t* a, const uint16_t* b, size_t n);
 void Avx512F16ToF32(const uint16_t* x, float* y, size_t n);
 void Avx512Q8_0ToF32(const void* x, float* y, size_t n);

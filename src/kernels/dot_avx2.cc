@@ -451,6 +451,7 @@ const DotKernels kAvx2 = {
     .tile_bf16 = FloatTile<Bf16>,
     .attend_lanes = Avx2AttendLanes,
     .attend_cols = Avx2AttendCols,
+    .attend_lanes_q8 = Avx2AttendLanesQ8,
     .q8_0_to_f32 = Q8_0ToF32,
 };
 

@@ -145,6 +145,7 @@ const DotKernels* Avx512DotKernels() {
     t.name = "avx512";
     t.attend_lanes = Avx512AttendLanes;
     t.attend_cols = Avx512AttendCols;
+    t.attend_lanes_q8 = Avx512AttendLanesQ8;
     t.f16 = Avx512DotF16;
     t.f16_to_f32 = Avx512F16ToF32;
     t.q8_0_to_f32 = Avx512Q8_0ToF32;

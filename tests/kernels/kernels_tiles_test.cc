@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 #include <set>
+#include <tuple>
 
 #include "base/fp16.h"
 #include "kernels/attention.h"
@@ -151,7 +152,7 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
             std::copy(q.begin() + i * hd, q.begin() + (i + 1) * hd, qs.begin() + c * hd);
             std::copy(acc.begin(), acc.end(), accs.begin() + c * hd);
           }
-          t->attend_cols(qs.data(), group, group, HeadMajorTile(kk.data(), vv.data(), hd), hd, static_cast<size_t>(first[i]),
+          t->attend_cols(qs.data(), QueryQ8{}, group, group, HeadMajorTile(kk.data(), vv.data(), hd), hd, static_cast<size_t>(first[i]),
                          static_cast<size_t>(nv[i]), scratch.data(), ms.data(), ls.data(), accs.data());
           for (size_t c = 0; c < group; ++c) {
             ASSERT_TRUE(SameBits(ms[c], want_m[i]) && SameBits(ls[c], want_l[i])) << t->name << " cols hd=" << hd;
@@ -181,7 +182,7 @@ TEST(TileKernels, LaneAttentionComputesTheSoftmaxAverage) {
     for (auto [first, nv] : {std::pair<size_t, size_t>{0, 1}, {0, 7}, {0, 16}, {5, 16}, {3, 9}}) {
       std::vector<float> scratch(2 * kLaneTile * hd), acc(hd, 0.0f);
       float m = -std::numeric_limits<float>::infinity(), l = 0.0f;
-      t->attend_cols(q.data(), 1, 1, HeadMajorTile(k.data(), v.data(), hd), hd, first, nv, scratch.data(), &m, &l, acc.data());
+      t->attend_cols(q.data(), QueryQ8{}, 1, 1, HeadMajorTile(k.data(), v.data(), hd), hd, first, nv, scratch.data(), &m, &l, acc.data());
       std::vector<double> s(nv);
       double mx = -1e300, sum = 0;
       for (size_t j = first; j < nv; ++j) {
@@ -216,9 +217,9 @@ TEST(TileKernels, ColumnAttentionOverManyHeadsEqualsTheScalarTwin) {
           for (size_t i = 0; i < nq; ++i) want_m[i] = static_cast<float>(i % 5) - 2.0f;
           std::vector<float> got_m = want_m, scratch(2 * heads * kLaneTile * hd);
           const KvTile tile = HeadMajorTile(k.data(), v.data(), hd);
-          ref.attend_cols(q.data(), nq, group, tile, hd, first, nv, scratch.data(), want_m.data(), want_l.data(),
+          ref.attend_cols(q.data(), QueryQ8{}, nq, group, tile, hd, first, nv, scratch.data(), want_m.data(), want_l.data(),
                           want_acc.data());
-          t->attend_cols(q.data(), nq, group, tile, hd, first, nv, scratch.data(), got_m.data(), got_l.data(),
+          t->attend_cols(q.data(), QueryQ8{}, nq, group, tile, hd, first, nv, scratch.data(), got_m.data(), got_l.data(),
                          got_acc.data());
           for (size_t i = 0; i < nq; ++i) {
             ASSERT_TRUE(SameBits(got_m[i], want_m[i]) && SameBits(got_l[i], want_l[i]))
@@ -233,15 +234,16 @@ TEST(TileKernels, ColumnAttentionOverManyHeadsEqualsTheScalarTwin) {
   }
 }
 
-// The column kernels read F16 and Q8_0 rows as the cache stores them (row
-// by row, every K/V head side by side) and widen them as they go: every
-// table, the scalar twin included, gives the bits of the same call on the
-// rows widened first (f16_to_f32 / q8_0_to_f32) and laid out head-major.
-TEST(TileKernels, ColumnAttentionReadsF16AndQ8RowsAsTheirWidenedCopies) {
+// The column kernels read F16 rows as the cache stores them (row by row,
+// every K/V head side by side) and widen them as they go: every table, the
+// scalar twin included, gives the bits of the same call on the rows
+// widened first (f16_to_f32) and laid out head-major. (8-bit K has
+// integer scores of its own: EightBitKScoresAreExactIntegerDots.)
+TEST(TileKernels, ColumnAttentionReadsF16RowsAsTheirWidenedCopies) {
   const DotKernels& ref = ScalarDotKernels();
   std::vector<const DotKernels*> tables{&ref};
   for (const DotKernels* k : SimdTables()) tables.push_back(k);
-  for (KvDtype dtype : {KvDtype::kF16, KvDtype::kQ8_0}) {
+  for (KvDtype dtype : {KvDtype::kF16}) {
     for (size_t hd : {32u, 40u, 64u, 96u, 128u, 256u}) {
       if (dtype == KvDtype::kQ8_0 && hd % 32 != 0) continue;
       for (auto [nq, group] : {std::pair<size_t, size_t>{9, 3}, {1, 1}, {20, 5}, {32, 4}}) {
@@ -283,11 +285,11 @@ TEST(TileKernels, ColumnAttentionReadsF16AndQ8RowsAsTheirWidenedCopies) {
           std::vector<float> want_acc = acc0, want_m(nq), want_l(nq, 1.5f), scratch(2 * heads * kLaneTile * hd);
           for (size_t i = 0; i < nq; ++i) want_m[i] = static_cast<float>(i % 5) - 2.0f;
           const std::vector<float> m0 = want_m;
-          ref.attend_cols(q.data(), nq, group, HeadMajorTile(kw.data(), vw.data(), hd), hd, first, nv, scratch.data(),
+          ref.attend_cols(q.data(), QueryQ8{}, nq, group, HeadMajorTile(kw.data(), vw.data(), hd), hd, first, nv, scratch.data(),
                           want_m.data(), want_l.data(), want_acc.data());
           for (const DotKernels* t : tables) {
             std::vector<float> got_acc = acc0, got_m = m0, got_l(nq, 1.5f);
-            t->attend_cols(q.data(), nq, group, raw, hd, first, nv, scratch.data(), got_m.data(), got_l.data(),
+            t->attend_cols(q.data(), QueryQ8{}, nq, group, raw, hd, first, nv, scratch.data(), got_m.data(), got_l.data(),
                            got_acc.data());
             for (size_t i = 0; i < nq; ++i) {
               ASSERT_TRUE(SameBits(got_m[i], want_m[i]) && SameBits(got_l[i], want_l[i]))
@@ -296,6 +298,159 @@ TEST(TileKernels, ColumnAttentionReadsF16AndQ8RowsAsTheirWidenedCopies) {
             for (size_t e = 0; e < got_acc.size(); ++e) {
               ASSERT_TRUE(SameBits(got_acc[e], want_acc[e])) << t->name << " " << KvDtypeName(dtype) << " hd=" << hd
                                                              << " nq=" << nq << " element " << e;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// 8-bit K/V rows of `heads` K/V heads for a tile (position 15 a zero row,
+// as past a tile's end), Q8_0 as the cache stores them.
+struct Q8Tile {
+  size_t row_bytes;
+  std::vector<uint8_t> k, v;
+  std::vector<float> kw, vw;  // widened, [position][heads * head_dim]
+  Q8Tile(size_t heads, size_t hd, uint64_t seed) : row_bytes(KvBytes(KvDtype::kQ8_0, heads * hd)) {
+    const size_t dim = heads * hd;
+    k.assign(kLaneTile * row_bytes, 0);
+    v.assign(k.size(), 0);
+    const auto kf = RandomFloats(kLaneTile * dim, seed, 2.0f), vf = RandomFloats(kLaneTile * dim, seed + 1);
+    for (size_t j = 0; j + 1 < kLaneTile; ++j) {
+      QuantizeRowQ8_0(kf.data() + j * dim, reinterpret_cast<BlockQ8_0*>(k.data() + j * row_bytes), dim);
+      QuantizeRowQ8_0(vf.data() + j * dim, reinterpret_cast<BlockQ8_0*>(v.data() + j * row_bytes), dim);
+    }
+    kw.resize(kLaneTile * dim);
+    vw.resize(kw.size());
+    for (size_t j = 0; j < kLaneTile; ++j) {
+      ScalarDotKernels().q8_0_to_f32(k.data() + j * row_bytes, kw.data() + j * dim, dim);
+      ScalarDotKernels().q8_0_to_f32(v.data() + j * row_bytes, vw.data() + j * dim, dim);
+    }
+  }
+  KvTile Tile(size_t hd) const {
+    KvTile t;
+    for (size_t j = 0; j < kLaneTile; ++j) t.k[j] = k.data() + j * row_bytes, t.v[j] = v.data() + j * row_bytes;
+    t.head_bytes = KvBytes(KvDtype::kQ8_0, hd);
+    t.dtype = KvDtype::kQ8_0;
+    return t;
+  }
+};
+
+// Queries quantized as QueryQ8 holds them (dot.h).
+struct Q8Queries {
+  std::vector<int8_t> qs;
+  std::vector<float> d;
+  std::vector<int32_t> sum;
+  Q8Queries(const std::vector<float>& q, size_t hd) {
+    const size_t nq = q.size() / hd, nb = hd / 32;
+    std::vector<BlockQ8_0> b(nq * nb);
+    ScalarDotKernels().quantize_q8_0(q.data(), b.data(), q.size());
+    for (size_t i = 0; i < nq * nb; ++i) {
+      d.push_back(Fp16ToFp32(b[i].d));
+      int32_t total = 0;
+      for (int8_t x : b[i].qs) qs.push_back(x), total += x;
+      sum.push_back(total);
+    }
+  }
+  QueryQ8 At(size_t i, size_t hd) const { return {qs.data() + i * hd, d.data() + i * (hd / 32), sum.data() + i * (hd / 32)}; }
+};
+
+// 8-bit K: a score is the exact integer dot of the query's and the row's
+// bytes per block, scaled by both scales and chained over the blocks
+// (dot.h's QueryQ8). From an empty state a call's m is the largest visible
+// score, so each kernel's scores are checked exactly against that
+// definition computed here; the rest against the double-precision softmax
+// average; and every table's column and lane kernels give the scalar
+// twin's bits (so a prefill's rows equal a decode's).
+TEST(TileKernels, EightBitKScoresAreExactIntegerDots) {
+  const DotKernels& ref = ScalarDotKernels();
+  std::vector<const DotKernels*> tables{&ref};
+  for (const DotKernels* k : SimdTables()) tables.push_back(k);
+  for (size_t hd : {32u, 64u, 96u, 128u, 256u}) {
+    for (auto [nq, group] : {std::pair<size_t, size_t>{9, 3}, {1, 1}, {20, 5}, {32, 4}, {16, 16}}) {
+      const size_t heads = (nq + group - 1) / group, nb = hd / 32, per_head = group;
+      const Q8Tile tile(heads, hd, 60 + hd);
+      const auto q = RandomFloats(nq * hd, 62);
+      const Q8Queries q8(q, hd);
+      // The definition: score of query i and row j.
+      auto score = [&](size_t i, size_t j) {
+        const uint8_t* row = tile.k.data() + j * tile.row_bytes + KvBytes(KvDtype::kQ8_0, i / per_head * hd);
+        float s = 0;
+        for (size_t b = 0; b < nb; ++b) {
+          const auto* blk = reinterpret_cast<const BlockQ8_0*>(row + b * 34);
+          int32_t dot = 0;
+          for (size_t e = 0; e < 32; ++e) dot += int32_t{q8.qs[i * hd + b * 32 + e]} * blk->qs[e];
+          s = std::fma(static_cast<float>(dot), q8.d[i * nb + b] * Fp16ToFp32(blk->d), s);
+        }
+        return s;
+      };
+      for (auto [first, nv] : {std::pair<size_t, size_t>{0, 16}, {0, 5}, {3, 12}}) {
+        const float ninf = -std::numeric_limits<float>::infinity();
+        std::vector<float> want_m(nq, ninf), want_l(nq, 0.0f), want_acc(nq * hd, 0.0f), scratch(2 * heads * kLaneTile * hd);
+        const QueryQ8 all{q8.qs.data(), q8.d.data(), q8.sum.data()};
+        ref.attend_cols(q.data(), all, nq, group, tile.Tile(hd), hd, first, nv, scratch.data(), want_m.data(),
+                        want_l.data(), want_acc.data());
+        for (size_t i = 0; i < nq; ++i) {
+          float mx = ninf;
+          std::vector<double> s(nv);
+          for (size_t j = first; j < nv; ++j) mx = std::max(mx, score(i, j)), s[j] = score(i, j);
+          ASSERT_TRUE(SameBits(want_m[i], mx)) << "hd=" << hd << " query " << i << ": " << want_m[i] << " vs " << mx;
+          double sum = 0;
+          for (size_t j = first; j < nv; ++j) sum += std::exp(s[j] - mx);
+          ASSERT_NEAR(want_l[i], sum, 1e-5 * sum);
+          for (size_t d = 0; d < hd; ++d) {
+            double avg = 0;
+            const size_t col = i / group * hd + d;
+            for (size_t j = first; j < nv; ++j) avg += std::exp(s[j] - mx) * tile.vw[j * heads * hd + col];
+            ASSERT_NEAR(want_acc[i * hd + d], avg, 1e-4 * (1 + std::fabs(avg)));
+          }
+        }
+        for (const DotKernels* t : tables) {
+          std::vector<float> got_acc = RandomFloats(nq * hd, 63), got_m(nq), got_l(nq, 1.5f);
+          for (size_t i = 0; i < nq; ++i) got_m[i] = static_cast<float>(i % 5) - 2.0f;  // states that rescale
+          std::vector<float> ref_acc = got_acc, ref_m = got_m, ref_l = got_l;
+          ref.attend_cols(q.data(), all, nq, group, tile.Tile(hd), hd, first, nv, scratch.data(), ref_m.data(),
+                          ref_l.data(), ref_acc.data());
+          t->attend_cols(q.data(), all, nq, group, tile.Tile(hd), hd, first, nv, scratch.data(), got_m.data(),
+                         got_l.data(), got_acc.data());
+          for (size_t i = 0; i < nq; ++i) {
+            ASSERT_TRUE(SameBits(got_m[i], ref_m[i]) && SameBits(got_l[i], ref_l[i]))
+                << t->name << " hd=" << hd << " nq=" << nq << " query " << i;
+          }
+          for (size_t e = 0; e < got_acc.size(); ++e) {
+            ASSERT_TRUE(SameBits(got_acc[e], ref_acc[e])) << t->name << " hd=" << hd << " nq=" << nq << " element " << e;
+          }
+          // The lane form: each K/V head's queries in lanes (two groups a
+          // call where there are two), V widened; the column results' bits.
+          for (size_t g = 0; g < heads; ++g) {
+            const size_t lo = g * group, n = std::min(nq, lo + group) - lo;
+            std::vector<int32_t> qt8(kLaneTile * hd / 4, 0), qsum(kLaneTile * nb, 0), fv(kLaneTile, 0), nvv(kLaneTile, 0);
+            std::vector<float> qd(kLaneTile * nb, 0.0f), acct(kLaneTile * hd, 0.0f), m(kLaneTile, ninf), l(kLaneTile, 0.0f);
+            for (size_t i = 0; i < n && i < kLaneTile; ++i) {
+              for (size_t w = 0; w < hd / 4; ++w) std::memcpy(&qt8[w * kLaneTile + i], &q8.qs[(lo + i) * hd + 4 * w], 4);
+              for (size_t b = 0; b < nb; ++b) qd[b * kLaneTile + i] = q8.d[(lo + i) * nb + b], qsum[b * kLaneTile + i] = q8.sum[(lo + i) * nb + b];
+              fv[i] = static_cast<int32_t>(first), nvv[i] = static_cast<int32_t>(nv);
+            }
+            LaneGroup lg{nullptr, fv.data(), nvv.data(), m.data(), l.data(), acct.data(), qt8.data(), qd.data(), qsum.data()};
+            LaneGroup pair[2] = {lg, lg};
+            std::vector<float> acct2 = acct, m2 = m, l2 = l;
+            pair[1].acct = acct2.data(), pair[1].m = m2.data(), pair[1].l = l2.data();
+            const uint8_t* krows[kLaneTile];
+            std::vector<float> vh(kLaneTile * hd);
+            for (size_t j = 0; j < kLaneTile; ++j) {
+              krows[j] = tile.Tile(hd).k[j] + g * tile.Tile(hd).head_bytes;
+              std::copy_n(tile.vw.begin() + j * heads * hd + g * hd, hd, vh.begin() + j * hd);
+            }
+            t->attend_lanes_q8(pair, 2, krows, vh.data(), hd);
+            for (size_t i = 0; i < n && i < kLaneTile; ++i) {
+              for (const auto& [mm, ll, aa] : {std::tuple{&m, &l, &acct}, {&m2, &l2, &acct2}}) {
+                ASSERT_TRUE(SameBits((*mm)[i], want_m[lo + i]) && SameBits((*ll)[i], want_l[lo + i]))
+                    << t->name << " lanes hd=" << hd << " query " << lo + i;
+                for (size_t d = 0; d < hd; ++d) {
+                  ASSERT_TRUE(SameBits((*aa)[d * kLaneTile + i], want_acc[(lo + i) * hd + d])) << t->name << " lanes hd=" << hd;
+                }
+              }
             }
           }
         }
@@ -571,10 +726,12 @@ TEST(AttentionSpans, WindowsAndSinksMatchTheDefinition) {
 }
 
 // 8-bit K/V (--kv-type q8_0): every table widens Q8_0 blocks to the same
-// bits as the scalar twin, and attention over them equals attention over an
-// F32 store holding the widened values, bit for bit, in the tiled path
-// (every table, several rows, positions across spans and blocks) and the
-// per-head path (windows, soft-caps).
+// bits as the scalar twin; the tiled path (several rows, positions across
+// spans and blocks) gives the same bits in every table, for rows run
+// together in lanes (prefill) or one at a time (decode), and stays within
+// the query's quantization of attention over an F32 store holding the
+// widened values; the per-head path (windows, soft-caps) equals it bit for
+// bit.
 TEST(TileKernels, EightBitKvWidensAndAttendsAsItsValues) {
   for (const DotKernels* k : SimdTables()) {
     for (size_t n : {32u, 64u, 96u, 128u, 256u, 1024u}) {
@@ -613,11 +770,17 @@ TEST(TileKernels, EightBitKvWidensAndAttendsAsItsValues) {
   const auto q = RandomFloats(rows * width, 34);
   std::vector<int32_t> pos(rows);
   for (size_t r = 0; r < rows; ++r) pos[r] = static_cast<int32_t>(n_pos - 1 - 7 * r);
+  std::vector<float> first_table;
   for (const DotKernels* k : {&ScalarDotKernels(), &ActiveDotKernels()}) {
-    std::vector<float> a(rows * width), b(rows * width), scratch(AttendScratchFloats(rows, h));
+    std::vector<float> a(rows * width), b(rows * width), c(rows * width), scratch(AttendScratchFloats(rows, h));
     AttendRows(*k, q8, {q.data(), width, pos.data(), a.data(), width}, 0, rows, h, scratch.data());
     AttendRows(*k, f32, {q.data(), width, pos.data(), b.data(), width}, 0, rows, h, scratch.data());
-    EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << k->name << ": tiled";
+    ASSERT_GE(rows * n_head / n_kv, 8u) << "the rows together take the lane kernels";
+    for (size_t r = 0; r < rows; ++r) AttendRows(*k, q8, {q.data(), width, pos.data(), c.data(), width}, r, r + 1, h, scratch.data());
+    EXPECT_EQ(0, std::memcmp(a.data(), c.data(), a.size() * sizeof(float))) << k->name << ": lanes and columns";
+    if (first_table.empty()) first_table = a;
+    EXPECT_EQ(0, std::memcmp(a.data(), first_table.data(), a.size() * sizeof(float))) << k->name << ": every table";
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 0.02) << k->name << ": tiled, element " << i;
     const AttnExtras x{100, 0, 30.0f};
     for (size_t head = 0; head < n_head; ++head) {
       std::vector<float> c(hd), d(hd);
