@@ -180,6 +180,19 @@ struct HeadRows : KvHeadRows<T> {
     // first cost more than widening each where it is used.
     return _mm256_mul_ps(_mm256_set1_ps(this->Scale(j, d)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
   }
+  // Elements [d, d + 16) of row j as two halves (one scale widened for
+  // both: a Q8_0 run of 16 never crosses a block, d % 16 == 0).
+  void Hex(int j, size_t d, __m256* lo, __m256* hi) const {
+    if constexpr (T == KvDtype::kQ8_0) {
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(this->Q8At(j, d)));
+      const __m256 sc = _mm256_set1_ps(this->Scale(j, d));
+      *lo = _mm256_mul_ps(sc, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
+      *hi = _mm256_mul_ps(sc, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(q, q))));
+    } else {
+      *lo = Oct(j, d);
+      *hi = Oct(j, d + 8);
+    }
+  }
   // Elements [d, d + 4) of row a, then of row b (F32 and F16; Q8_0 tiles
   // are transposed from whole blocks, TransposeTileQ8).
   __m256 Quads(int a, int b, size_t d) const {
@@ -226,13 +239,32 @@ void TransposeTile(const HeadRows<T>& k, size_t head_dim, float* kt) {
   }
 }
 
+// The F16 scales at byte `at` of the 16 rows, widened: out[j] row j's. The
+// halves packed four to a 64-bit word in general registers, then two
+// conversions (inserting them into a vector one by one, or gathering them,
+// measured slower: the scales were a seventh of a decode tile's time).
+void BlockScales(const uint8_t* const* row, size_t at, float* out) {
+  uint64_t w[4];
+  for (int i = 0; i < 4; ++i) {
+    uint64_t x = 0;
+    for (int e = 0; e < 4; ++e) {
+      uint16_t h;
+      std::memcpy(&h, row[4 * i + e] + at, sizeof h);
+      x |= static_cast<uint64_t>(h) << (16 * e);
+    }
+    w[i] = x;
+  }
+  _mm256_storeu_ps(out, _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(w[1]), static_cast<long long>(w[0]))));
+  _mm256_storeu_ps(out + 8, _mm256_cvtph_ps(_mm_set_epi64x(static_cast<long long>(w[3]), static_cast<long long>(w[2]))));
+}
+
 // 8-bit K rows to kt8 [head_dim / 4][16] dwords (four elements of row j in
 // dword j) and their scales to ksc [head_dim / 32][16]: each row's block
 // of 32 bytes as 8 dwords, 8 x 8 dword transpositions per 8 rows.
 void TransposeTileQ8(const HeadRows<KvDtype::kQ8_0>& k, size_t head_dim, int32_t* kt8, float* ksc) {
   for (size_t d0 = 0; d0 < head_dim; d0 += kKvQ8Block) {
     const size_t b = d0 / kKvQ8Block;
-    std::memcpy(ksc + b * kT, k.Scales(b), kT * sizeof(float));
+    BlockScales(k.row, b * kKvQ8BlockBytes, ksc + b * kT);
     for (int r0 = 0; r0 < kT; r0 += 8) {
       __m256i r[8], t[8], u[8];
       for (int j = 0; j < 8; ++j) r[j] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(k.Q8At(r0 + j, d0)));
@@ -402,7 +434,8 @@ void ColAccum(const float (*p)[kT], const float* c, const HeadRows<T>& v, size_t
       x[i][1] = _mm256_mul_ps(_mm256_loadu_ps(acc + i * head_dim + d + 8), _mm256_set1_ps(c[i]));
     }
     for (int j = 0; j < kT; ++j) {
-      const __m256 v0 = v.Oct(j, d), v1 = v.Oct(j, d + 8);
+      __m256 v0, v1;
+      v.Hex(j, d, &v0, &v1);
       for (int i = 0; i < N; ++i) {
         const __m256 pj = _mm256_broadcast_ss(p[i] + j);
         x[i][0] = _mm256_fmadd_ps(pj, v0, x[i][0]);
@@ -455,7 +488,7 @@ void AttendColsOf(const float* q, const QueryQ8& q8, size_t nq, size_t group, co
                   size_t first, size_t nv, float* kt, float* m, float* l, float* acc) {
   const size_t heads = (nq + group - 1) / group, nb = head_dim / kKvQ8Block;
   for (size_t g = 0; g < heads; ++g) {
-    const HeadRows<T> kr(kv.k, g * kv.head_bytes, head_dim), vr(kv.v, g * kv.head_bytes, head_dim, false);
+    const HeadRows<T> kr(kv.k, g * kv.head_bytes, head_dim, false), vr(kv.v, g * kv.head_bytes, head_dim, false);
     if constexpr (T == KvDtype::kQ8_0) TransposeTileQ8(kr, head_dim, reinterpret_cast<int32_t*>(kt), kt + 4 * head_dim);
     else TransposeTile(kr, head_dim, kt);
     const size_t end = std::min(nq, (g + 1) * group);
