@@ -176,8 +176,7 @@ struct HeadRows : KvHeadRows<T> {
       return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(this->F16(j) + d)));
     }
     const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(this->Q8At(j, d)));
-    // V rows are built without widen_scales: gathering a tile's scales
-    // first cost more than widening each where it is used.
+    // The scale widened where the row is read (kv_rows_simd.h).
     return _mm256_mul_ps(_mm256_set1_ps(this->Scale(j, d)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
   }
   // Elements [d, d + 16) of row j as two halves (one scale widened for
@@ -488,7 +487,7 @@ void AttendColsOf(const float* q, const QueryQ8& q8, size_t nq, size_t group, co
                   size_t first, size_t nv, float* kt, float* m, float* l, float* acc) {
   const size_t heads = (nq + group - 1) / group, nb = head_dim / kKvQ8Block;
   for (size_t g = 0; g < heads; ++g) {
-    const HeadRows<T> kr(kv.k, g * kv.head_bytes, head_dim, false), vr(kv.v, g * kv.head_bytes, head_dim, false);
+    const HeadRows<T> kr(kv.k, g * kv.head_bytes), vr(kv.v, g * kv.head_bytes);
     if constexpr (T == KvDtype::kQ8_0) TransposeTileQ8(kr, head_dim, reinterpret_cast<int32_t*>(kt), kt + 4 * head_dim);
     else TransposeTile(kr, head_dim, kt);
     const size_t end = std::min(nq, (g + 1) * group);

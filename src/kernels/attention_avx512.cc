@@ -210,8 +210,8 @@ struct HeadRows : KvHeadRows<T> {
     if constexpr (T == KvDtype::kF16) {
       return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(this->F16(j) + d)));
     }
-    // The scale widened where it is used (rows built without widen_scales):
-    // gathering a tile's scales first cost more than the broadcasts.
+    // The scale widened where it is used (kv_rows_simd.h): gathering a
+    // tile's scales first cost more than the broadcasts.
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(this->Q8At(j, d)));
     const __m512 scale = _mm512_cvtph_ps(_mm256_set1_epi16(static_cast<short>(this->ScaleBits(j, d))));
     return _mm512_mul_ps(scale, _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(q)));
@@ -516,7 +516,7 @@ void AttendCols(const float* q, const QueryQ8& q8, size_t nq, size_t group, cons
   int32_t* kt8 = reinterpret_cast<int32_t*>(kt_scratch);
   float* ksc = kt_scratch + heads * 4 * head_dim;
   for (size_t g = 0; g < heads; ++g) {
-    const HeadRows<T> kr(kv.k, g * kv.head_bytes, head_dim, false);
+    const HeadRows<T> kr(kv.k, g * kv.head_bytes);
     if constexpr (T == KvDtype::kQ8_0) TransposeTileQ8(kr, head_dim, kt8 + g * 4 * head_dim, ksc + g * kT * nb);
     else TransposeTile(kr, head_dim, kt_scratch + g * kT * head_dim);
   }
@@ -564,7 +564,7 @@ void AttendCols(const float* q, const QueryQ8& q8, size_t nq, size_t group, cons
     for (size_t i = 0; i < n;) {
       const size_t head = (q0 + i) / group;
       const size_t run = std::min<size_t>(std::min(n, (head + 1) * group - q0) - i, 4);
-      const HeadRows<T> vh(kv.v, head * kv.head_bytes, head_dim, false);
+      const HeadRows<T> vh(kv.v, head * kv.head_bytes);
       float* ai = acc + (q0 + i) * head_dim;
       switch (run) {
         case 1: ColAccum<1, T>(p + i, c + i, vh, head_dim, ai); break;

@@ -14,7 +14,8 @@ namespace pc {
 constexpr size_t kLaneTile = 16;
 
 // One tile's K and V rows as the cache stores them, for attend_cols, which
-// widens them to F32 as it reads them (no F32 copy of the tile is made):
+// widens them to F32 as it reads them (no F32 copy of the tile is made;
+// 8-bit K is read as bytes, QueryQ8):
 // K/V head g's elements for position j (< 16) start at k[j] + g *
 // head_bytes (likewise v), in `dtype` (Q8_0: whole blocks, head_dim % 32 ==
 // 0). Positions the tile lacks point at a zero row.
@@ -127,7 +128,7 @@ struct DotKernels {
   //   groups taken two at a time share each K and V load.
   // attend_cols: nq query vectors q[i * head_dim + d], query i reading K/V
   //   head i / group of the tile's rows (KvTile, widened to F32 exactly as
-  //   f16_to_f32 / q8_0_to_f32 would), all seeing positions
+  //   f16_to_f32 / q8_0_to_f32 would; 8-bit K below), all seeing positions
   //   first <= j < nv (first < nv <= 16); state m[nq], l[nq], acc[i * head_dim + d]. scratch:
   //   2 * 16 * head_dim floats per K/V head read. For decode, a few queries
   //   per K/V head.
