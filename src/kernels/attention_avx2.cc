@@ -508,16 +508,22 @@ void AttendColsOf(const float* q, const QueryQ8& q8, size_t nq, size_t group, co
   }
 }
 
-}  // namespace
-
-void Avx2AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim) {
+// Each group's scores (scores(group, sbuf)), then its softmax step and V.
+template <class Scores>
+void LanesWith(const LaneGroup* groups, size_t n, const float* v, size_t head_dim, Scores scores) {
   alignas(32) float sbuf[kT][kT];  // scores, then weights: [position][lane]
   for (size_t i = 0; i < n; ++i) {
     const LaneGroup& g = groups[i];
-    LaneScores(g, k, head_dim, sbuf);
+    scores(g, sbuf);
     const __m256 c[2] = {LaneSoftmax(g, 0, sbuf), LaneSoftmax(g, 1, sbuf)};
     LaneAccum(g, sbuf, c, v, head_dim);
   }
+}
+
+}  // namespace
+
+void Avx2AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim) {
+  LanesWith(groups, n, v, head_dim, [&](const LaneGroup& g, float (*sbuf)[kT]) { LaneScores(g, k, head_dim, sbuf); });
 }
 
 void Avx2AttendCols(const float* q, const QueryQ8& q8, size_t nq, size_t group, const KvTile& kv, size_t head_dim,
@@ -532,13 +538,8 @@ void Avx2AttendCols(const float* q, const QueryQ8& q8, size_t nq, size_t group, 
 }
 
 void Avx2AttendLanesQ8(const LaneGroup* groups, size_t n, const uint8_t* const* krows, const float* v, size_t head_dim) {
-  alignas(32) float sbuf[kT][kT];  // scores, then weights: [position][lane]
-  for (size_t i = 0; i < n; ++i) {
-    const LaneGroup& g = groups[i];
-    LaneScoresQ8(g, krows, head_dim, sbuf);
-    const __m256 c[2] = {LaneSoftmax(g, 0, sbuf), LaneSoftmax(g, 1, sbuf)};
-    LaneAccum(g, sbuf, c, v, head_dim);
-  }
+  LanesWith(groups, n, v, head_dim,
+            [&](const LaneGroup& g, float (*sbuf)[kT]) { LaneScoresQ8(g, krows, head_dim, sbuf); });
 }
 
 }  // namespace pc
