@@ -312,7 +312,10 @@ struct LaneSpan {
     const float* q[kLaneTile];
     size_t qi[kLaneTile];
     const size_t lanes = Queries(g, gi, q, qi);
-    if (a.kv.dtype == KvDtype::kQ8_0) StartQ8(g, gi, q, lanes);
+    if (a.kv.dtype == KvDtype::kQ8_0) {  // the lanes read only the quantized queries
+      StartQ8(g, gi, q, lanes);
+      return;
+    }
     if (lanes == kLaneTile && hd % 4 == 0) {
       const __m128 scale = _mm_set1_ps(a.scale);
       for (size_t i0 = 0; i0 < kLaneTile; i0 += 4) {

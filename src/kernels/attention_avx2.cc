@@ -169,18 +169,14 @@ void LaneAccum(const LaneGroup& g, const float (*p)[kT], const __m256* c, const 
 template <KvDtype T>
 struct HeadRows : KvHeadRows<T> {
   using KvHeadRows<T>::KvHeadRows;
-  // Elements [d, d + 8) of row j.
+  // Elements [d, d + 8) of row j (F32 and F16).
   __m256 Oct(int j, size_t d) const {
     if constexpr (T == KvDtype::kF32) return _mm256_loadu_ps(this->F32(j) + d);
-    if constexpr (T == KvDtype::kF16) {
-      return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(this->F16(j) + d)));
-    }
-    const __m128i q = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(this->Q8At(j, d)));
-    // The scale widened where the row is read (kv_rows_simd.h).
-    return _mm256_mul_ps(_mm256_set1_ps(this->Scale(j, d)), _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(q)));
+    static_assert(T != KvDtype::kQ8_0, "Q8_0 rows are read 16 elements at a time (Hex)");
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(this->F16(j) + d)));
   }
-  // Elements [d, d + 16) of row j as two halves (one scale widened for
-  // both: a Q8_0 run of 16 never crosses a block, d % 16 == 0).
+  // Elements [d, d + 16) of row j as two halves (Q8_0: one scale, widened
+  // where the row is read, for both: a run of 16 never crosses a block).
   void Hex(int j, size_t d, __m256* lo, __m256* hi) const {
     if constexpr (T == KvDtype::kQ8_0) {
       const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(this->Q8At(j, d)));
