@@ -286,6 +286,9 @@ const DotKernels& DotKernelsFor(Isa isa) {
   if (isa >= Isa::kAvx512) {
     if (const DotKernels* k = Avx512DotKernels()) return *k;
   }
+  if (isa == Isa::kAvxVnni) {
+    if (const DotKernels* k = AvxVnniDotKernels()) return *k;
+  }
   if (isa >= Isa::kAvx2) {
     if (const DotKernels* k = Avx2DotKernels()) return *k;
   }

@@ -161,6 +161,16 @@ void Avx2AttendLanes(const LaneGroup* groups, size_t n, const float* k, const fl
 void Avx2AttendCols(const float* q, const QueryQ8& q8, size_t nq, size_t group, const KvTile& kv, size_t head_dim,
                     size_t first, size_t nv, float* scratch, float* m, float* l, float* acc);
 void Avx2AttendLanesQ8(const LaneGroup* groups, size_t n, const uint8_t* const* krows, const float* v, size_t head_dim);
+// The AVX2 table with the avxvnni level's attention (8-bit K's integer
+// dots by the VEX vpdpbusd; the same bits as the avx2 table's); null where
+// the binary lacks either level. Use it only where IsaSupported(kAvxVnni).
+const DotKernels* AvxVnniDotKernels();
+// Its attention entries (attention_avxvnni.cc).
+void AvxVnniAttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim);
+void AvxVnniAttendCols(const float* q, const QueryQ8& q8, size_t nq, size_t group, const KvTile& kv, size_t head_dim,
+                       size_t first, size_t nv, float* scratch, float* m, float* l, float* acc);
+void AvxVnniAttendLanesQ8(const LaneGroup* groups, size_t n, const uint8_t* const* krows, const float* v,
+                          size_t head_dim);
 // The AVX2 table with AVX-512 attention (attend_lanes, attend_cols),
 // F16/BF16 matmul (f16, bf16, tile_f16, tile_bf16: dot_avx512.cc, 16-lane
 // arithmetic of its own) and 16-lane F16 widening (f16_to_f32).

@@ -459,4 +459,16 @@ const DotKernels kAvx2 = {
 
 const DotKernels* Avx2DotKernels() { return &kAvx2; }
 
+const DotKernels* AvxVnniDotKernels() {
+  static const DotKernels table = [] {
+    DotKernels t = kAvx2;
+    t.name = "avxvnni";
+    t.attend_lanes = AvxVnniAttendLanes;
+    t.attend_cols = AvxVnniAttendCols;
+    t.attend_lanes_q8 = AvxVnniAttendLanesQ8;
+    return t;
+  }();
+  return &table;
+}
+
 }  // namespace pc

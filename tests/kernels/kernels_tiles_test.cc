@@ -26,8 +26,9 @@ using test::RandomFloats;
 
 std::vector<const DotKernels*> SimdTables() {
   std::vector<const DotKernels*> out;
-  if (BestSupportedIsa() >= Isa::kAvx2 && Avx2DotKernels() != nullptr) out.push_back(Avx2DotKernels());
-  if (BestSupportedIsa() >= Isa::kAvx512 && Avx512DotKernels() != nullptr) out.push_back(Avx512DotKernels());
+  if (IsaSupported(Isa::kAvx2) && Avx2DotKernels() != nullptr) out.push_back(Avx2DotKernels());
+  if (IsaSupported(Isa::kAvxVnni) && AvxVnniDotKernels() != nullptr) out.push_back(AvxVnniDotKernels());
+  if (IsaSupported(Isa::kAvx512) && Avx512DotKernels() != nullptr) out.push_back(Avx512DotKernels());
   return out;
 }
 
@@ -321,6 +322,15 @@ struct Q8Tile {
       QuantizeRowQ8_0(kf.data() + j * dim, reinterpret_cast<BlockQ8_0*>(k.data() + j * row_bytes), dim);
       QuantizeRowQ8_0(vf.data() + j * dim, reinterpret_cast<BlockQ8_0*>(v.data() + j * row_bytes), dim);
     }
+    // Bytes our quantizer never writes but a tier or file may hand back
+    // (-128): row 3's first K block all of it, row 7's K bytes alternating
+    // -128 and 127 (the kernels' byte products must stay exact for them).
+    auto* r3 = reinterpret_cast<BlockQ8_0*>(k.data() + 3 * row_bytes);
+    std::fill(std::begin(r3->qs), std::end(r3->qs), int8_t{-128});
+    auto* r7 = reinterpret_cast<BlockQ8_0*>(k.data() + 7 * row_bytes);
+    for (size_t b = 0; b < dim / 32; ++b) {
+      for (size_t e = 0; e < 32; ++e) r7[b].qs[e] = static_cast<int8_t>(e % 2 == 0 ? -128 : 127);
+    }
     kw.resize(kLaneTile * dim);
     vw.resize(kw.size());
     for (size_t j = 0; j < kLaneTile; ++j) {
@@ -371,7 +381,10 @@ TEST(TileKernels, EightBitKScoresAreExactIntegerDots) {
     for (auto [nq, group] : {std::pair<size_t, size_t>{9, 3}, {1, 1}, {20, 5}, {32, 4}, {16, 16}}) {
       const size_t heads = (nq + group - 1) / group, nb = hd / 32, per_head = group;
       const Q8Tile tile(heads, hd, 60 + hd);
-      const auto q = RandomFloats(nq * hd, 62);
+      auto q = RandomFloats(nq * hd, 62);
+      // Query 0's first pair at the block's largest magnitude (bytes 127),
+      // against row 3's -128s: a pair of products at its bound.
+      q[0] = q[1] = 4.0f;
       const Q8Queries q8(q, hd);
       // The definition: score of query i and row j.
       auto score = [&](size_t i, size_t j) {
