@@ -33,6 +33,24 @@ class Binder {
     return out;
   }
 
+  // Experts as the file stores them: one 3-D tensor `<p><base>_exps.weight`
+  // or, in files converted before that layout existed (the first Mixtral
+  // GGUFs, still on disk and on model hubs; the reference engine once merged
+  // them at load and now refuses them), one 2-D tensor per expert,
+  // `<p><base>.<e>.weight` for e = 0..count-1: our experts are separate
+  // matrices either way. Where both are present the split tensors stay
+  // unbound and CheckAllUsed refuses the file.
+  Result<std::vector<WeightMatrix>> Experts(const std::string& p, const std::string& base, int cols, int rows, int count) {
+    const std::string stacked = p + base + "_exps.weight";
+    if (Has(stacked) || !Has(p + base + ".0.weight")) return Stack(stacked, cols, rows, count);
+    std::vector<WeightMatrix> out;
+    for (int e = 0; e < count; ++e) {
+      PC_ASSIGN_OR_RETURN(WeightMatrix m, Matrix(fmt::format("{}{}.{}.weight", p, base, e), cols, rows));
+      out.push_back(m);
+    }
+    return out;
+  }
+
   Result<std::vector<float>> Vector(const std::string& name, int n) {
     PC_ASSIGN_OR_RETURN(const GgufTensorInfo* t, Find(name, {static_cast<uint64_t>(n)}));
     std::vector<float> out(static_cast<size_t>(n));
@@ -109,9 +127,9 @@ Status BindAttention(Binder& b, const ModelConfig& c, const std::string& p, Laye
 Status BindFeedForward(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& lw) {
   if (c.n_expert > 0) {
     PC_ASSIGN_OR_RETURN(lw.w_router, b.Matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert));
-    PC_ASSIGN_OR_RETURN(lw.gate_exps, b.Stack(p + "ffn_gate_exps.weight", c.n_embd, c.n_ff_expert, c.n_expert));
-    PC_ASSIGN_OR_RETURN(lw.up_exps, b.Stack(p + "ffn_up_exps.weight", c.n_embd, c.n_ff_expert, c.n_expert));
-    PC_ASSIGN_OR_RETURN(lw.down_exps, b.Stack(p + "ffn_down_exps.weight", c.n_ff_expert, c.n_embd, c.n_expert));
+    PC_ASSIGN_OR_RETURN(lw.gate_exps, b.Experts(p, "ffn_gate", c.n_embd, c.n_ff_expert, c.n_expert));
+    PC_ASSIGN_OR_RETURN(lw.up_exps, b.Experts(p, "ffn_up", c.n_embd, c.n_ff_expert, c.n_expert));
+    PC_ASSIGN_OR_RETURN(lw.down_exps, b.Experts(p, "ffn_down", c.n_ff_expert, c.n_embd, c.n_expert));
     PC_ASSIGN_OR_RETURN(lw.b_router, b.MaybeVector(p + "ffn_gate_inp.bias", c.n_expert));
     PC_ASSIGN_OR_RETURN(lw.b_gate_exps, b.MaybeRows(p + "ffn_gate_exps.bias", c.n_ff_expert, c.n_expert));
     PC_ASSIGN_OR_RETURN(lw.b_up_exps, b.MaybeRows(p + "ffn_up_exps.bias", c.n_ff_expert, c.n_expert));

@@ -191,6 +191,55 @@ float MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
   return d;
 }
 
+// A copy of a mixture-of-experts file with its 3-D expert tensors written
+// as one 2-D tensor per expert (`blk.N.ffn_gate.E.weight`), the layout of
+// the first Mixtral GGUFs; `skip` names a split tensor to leave out, and
+// `keep_stacked` keeps the 3-D tensors as well.
+std::vector<uint8_t> SplitExperts(const GgufFile& src, const std::string& skip = "", bool keep_stacked = false) {
+  GgufWriter w;
+  for (const auto& [key, value] : src.metadata()) w.Set(key, value);
+  const std::string suffix = "_exps.weight";
+  for (const GgufTensorInfo& t : src.tensors()) {
+    const size_t at = t.name.rfind(suffix);
+    const bool stacked = at != std::string::npos && at + suffix.size() == t.name.size();
+    if (!stacked || keep_stacked) {
+      PC_CHECK(w.AddTensor(t.name, t.type, t.dims, {t.data, static_cast<size_t>(t.size_bytes)}).ok());
+    }
+    if (!stacked) continue;
+    PC_CHECK(t.dims.size() == 3);
+    const size_t count = t.dims[2], bytes = static_cast<size_t>(t.size_bytes) / count;
+    for (size_t e = 0; e < count; ++e) {
+      const std::string name = t.name.substr(0, at) + "." + std::to_string(e) + ".weight";
+      if (name == skip) continue;
+      PC_CHECK(w.AddTensor(name, t.type, {t.dims[0], t.dims[1]}, {t.data + e * bytes, bytes}).ok());
+    }
+  }
+  return w.Serialize();
+}
+
+// Mixtral files with one tensor per expert (converted before the 3-D
+// layout) run as the same weights stacked: the same logits bit for bit. A missing expert, or both
+// layouts in one file, are refused by name.
+TEST(ModelLoadMixtral, OneTensorPerExpertRunsAsTheStackedLayout) {
+  PC_SHARED_OR_SKIP(path, "models/tiny-mixtral-q8_0.gguf");
+  const std::vector<uint8_t> bytes = test::ReadBytes(path);
+  auto g = GgufFile::Parse(bytes);
+  ASSERT_TRUE(g.ok());
+  ASSERT_NE(g->FindTensor("blk.0.ffn_up_exps.weight"), nullptr);
+  const std::vector<uint8_t> split = SplitExperts(*g);
+  auto gs = GgufFile::Parse(split);
+  ASSERT_TRUE(gs.ok());
+  ASSERT_EQ(gs->FindTensor("blk.0.ffn_up_exps.weight"), nullptr);
+  ASSERT_NE(gs->FindTensor("blk.0.ffn_up.1.weight"), nullptr);
+  const std::vector<int32_t> prompt = {1, 300, 411, 266, 290, 17, 5, 88, 120, 301, 44, 9};
+  const auto want = Logits(bytes, prompt);
+  EXPECT_EQ(Logits(split, prompt), want);
+  std::string e = LoadError(SplitExperts(*g, "blk.1.ffn_down.1.weight"));
+  EXPECT_NE(e.find("tensor 'blk.1.ffn_down.1.weight' is missing"), std::string::npos) << e;
+  e = LoadError(SplitExperts(*g, "", /*keep_stacked=*/true));
+  EXPECT_NE(e.find("ffn_gate.0.weight' is not used by the llama recipe"), std::string::npos) << e;
+}
+
 // The switches change the computation: dropping rope_freqs, or scaling
 // positions, moves the logits; a linear factor of 1 changes nothing.
 TEST_F(ModelLoad, RopeFreqsAndLinearScalingAreApplied) {
