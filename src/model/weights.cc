@@ -127,8 +127,19 @@ Status BindAttention(Binder& b, const ModelConfig& c, const std::string& p, Laye
 Status BindFeedForward(Binder& b, const ModelConfig& c, const std::string& p, LayerWeights& lw) {
   if (c.n_expert > 0) {
     PC_ASSIGN_OR_RETURN(lw.w_router, b.Matrix(p + "ffn_gate_inp.weight", c.n_embd, c.n_expert));
-    PC_ASSIGN_OR_RETURN(lw.gate_exps, b.Experts(p, "ffn_gate", c.n_embd, c.n_ff_expert, c.n_expert));
-    PC_ASSIGN_OR_RETURN(lw.up_exps, b.Experts(p, "ffn_up", c.n_embd, c.n_ff_expert, c.n_expert));
+    if (b.Has(p + "ffn_gate_up_exps.weight")) {
+      // Gate and up stacked in one tensor (the converter's --fuse-gate-up-exps):
+      // each expert's gate rows, then its up rows.
+      const int ff = c.n_ff_expert;
+      PC_ASSIGN_OR_RETURN(auto both, b.Stack(p + "ffn_gate_up_exps.weight", c.n_embd, 2 * ff, c.n_expert));
+      for (const WeightMatrix& m : both) {
+        lw.gate_exps.push_back(m.Rows(0, static_cast<size_t>(ff)));
+        lw.up_exps.push_back(m.Rows(static_cast<size_t>(ff), static_cast<size_t>(ff)));
+      }
+    } else {
+      PC_ASSIGN_OR_RETURN(lw.gate_exps, b.Experts(p, "ffn_gate", c.n_embd, c.n_ff_expert, c.n_expert));
+      PC_ASSIGN_OR_RETURN(lw.up_exps, b.Experts(p, "ffn_up", c.n_embd, c.n_ff_expert, c.n_expert));
+    }
     PC_ASSIGN_OR_RETURN(lw.down_exps, b.Experts(p, "ffn_down", c.n_ff_expert, c.n_embd, c.n_expert));
     PC_ASSIGN_OR_RETURN(lw.b_router, b.MaybeVector(p + "ffn_gate_inp.bias", c.n_expert));
     PC_ASSIGN_OR_RETURN(lw.b_gate_exps, b.MaybeRows(p + "ffn_gate_exps.bias", c.n_ff_expert, c.n_expert));

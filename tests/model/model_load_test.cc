@@ -240,6 +240,53 @@ TEST(ModelLoadMixtral, OneTensorPerExpertRunsAsTheStackedLayout) {
   EXPECT_NE(e.find("ffn_gate.0.weight' is not used by the llama recipe"), std::string::npos) << e;
 }
 
+// A copy with each layer's gate and up experts in one tensor
+// `blk.N.ffn_gate_up_exps.weight` [n_embd, 2 * n_ff, n_expert] (per expert
+// its gate rows, then its up rows: the converter's --fuse-gate-up-exps).
+std::vector<uint8_t> FuseGateUp(const GgufFile& src) {
+  GgufWriter w;
+  for (const auto& [key, value] : src.metadata()) w.Set(key, value);
+  for (const GgufTensorInfo& t : src.tensors()) {
+    const size_t at = t.name.find("ffn_gate_exps.weight");
+    if (t.name.find("ffn_up_exps.weight") != std::string::npos) continue;
+    if (at == std::string::npos) {
+      PC_CHECK(w.AddTensor(t.name, t.type, t.dims, {t.data, static_cast<size_t>(t.size_bytes)}).ok());
+      continue;
+    }
+    const std::string prefix = t.name.substr(0, at);
+    const GgufTensorInfo* up = src.FindTensor(prefix + "ffn_up_exps.weight");
+    PC_CHECK(up != nullptr && up->type == t.type && up->dims == t.dims);
+    const size_t count = t.dims[2], bytes = static_cast<size_t>(t.size_bytes) / count;
+    std::vector<uint8_t> both;
+    for (size_t e = 0; e < count; ++e) {
+      both.insert(both.end(), t.data + e * bytes, t.data + (e + 1) * bytes);
+      both.insert(both.end(), up->data + e * bytes, up->data + (e + 1) * bytes);
+    }
+    PC_CHECK(w.AddTensor(prefix + "ffn_gate_up_exps.weight", t.type, {t.dims[0], 2 * t.dims[1], count}, both).ok());
+  }
+  return w.Serialize();
+}
+
+// Files with gate and up experts fused run as the separate tensors: the
+// same logits bit for bit (a mixture with plain experts, and gpt-oss with
+// MXFP4 experts and their separate biases).
+TEST(ModelLoadExperts, FusedGateAndUpExpertsRunAsTheSeparateTensors) {
+  for (const char* name : {"tiny-qwen3moe-q8_0", "tiny-gptoss-mxfp4"}) {
+    PC_SHARED_OR_SKIP(path, std::string("models/") + name + ".gguf");
+    const std::vector<uint8_t> bytes = test::ReadBytes(path);
+    auto g = GgufFile::Parse(bytes);
+    ASSERT_TRUE(g.ok());
+    ASSERT_NE(g->FindTensor("blk.0.ffn_up_exps.weight"), nullptr) << name;
+    const std::vector<uint8_t> fused = FuseGateUp(*g);
+    auto gf = GgufFile::Parse(fused);
+    ASSERT_TRUE(gf.ok());
+    ASSERT_NE(gf->FindTensor("blk.0.ffn_gate_up_exps.weight"), nullptr) << name;
+    ASSERT_EQ(gf->FindTensor("blk.0.ffn_up_exps.weight"), nullptr) << name;
+    const std::vector<int32_t> prompt = {1, 300, 411, 266, 290, 17, 5, 88, 120, 301, 44, 9};
+    EXPECT_EQ(Logits(fused, prompt), Logits(bytes, prompt)) << name;
+  }
+}
+
 // The switches change the computation: dropping rope_freqs, or scaling
 // positions, moves the logits; a linear factor of 1 changes nothing.
 TEST_F(ModelLoad, RopeFreqsAndLinearScalingAreApplied) {
