@@ -43,11 +43,31 @@ const char* const kKnownKeys[] = {
     "expert_count", "expert_used_count", "attention.sliding_window", "expert_feed_forward_length",
     "attn_logit_softcapping", "final_logit_softcapping", "rope.freq_base_swa", "attention.sliding_window_pattern",
     "rope.scaling.yarn_beta_fast", "rope.scaling.yarn_beta_slow", "rope.scaling.yarn_ext_factor",
-    "rope.scaling.yarn_attn_factor",
+    "rope.scaling.yarn_attn_factor", "expert_gating_func", "expert_weights_norm", "expert_weights_scale",
+    "expert_shared_count",
+};
+
+// Keys some converters write for routed experts, accepted where they state
+// what every mixture recipe here computes and refused by value otherwise:
+// softmax gating (the converters' ExpertGatingFuncType 1), the chosen
+// experts' weights renormalised, not rescaled, no shared experts.
+struct ExpertStatement {
+  const char* key;
+  double value;
+  const char* meaning;
+};
+constexpr ExpertStatement kExpertStatements[] = {
+    {"expert_gating_func", 1, "softmax gating (1)"},
+    {"expert_weights_norm", 1, "the chosen experts' weights renormalised (true)"},
+    {"expert_weights_scale", 1, "unscaled expert weights (1)"},
+    {"expert_shared_count", 0, "no shared experts (0)"},
 };
 
 // Keys only some recipes implement: meaningful there, refused elsewhere.
 bool KeyImplemented(const ArchInfo& a, const std::string& k) {
+  for (const ExpertStatement& e : kExpertStatements) {
+    if (k == e.key) return a.experts;
+  }
   if (k == "attn_logit_softcapping" || k == "final_logit_softcapping") return a.softcaps;
   if (k == "rope.freq_base_swa" || k == "attention.sliding_window_pattern") return a.swa_pattern > 0;
   if (k == "expert_feed_forward_length") return a.experts;
@@ -95,6 +115,20 @@ Status ReadExperts(const GgufFile& g, const std::string& p, const ArchInfo& arch
   if (!arch.experts) return Errorf("'{}expert_count' = {}: the {} recipe has no mixture of experts", p, n, arch.name);
   if (n < 1 || n > 1024) return Errorf("metadata '{}expert_count' = {} is out of range (1..1024)", p, n);
   if (used < 1 || used > n) return Errorf("metadata '{}expert_used_count' = {} is out of range (1..{})", p, used, n);
+  for (const ExpertStatement& e : kExpertStatements) {
+    const std::string key = p + e.key;
+    const GgufValue* v = g.Find(key);
+    if (v == nullptr) continue;
+    double x = 0;
+    if (const bool* b = std::get_if<bool>(&v->scalar)) {
+      x = *b ? 1.0 : 0.0;
+    } else {
+      PC_ASSIGN_OR_RETURN(x, g.GetFloat(key));
+    }
+    if (x != e.value) {
+      return Errorf("metadata '{}' = {} is not supported: the {} recipe implements {}", key, x, arch.name, e.meaning);
+    }
+  }
   c->n_expert = static_cast<int>(n);
   c->n_expert_used = static_cast<int>(used);
   c->n_ff_expert = c->n_ff;

@@ -240,6 +240,37 @@ TEST(ModelLoadMixtral, OneTensorPerExpertRunsAsTheStackedLayout) {
   EXPECT_NE(e.find("ffn_gate.0.weight' is not used by the llama recipe"), std::string::npos) << e;
 }
 
+// Keys converters write for routed experts load where they state what the
+// recipe computes (the same logits) and are refused by value otherwise.
+TEST(ModelLoadMixtral, ExpertKeysLoadWhereTheyStateTheRecipesArithmetic) {
+  PC_SHARED_OR_SKIP(path, "models/tiny-mixtral-q8_0.gguf");
+  const std::vector<uint8_t> bytes = test::ReadBytes(path);
+  auto g = GgufFile::Parse(bytes);
+  ASSERT_TRUE(g.ok());
+  const std::vector<uint8_t> stated = Rewrite(*g, [](GgufWriter& w) {
+    w.Set("llama.expert_gating_func", GgufValue::Of(uint32_t{1}));
+    w.Set("llama.expert_weights_norm", GgufValue::Of(true));
+    w.Set("llama.expert_weights_scale", GgufValue::Of(1.0f));
+    w.Set("llama.expert_shared_count", GgufValue::Of(uint32_t{0}));
+  });
+  const std::vector<int32_t> prompt = {1, 300, 411, 266, 290};
+  EXPECT_EQ(Logits(stated, prompt), Logits(bytes, prompt));
+  const std::vector<std::pair<MetaEdit, std::string>> cases = {
+      {[](GgufWriter& w) { w.Set("llama.expert_gating_func", GgufValue::Of(uint32_t{2})); },
+       "'llama.expert_gating_func' = 2 is not supported: the llama recipe implements softmax gating"},
+      {[](GgufWriter& w) { w.Set("llama.expert_weights_norm", GgufValue::Of(false)); },
+       "'llama.expert_weights_norm' = 0 is not supported"},
+      {[](GgufWriter& w) { w.Set("llama.expert_weights_scale", GgufValue::Of(2.5f)); },
+       "'llama.expert_weights_scale' = 2.5 is not supported"},
+      {[](GgufWriter& w) { w.Set("llama.expert_shared_count", GgufValue::Of(uint32_t{2})); },
+       "'llama.expert_shared_count' = 2 is not supported: the llama recipe implements no shared experts"},
+  };
+  for (const auto& [edit, want] : cases) {
+    const std::string e = LoadError(Rewrite(*g, edit));
+    EXPECT_NE(e.find(want), std::string::npos) << "want '" << want << "', got '" << e << "'";
+  }
+}
+
 // A copy with each layer's gate and up experts in one tensor
 // `blk.N.ffn_gate_up_exps.weight` [n_embd, 2 * n_ff, n_expert] (per expert
 // its gate rows, then its up rows: the converter's --fuse-gate-up-exps).
