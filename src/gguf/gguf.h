@@ -35,6 +35,12 @@ struct GgufTensorInfo {
 class GgufFile {
  public:
   static Result<GgufFile> Open(const std::string& path);
+  // A model file, which may be the first of the shards gguf-split writes
+  // (`split.count` N > 1, named <prefix>-00001-of-0000N.gguf): the others
+  // are opened beside it and their tensors joined to the first's (the
+  // metadata is the first shard's, as the splitter writes it). Any other
+  // file opens as Open does; a later shard is refused, naming the first.
+  static Result<GgufFile> OpenModel(const std::string& path);
   // Parses bytes that must outlive the returned object.
   static Result<GgufFile> Parse(std::span<const uint8_t> bytes);
 
@@ -47,6 +53,7 @@ class GgufFile {
   // Release); a no-op for parsed bytes the caller owns.
   void ReleasePages(const uint8_t* p, size_t n) const {
     if (file_) file_->Release(p, n);
+    for (const auto& shard : shards_) shard->Release(p, n);  // each clamps to its own range
   }
 
   const GgufValue* Find(const std::string& key) const;
@@ -62,7 +69,11 @@ class GgufFile {
   Result<std::vector<int64_t>> GetIntArray(const std::string& key) const;
 
  private:
+  // Appends a later shard's tensors (and keeps its mapping alive).
+  Status AbsorbShard(GgufFile&& shard);
+
   std::shared_ptr<MappedFile> file_;  // keeps tensor data alive
+  std::vector<std::shared_ptr<MappedFile>> shards_;  // the later shards of a split model
   uint32_t version_ = 0;
   uint64_t alignment_ = 32;
   std::vector<std::pair<std::string, GgufValue>> metadata_;

@@ -20,7 +20,7 @@
 namespace pc {
 
 Result<std::unique_ptr<Model>> Model::Load(const std::string& path, int num_threads, Numerics numerics) {
-  PC_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::Open(path));
+  PC_ASSIGN_OR_RETURN(GgufFile gguf, GgufFile::OpenModel(path));
   Result<std::unique_ptr<Model>> m = FromGguf(std::move(gguf), num_threads, numerics);
   if (!m.ok()) return Errorf("{}: {}", path, m.status().message());
   return m;

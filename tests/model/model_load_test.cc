@@ -1,9 +1,11 @@
 // What a model file may contain: every tensor is used and every <arch>.*
 // key is understood, or loading fails with a message naming the piece; the
 // architectures' switches do what their metadata says.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <set>
 
@@ -316,6 +318,70 @@ TEST(ModelLoadExperts, FusedGateAndUpExpertsRunAsTheSeparateTensors) {
     const std::vector<int32_t> prompt = {1, 300, 411, 266, 290, 17, 5, 88, 120, 301, 44, 9};
     EXPECT_EQ(Logits(fused, prompt), Logits(bytes, prompt)) << name;
   }
+}
+
+// `src` written as `parts` shards the way gguf-split does (each named
+// <prefix>-0000i-of-0000N.gguf): the first with every metadata key, each
+// with split.no, split.count and split.tensors.count and a run of the
+// tensors. `edit(i, w)` may change part i's keys. Returns the paths.
+std::vector<std::string> WriteShards(const GgufFile& src, int parts, const std::string& prefix,
+                                     const std::function<void(int, GgufWriter&)>& edit = nullptr) {
+  const size_t n = src.tensors().size(), per = (n + parts - 1) / parts;
+  std::vector<std::string> paths;
+  for (int i = 0; i < parts; ++i) {
+    GgufWriter w;
+    if (i == 0) {
+      for (const auto& [key, value] : src.metadata()) w.Set(key, value);
+    }
+    w.Set("split.no", GgufValue::Of(static_cast<uint16_t>(i)));
+    w.Set("split.count", GgufValue::Of(static_cast<uint16_t>(parts)));
+    w.Set("split.tensors.count", GgufValue::Of(static_cast<int32_t>(n)));
+    if (edit) edit(i, w);
+    for (size_t k = i * per; k < std::min(n, (i + 1) * per); ++k) {
+      const GgufTensorInfo& t = src.tensors()[k];
+      PC_CHECK(w.AddTensor(t.name, t.type, t.dims, {t.data, static_cast<size_t>(t.size_bytes)}).ok());
+    }
+    paths.push_back(test::TempPath(fmt::format("{}-{:05d}-of-{:05d}.gguf", prefix, i + 1, parts)));
+    PC_CHECK(w.WriteFile(paths.back()).ok());
+  }
+  return paths;
+}
+
+std::string LoadPathError(const std::string& path) {
+  auto m = Model::Load(path, 1);
+  return m.ok() ? "" : m.status().message();
+}
+
+// A model split by gguf-split loads from its first part as the whole file
+// (the same logits bit for bit); a later part, a missing part, or parts
+// that disagree with their split keys are refused by name.
+TEST_F(ModelLoad, ASplitModelLoadsFromItsFirstPart) {
+  const std::vector<std::string> parts = WriteShards(*src_, 3, "split-llama3");
+  auto m = Model::Load(parts[0], 1);
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  Session s(**m, 16, KvDtype::kF32);
+  const std::vector<int32_t> prompt = {1, 50, 60, 70, 80, 90, 100, 110};
+  const std::span<const float> got = s.Prefill(prompt);
+  EXPECT_EQ(std::vector<float>(got.begin(), got.end()), Logits(bytes_, prompt));
+  EXPECT_EQ(LoadPathError(parts[0]), "");
+
+  std::string e = LoadPathError(parts[1]);
+  EXPECT_NE(e.find("this is part 2 of 3 of a split model: open its first part (" + parts[0] + ")"), std::string::npos)
+      << e;
+  const std::vector<std::string> missing = WriteShards(*src_, 3, "split-missing");
+  std::filesystem::remove(missing[2]);
+  e = LoadPathError(missing[0]);
+  EXPECT_NE(e.find("part 3 of 3 of the split model: cannot open '" + missing[2] + "'"), std::string::npos) << e;
+  const std::vector<std::string> wrong = WriteShards(*src_, 3, "split-wrong", [](int i, GgufWriter& w) {
+    if (i == 2) w.Set("split.no", GgufValue::Of(uint16_t{1}));
+  });
+  e = LoadPathError(wrong[0]);
+  EXPECT_NE(e.find("split.no = 1 of split.count = 3, expected part 3 of 3"), std::string::npos) << e;
+  const std::vector<std::string> count = WriteShards(*src_, 2, "split-count", [](int i, GgufWriter& w) {
+    if (i == 0) w.Set("split.tensors.count", GgufValue::Of(int32_t{7}));
+  });
+  e = LoadPathError(count[0]);
+  EXPECT_NE(e.find("split.tensors.count says 7"), std::string::npos) << e;
 }
 
 // The switches change the computation: dropping rope_freqs, or scaling
