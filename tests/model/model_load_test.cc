@@ -17,6 +17,14 @@
 namespace pc {
 namespace {
 
+void CopyMetadata(const GgufFile& src, GgufWriter& w) {
+  for (const auto& [key, value] : src.metadata()) w.Set(key, value);
+}
+
+void CopyTensor(const GgufTensorInfo& t, GgufWriter& w) {
+  PC_CHECK(w.AddTensor(t.name, t.type, t.dims, {t.data, static_cast<size_t>(t.size_bytes)}).ok());
+}
+
 // A copy of a GGUF with edits: `meta` may change or add metadata, `tensors`
 // may add tensors (written after the original ones).
 using MetaEdit = std::function<void(GgufWriter&)>;
@@ -29,7 +37,7 @@ std::vector<uint8_t> Rewrite(const GgufFile& src, const MetaEdit& meta, const st
   meta(w);
   for (const GgufTensorInfo& t : src.tensors()) {
     if (drop_tensors.count(t.name)) continue;
-    PC_CHECK(w.AddTensor(t.name, t.type, t.dims, {t.data, static_cast<size_t>(t.size_bytes)}).ok());
+    CopyTensor(t, w);
   }
   return w.Serialize();
 }
@@ -199,13 +207,13 @@ float MaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
 // `keep_stacked` keeps the 3-D tensors as well.
 std::vector<uint8_t> SplitExperts(const GgufFile& src, const std::string& skip = "", bool keep_stacked = false) {
   GgufWriter w;
-  for (const auto& [key, value] : src.metadata()) w.Set(key, value);
+  CopyMetadata(src, w);
   const std::string suffix = "_exps.weight";
   for (const GgufTensorInfo& t : src.tensors()) {
     const size_t at = t.name.rfind(suffix);
     const bool stacked = at != std::string::npos && at + suffix.size() == t.name.size();
     if (!stacked || keep_stacked) {
-      PC_CHECK(w.AddTensor(t.name, t.type, t.dims, {t.data, static_cast<size_t>(t.size_bytes)}).ok());
+      CopyTensor(t, w);
     }
     if (!stacked) continue;
     PC_CHECK(t.dims.size() == 3);
@@ -278,12 +286,12 @@ TEST(ModelLoadMixtral, ExpertKeysLoadWhereTheyStateTheRecipesArithmetic) {
 // its gate rows, then its up rows: the converter's --fuse-gate-up-exps).
 std::vector<uint8_t> FuseGateUp(const GgufFile& src) {
   GgufWriter w;
-  for (const auto& [key, value] : src.metadata()) w.Set(key, value);
+  CopyMetadata(src, w);
   for (const GgufTensorInfo& t : src.tensors()) {
     const size_t at = t.name.find("ffn_gate_exps.weight");
     if (t.name.find("ffn_up_exps.weight") != std::string::npos) continue;
     if (at == std::string::npos) {
-      PC_CHECK(w.AddTensor(t.name, t.type, t.dims, {t.data, static_cast<size_t>(t.size_bytes)}).ok());
+      CopyTensor(t, w);
       continue;
     }
     const std::string prefix = t.name.substr(0, at);
@@ -331,7 +339,7 @@ std::vector<std::string> WriteShards(const GgufFile& src, int parts, const std::
   for (int i = 0; i < parts; ++i) {
     GgufWriter w;
     if (i == 0) {
-      for (const auto& [key, value] : src.metadata()) w.Set(key, value);
+      CopyMetadata(src, w);
     }
     w.Set("split.no", GgufValue::Of(static_cast<uint16_t>(i)));
     w.Set("split.count", GgufValue::Of(static_cast<uint16_t>(parts)));
@@ -339,7 +347,7 @@ std::vector<std::string> WriteShards(const GgufFile& src, int parts, const std::
     if (edit) edit(i, w);
     for (size_t k = i * per; k < std::min(n, (i + 1) * per); ++k) {
       const GgufTensorInfo& t = src.tensors()[k];
-      PC_CHECK(w.AddTensor(t.name, t.type, t.dims, {t.data, static_cast<size_t>(t.size_bytes)}).ok());
+      CopyTensor(t, w);
     }
     paths.push_back(test::TempPath(fmt::format("{}-{:05d}-of-{:05d}.gguf", prefix, i + 1, parts)));
     PC_CHECK(w.WriteFile(paths.back()).ok());
