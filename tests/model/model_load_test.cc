@@ -390,6 +390,11 @@ TEST_F(ModelLoad, ASplitModelLoadsFromItsFirstPart) {
   });
   e = LoadPathError(count[0]);
   EXPECT_NE(e.find("split.tensors.count says 7"), std::string::npos) << e;
+  const std::vector<std::string> range = WriteShards(*src_, 2, "split-range", [](int i, GgufWriter& w) {
+    if (i == 0) w.Set("split.no", GgufValue::Of(uint16_t{5}));
+  });
+  e = LoadPathError(range[0]);
+  EXPECT_NE(e.find("split.no = 5 of split.count = 2 is out of range"), std::string::npos) << e;
 }
 
 // The switches change the computation: dropping rope_freqs, or scaling
