@@ -143,6 +143,7 @@ SubmitOutcome Engine::Submit(EngineRequest req) {
   a->keys = std::move(hashes);
   out.stream = a->stream;
   active_.emplace(id, std::move(a));
+  arrivals_.fetch_add(1, std::memory_order_release);
   wake_.notify_one();
   return out;
 }
@@ -470,6 +471,7 @@ void Engine::Requeue(Active& a, bool preempted) {
 std::vector<WorkItem> Engine::PlanWithBlocks() {
   for (;;) {
     std::vector<WorkItem> work = scheduler_.PlanStep(step_budget_);
+    KeepExpedited(work);
     bool short_of_blocks = false;
     for (const WorkItem& w : work) {
       CachedSequence& seq = *active_.at(w.id)->seq;
@@ -518,8 +520,16 @@ bool Engine::Step() {
   NotePlannedStep(shape, lone);
   const std::string items = StepItems(work, acts);
   const int64_t t0 = NowNs();
-  const StepShape ran = RunStep(work, acts, shape);  // with the drafts it verified
+  const std::optional<StepShape> done = RunStep(work, acts, shape);  // with the drafts it verified
   const double ms = NsToMs(NowNs() - t0);
+  if (!done) {
+    metrics_.Add("promptcache_steps_dropped_total", "", 1);
+    metrics_.Add("promptcache_dropped_step_seconds_total", "", ms / 1e3);
+    undroppable_steps_ = 2;  // the arrivals' step, then the dropped work again
+    return true;
+  }
+  if (undroppable_steps_ > 0) --undroppable_steps_;
+  const StepShape& ran = *done;
   LogStep(items, ran, t0, ms);  // before Observe: the prediction it was planned with
   step_budget_.Observe(ran, ms);
   metrics_.Observe("promptcache_step_seconds", "", ms / 1e3);
@@ -546,7 +556,8 @@ StepShape Engine::ShapeOf(const std::vector<WorkItem>& work, const std::vector<A
   return s;
 }
 
-StepShape Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts, StepShape shape) {
+std::optional<StepShape> Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts,
+                                         StepShape shape) {
   // Blocks first: a Reserve may grow a block table, which the batch points into.
   std::vector<std::vector<int32_t>> chunks(work.size());
   for (size_t i = 0; i < work.size(); ++i) {
@@ -569,7 +580,8 @@ StepShape Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<A
     }
   }
   std::vector<float>& logits = step_logits_;
-  model_.Forward(batch, cache_.store(), &logits);
+  StepInFlight watch = Watch(work, shape);
+  if (!model_.Forward(batch, cache_.store(), &logits, [&] { return KeepStep(watch); })) return std::nullopt;
   const int64_t now = NowNs();
   const size_t n_vocab = static_cast<size_t>(model_.config().n_vocab);
   size_t row = 0;

@@ -83,6 +83,13 @@ struct EngineOptions {
   // differ between a one-token and a several-token pass, so drafts would
   // change its outputs.
   size_t draft_tokens = 0;
+  // A step in progress is dropped, between two layers, for cache hits that
+  // arrive meanwhile when that pays (DropStepPays: with a step target, under
+  // the precise numerics): they then run in a step with the decodes alone.
+  // Cache-aware admission only (first come, first served keeps arrival
+  // order in steps too). false: an arriving hit waits for the step in
+  // progress and rides a step of other prompts' chunks (--no-step-drop).
+  bool drop_steps_for_hits = true;
 };
 
 struct EngineRequest {
@@ -204,7 +211,31 @@ class Engine {
   void NotePlannedStep(const StepShape& shape, bool lone);
   // Runs the planned step (shape: what it holds) and returns what it ran,
   // drafts included.
-  StepShape RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts, StepShape shape);
+  // nullopt: the step was dropped for an arrival (KeepStep), nothing of it kept.
+  std::optional<StepShape> RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts,
+                                   StepShape shape);
+  // A cache hit is not kept waiting for the step in progress nor for other
+  // prompts' chunks (engine_drop.cc). A request "expedites" a step when its
+  // prompt's remainder is its first chunk, ends the prompt and is no longer
+  // than what the cache gave it; a step with one holds the decodes and such
+  // chunks only. The forward asks KeepStep between layers; when requests
+  // arrived since it last looked, they are admitted then (a fully cached
+  // prompt with kept logits gets its first token there), and the step is
+  // dropped when an expediting one's step pays (DropStepPays).
+  struct StepInFlight {
+    int64_t t0_ns = 0;
+    double predicted_ms = 0;
+    uint64_t arrivals = 0;  // arrivals_ when last looked
+    bool droppable = false;
+    bool has_decodes = false;
+    std::vector<uint64_t> ids;  // the step's requests
+  };
+  bool Expediting() const;
+  bool KeepStep(StepInFlight& f);
+  bool DropPays(const StepInFlight& f) PC_REQUIRES(mu_);
+  bool Expedites(const WorkItem& w) const PC_REQUIRES(mu_);
+  void KeepExpedited(std::vector<WorkItem>& work) const PC_REQUIRES(mu_);
+  StepInFlight Watch(const std::vector<WorkItem>& work, const StepShape& shape) const;
   // between_steps: after a step's sequences slid their windows (the per-
   // sequence peaks are sampled only then: a step being planned holds its
   // chunks' blocks too).
@@ -264,6 +295,8 @@ class Engine {
   std::vector<std::string> pending_log_;  // loop thread only
   std::unique_ptr<std::ofstream> step_log_;  // loop thread only
   int64_t start_ns_ = 0;
+  std::atomic<uint64_t> arrivals_{0};  // Submit counts requests; KeepStep compares
+  int undroppable_steps_ = 0;          // loop thread only: steps after a drop are not dropped
   std::thread loop_;
 };
 

@@ -151,6 +151,10 @@ void Engine::DescribeMetrics() {
              "Steps planned past the step-time target (--max-step-ms; a step without decodes: past the length the "
              "budget allows it) by cause: the decodes alone exceed it, or the one prompt token a step always advances does.",
              {"cause=\"decodes\"", "cause=\"prefill_floor\""});
+  m.Describe("promptcache_steps_dropped_total", "counter",
+             "Steps dropped between two layers so that cache hits that arrived got a step of their own first "
+             "(serve --no-step-drop: never).");
+  m.Describe("promptcache_dropped_step_seconds_total", "counter", "Compute time lost in dropped steps.");
   m.Describe("promptcache_step_predicted_ms", "gauge", "The step budget's prediction for the last step planned.");
   m.Describe("promptcache_prefill_cost_ms", "gauge",
              "The step budget's prefill price: ms per prompt token at position 0, and its growth per 1,000 positions "

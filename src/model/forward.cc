@@ -516,6 +516,11 @@ void Model::Output(size_t m, Scratch& s, std::vector<float>* logits) {
 Model::~Model() = default;
 
 void Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits) {
+  Forward(batch, kv, logits, {});
+}
+
+bool Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits,
+                    const std::function<bool()>& keep_going) {
   const ModelConfig& c = config_;
   const size_t n = batch.size();
   if (!scratch_) scratch_ = std::make_unique<Scratch>();
@@ -545,6 +550,7 @@ void Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
   }
   size_t m = n;
   for (int l = 0; l < c.n_layer; ++l) {
+    if (l > 0 && keep_going && !keep_going()) return false;
     AttentionBlock(l, batch, kv, s);
     // Past the last attention only the rows that want logits matter: the
     // last FFN runs on those alone (a prefill chunk's other rows are done).
@@ -552,6 +558,7 @@ void Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
     FeedForwardBlock(l, m, s);
   }
   Output(m, s, logits);
+  return true;
 }
 
 }  // namespace pc

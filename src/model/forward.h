@@ -78,6 +78,13 @@ class Model {
   // logits receives n_vocab floats per token with want_logits, in order.
   // Activation buffers are kept between calls (grown, never shrunk).
   void Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits);
+  // The same, asking keep_going() (on the calling thread, with the pool
+  // idle) before each layer after the first: false drops the batch there and
+  // returns false, logits untouched. The batch's K/V rows are then partly
+  // written, so its positions must be computed again before anything reads
+  // them (the engine drops a step this way for a cache hit that just came).
+  bool Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits,
+               const std::function<bool()>& keep_going);
   ~Model();
 
  private:

@@ -166,6 +166,63 @@ INSTANTIATE_TEST_SUITE_P(Types, ChunkedPrefill,
                          ::testing::Values(TensorType::kQ8_0, TensorType::kF16, TensorType::kBF16),
                          [](const auto& info) { return std::string(TensorTypeName(info.param)); });
 
+// A forward pass dropped between two layers (the engine drops a step so a
+// cache hit runs first) asks before every layer after the first, returns
+// false at once, and leaves partly written K/V that the same batch run again
+// overwrites: its logits and cache then equal an undisturbed run's, bit for
+// bit, and the batch that ran in between (another sequence) is unaffected.
+TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
+  const std::string path = test::TempPath("tiny-dropped.gguf");
+  MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
+  opt.shape.n_layer = 4;
+  ASSERT_TRUE(MakeModel(opt, path).ok());
+  auto model = Model::Load(path, 2);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Model& m = **model;
+  const int layers = m.config().n_layer;
+  ASSERT_EQ(layers, 4);
+  const size_t n = 70;
+  std::vector<int32_t> prompt(n);
+  for (size_t i = 0; i < n; ++i) prompt[i] = static_cast<int32_t>(1 + (i * 613) % 900);
+  Session undisturbed(m, n, KvDtype::kF16), dropped(m, n, KvDtype::kF16), other(m, n, KvDtype::kF16);
+  auto batch_of = [&](Session& s, size_t from, size_t len) {
+    EXPECT_TRUE(s.Reserve(from + len).ok());
+    std::vector<BatchToken> b;
+    for (size_t i = from; i < from + len; ++i)
+      b.push_back({prompt[i], static_cast<int32_t>(i), s.block_table(), i + 1 == from + len});
+    return b;
+  };
+  std::vector<float> want, got, scratch(3, 7.0f);
+  m.Forward(batch_of(undisturbed, 0, 30), undisturbed.store(), &want);
+  m.Forward(batch_of(undisturbed, 30, n - 30), undisturbed.store(), &want);
+  m.Forward(batch_of(dropped, 0, 30), dropped.store(), &got);
+  for (int stop_at = 1; stop_at < layers; ++stop_at) {
+    int asked = 0;
+    const bool done = m.Forward(batch_of(dropped, 30, n - 30), dropped.store(), &scratch, [&] { return ++asked < stop_at; });
+    EXPECT_FALSE(done);
+    EXPECT_EQ(asked, stop_at);  // asked before layers 1 .. stop_at, never after a "no"
+    EXPECT_EQ(scratch, std::vector<float>(3, 7.0f)) << "a dropped pass leaves the logits alone";
+    std::vector<float> between;  // the step that runs instead
+    m.Forward(batch_of(other, 0, 20), other.store(), &between);
+  }
+  int asked = 0;
+  EXPECT_TRUE(m.Forward(batch_of(dropped, 30, n - 30), dropped.store(), &got, [&] { return ++asked > 0; }));
+  EXPECT_EQ(asked, layers - 1);
+  ASSERT_EQ(want.size(), got.size());
+  EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
+  const size_t layer_bytes = dropped.store().block_layer_bytes();
+  for (size_t blk = 0; blk * dropped.store().block_size() < n; ++blk) {
+    for (size_t l = 0; l < dropped.store().num_layers(); ++l) {
+      ASSERT_EQ(0, std::memcmp(undisturbed.store().BlockK(l, undisturbed.block_table()[blk]),
+                               dropped.store().BlockK(l, dropped.block_table()[blk]), layer_bytes))
+          << "K block " << blk << " layer " << l;
+      ASSERT_EQ(0, std::memcmp(undisturbed.store().BlockV(l, undisturbed.block_table()[blk]),
+                               dropped.store().BlockV(l, dropped.block_table()[blk]), layer_bytes))
+          << "V block " << blk << " layer " << l;
+    }
+  }
+}
+
 // Q8_0 weights are repacked at load; the ggml numerics frees the copies and
 // reads the file's layout (a model loaded for it repacks nothing); switching
 // back repacks and reproduces the first logits bit for bit.

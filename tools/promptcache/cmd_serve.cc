@@ -28,6 +28,7 @@ struct ServeFlags {
   size_t kv_mem = 0, ctx_size = 0, block_size = 16, batch_tokens = 256, max_running = 32, max_queue = 256;
   double max_step_ms = 25;
   std::string admission = "cache-aware";
+  bool no_step_drop = false;
   double drain_timeout_s = 30;
   size_t host_cache_mem = 0, disk_cache_size = size_t{8} << 30;
   std::string disk_cache, redis, redis_ns = "promptcache";
@@ -193,6 +194,7 @@ int Serve(const ServeFlags& f) {
   if (!tiers.ok()) return Fail(tiers.status().message());
   eo.tiers = tiers->get();  // declared before the engine: destroyed (and flushed) after it
   eo.admission = f.admission == "fifo" ? Admission::kFifo : Admission::kCacheAware;
+  eo.drop_steps_for_hits = !f.no_step_drop;
   std::optional<CostModel> costs;
   if (eo.tiers) {
     costs = eo.tiers->costs();
@@ -276,6 +278,9 @@ void RegisterServe(CLI::App& app, int* exit_code) {
                 "Who goes first among waiting requests and prompts: cache-aware (arrival plus predicted prefill "
                 "still to do: a mostly cached prompt is not queued behind misses, none starves) or fifo")
       ->check(CLI::IsMember({"cache-aware", "fifo"}));
+  c->add_flag("--no-step-drop", f->no_step_drop,
+              "Cache-aware admission without hits ahead of the step in progress: a mostly cached prompt that "
+              "arrives then waits for the step and rides a step of other prompts' chunks");
   c->add_option("--max-running", f->max_running, "Sequences decoded together")->check(CLI::Range(1, 4096));
   c->add_option("--max-queue", f->max_queue, "Waiting requests before answering 429")->check(CLI::Range(0, 1 << 20));
   c->add_option("--host-cache-mem", f->host_cache_mem, "Host-RAM tier bytes for blocks evicted from the pool (0: off)");
