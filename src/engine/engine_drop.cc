@@ -30,8 +30,16 @@ bool Engine::Expedites(const WorkItem& w) const {
 // chunks, which go on in the next step.
 void Engine::KeepExpedited(std::vector<WorkItem>& work) const {
   if (!Expediting()) return;
-  if (std::none_of(work.begin(), work.end(), [&](const WorkItem& w) { return Expedites(w); })) return;
-  std::erase_if(work, [&](const WorkItem& w) { return !w.decode && !Expedites(w); });
+  // Loops, not predicates: the thread-safety analysis does not see mu_ held
+  // inside a lambda.
+  std::vector<WorkItem> kept;
+  bool any = false;
+  for (const WorkItem& w : work) {
+    const bool expedites = Expedites(w);
+    any = any || expedites;
+    if (w.decode || expedites) kept.push_back(w);
+  }
+  if (any) work = std::move(kept);
 }
 
 Engine::StepInFlight Engine::Watch(const std::vector<WorkItem>& work, const StepShape& shape) const {
