@@ -499,6 +499,10 @@ bool Engine::Step() {
   std::vector<Active*> acts;
   bool lone = false;
   std::vector<uint64_t> memo_ids;
+  // Requests that arrive after this admission pass are looked at between
+  // the layers of this step's forward pass (KeepStep), however long the
+  // planning in between takes.
+  arrivals_admitted_ = arrivals_.load(std::memory_order_acquire);
   {
     MutexLock lock(mu_);
     InstallLoads(NowNs());

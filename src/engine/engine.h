@@ -296,6 +296,7 @@ class Engine {
   std::unique_ptr<std::ofstream> step_log_;  // loop thread only
   int64_t start_ns_ = 0;
   std::atomic<uint64_t> arrivals_{0};  // Submit counts requests; KeepStep compares
+  uint64_t arrivals_admitted_ = 0;     // loop thread only: arrivals_ before the step's admission pass
   int undroppable_steps_ = 0;          // loop thread only: steps after a drop are not dropped
   std::thread loop_;
 };

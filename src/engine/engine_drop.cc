@@ -45,7 +45,7 @@ void Engine::KeepExpedited(std::vector<WorkItem>& work) const {
 Engine::StepInFlight Engine::Watch(const std::vector<WorkItem>& work, const StepShape& shape) const {
   StepInFlight f;
   f.t0_ns = NowNs();
-  f.arrivals = arrivals_.load(std::memory_order_acquire);
+  f.arrivals = arrivals_admitted_;
   f.droppable = Expediting() && opt_.max_step_ms > 0 && undroppable_steps_ == 0 &&
                 model_.numerics() == Numerics::kPrecise && step_budget_.knows_prefill_cost();
   if (f.droppable) f.predicted_ms = step_budget_.StepMs(shape);
