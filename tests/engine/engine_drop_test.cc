@@ -20,21 +20,7 @@ namespace {
 using test::Drain;
 using test::Output;
 
-std::vector<int32_t> Tokens(size_t n, int seed) {
-  std::vector<int32_t> p = {1};
-  for (size_t k = 1; k < n; ++k) p.push_back(static_cast<int32_t>(3 + (seed * 97 + k * 31 + k * k) % 500));
-  return p;
-}
-
-EngineRequest Greedy(std::vector<int32_t> prompt, int n) {
-  EngineRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = n;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  r.top_logprobs = 3;
-  return r;
-}
+EngineRequest Greedy(std::vector<int32_t> prompt, int n) { return test::Greedy(std::move(prompt), n, 3); }
 
 // The value of an unlabelled metric (-1 when absent).
 double Metric(Engine& e, const std::string& name) {
@@ -46,9 +32,9 @@ double Metric(Engine& e, const std::string& name) {
 TEST(EngineDrop, AHitArrivingDuringALongPrefillStepGoesFirst) {
   // Enough layers and width that a 2,000-token step takes a while anywhere.
   test::MadeModel l = test::MakeTestModel({"engine-drop", 256, 6, 8, 4, 512, true, 4096}, TensorType::kQ8_0, 512);
-  const std::vector<int32_t> cached = Tokens(200, 1), miss = Tokens(2000, 2);
+  const std::vector<int32_t> cached = test::Prompt(1, 200), miss = test::Prompt(2, 2000);
   std::vector<int32_t> hit = cached;
-  for (int32_t t : Tokens(17, 3)) hit.push_back(t);  // 192 tokens cached in whole blocks, 25 to compute
+  for (int32_t t : test::Prompt(3, 17)) hit.push_back(t);  // 192 tokens cached in whole blocks, 25 to compute
   EngineOptions eo;
   eo.max_batch_tokens = 2048;  // the miss alone: one step of all its tokens
   eo.max_step_ms = 25;

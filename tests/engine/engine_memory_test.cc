@@ -29,24 +29,10 @@ size_t PoolBytes(const ModelConfig& c, size_t blocks) {
   return blocks * 2 * static_cast<size_t>(c.n_layer) * 16 * static_cast<size_t>(c.kv_dim()) * 2;
 }
 
-std::vector<int32_t> Prompt(int i, size_t n) {
-  std::vector<int32_t> p = {1};
-  for (size_t k = 1; k < n; ++k) p.push_back(static_cast<int32_t>(3 + (i * 131 + k * 17 + k * k) % 500));
-  return p;
-}
-
-EngineRequest Greedy(std::vector<int32_t> prompt, int n) {
-  EngineRequest r;
-  r.prompt = std::move(prompt);
-  r.max_tokens = n;
-  r.sampling.temperature = 0;
-  r.ignore_eos = true;
-  r.top_logprobs = 2;
-  return r;
-}
-
 using test::Drain;
+using test::Greedy;
 using test::Output;
+using test::Prompt;
 
 double Counter(Engine& e, const std::string& name) {
   const std::string text = e.RenderMetrics();

@@ -1,5 +1,6 @@
-// What an engine request streamed, read to its done event: the tests of
-// src/engine compare these across runs (cached, drafted, batched, ...).
+// What an engine request streamed, read to its done event, and the
+// requests that produce it: the tests of src/engine compare these across
+// runs (cached, drafted, batched, ...).
 #pragma once
 #include <optional>
 #include <utility>
@@ -33,6 +34,25 @@ inline Output Drain(RequestStream& s) {
     o.ids.push_back(ev->token);
     o.tops.push_back(ev->top);
   }
+}
+
+// A deterministic prompt of n tokens (1, then ids 3..502 varying with i).
+inline std::vector<int32_t> Prompt(int i, size_t n) {
+  std::vector<int32_t> p = {1};
+  for (size_t k = 1; k < n; ++k) p.push_back(static_cast<int32_t>(3 + (i * 131 + k * 17 + k * k) % 500));
+  return p;
+}
+
+// n greedy tokens to the end (end of generation never sampled), with top
+// logprobs to compare.
+inline EngineRequest Greedy(std::vector<int32_t> prompt, int n, int top_logprobs = 2) {
+  EngineRequest r;
+  r.prompt = std::move(prompt);
+  r.max_tokens = n;
+  r.sampling.temperature = 0;
+  r.ignore_eos = true;
+  r.top_logprobs = top_logprobs;
+  return r;
 }
 
 }  // namespace pc::test
