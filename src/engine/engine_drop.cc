@@ -75,25 +75,23 @@ bool Engine::KeepStep(StepInFlight& f) {
   return !drop;
 }
 
-// Requires mu_. Whether the step would be planned with expediting chunks
-// of requests outside the step in progress, and their step pays.
+// Requires mu_. Whether the next step would hold expediting chunks of
+// requests outside the step in progress, and that step (priced as it would
+// run: the decodes and every expediting chunk, those of the step in
+// progress included) pays.
 bool Engine::DropPays(const StepInFlight& f) {
   std::vector<WorkItem> plan = scheduler_.PlanStep(step_budget_);
   KeepExpedited(plan);
-  StepShape quick;
+  std::vector<Active*> acts;
   bool any = false;
   for (const WorkItem& w : plan) {
-    const Active& a = *active_.at(w.id);
-    if (w.decode) {
-      quick.AddDecode(a.seq->num_computed());
-    } else if (Expedites(w) && std::find(f.ids.begin(), f.ids.end(), w.id) == f.ids.end()) {
-      quick.AddChunk(a.seq->num_computed(), w.num_tokens);
-      any = true;
-    }
+    acts.push_back(active_.at(w.id).get());
+    any = any || (Expedites(w) && std::find(f.ids.begin(), f.ids.end(), w.id) == f.ids.end());
   }
-  const double elapsed_ms = NsToMs(NowNs() - f.t0_ns);
   if (!any) return false;
-  return DropStepPays(elapsed_ms, f.predicted_ms, step_budget_.StepMs(quick), opt_.max_step_ms, f.has_decodes);
+  const double elapsed_ms = NsToMs(NowNs() - f.t0_ns);
+  return DropStepPays(elapsed_ms, f.predicted_ms, step_budget_.StepMs(ShapeOf(plan, acts)), opt_.max_step_ms,
+                      f.has_decodes);
 }
 
 }  // namespace pc
