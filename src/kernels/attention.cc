@@ -147,17 +147,18 @@ size_t AttendScratchFloats(size_t rows, const AttnHeads& h) {
 
 namespace {
 
-// Whole K and V rows [p0, p0 + n) (every KV head: contiguous memory),
-// widened to F32 per head: kt[kv_head][j][head_dim], vt likewise; rows
-// [n, kAttnTile) zero (the lane kernels read whole tiles). 8-bit K is
-// left as stored (attend_lanes_q8 reads it so): kt untouched.
-void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_t p0, size_t n, float* kt, float* vt) {
+// K and V rows [p0, p0 + n) of K/V heads [g0, g1) (all of them: whole,
+// contiguous rows), widened to F32 per head: kt[kv_head][j][head_dim], vt
+// likewise; rows [n, kAttnTile) zero (the lane kernels read whole tiles).
+// 8-bit K is left as stored (attend_lanes_q8 reads it so): kt untouched.
+void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_t p0, size_t n, float* kt, float* vt,
+              size_t g0, size_t g1) {
   const bool widen_k = kv.dtype != KvDtype::kQ8_0;
-  const size_t dim = kv.kv_dim, n_kv = dim / head_dim;
+  const size_t dim = kv.kv_dim;
   for (size_t j = 0; j < n; ++j) {
     const size_t p = p0 + j;
     const size_t elem = (static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size) * dim;
-    for (size_t g = 0; g < n_kv; ++g) {
+    for (size_t g = g0; g < g1; ++g) {
       float* kd = kt + (g * kAttnTile + j) * head_dim;
       float* vd = vt + (g * kAttnTile + j) * head_dim;
       if (kv.dtype == KvDtype::kQ8_0) {  // widened while loading: the read is half F16's
@@ -172,7 +173,7 @@ void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_
       }
     }
   }
-  for (size_t g = 0; g < n_kv && n < kAttnTile; ++g) {
+  for (size_t g = g0; g < g1 && n < kAttnTile; ++g) {
     if (widen_k) std::fill(kt + (g * kAttnTile + n) * head_dim, kt + (g + 1) * kAttnTile * head_dim, 0.0f);
     std::fill(vt + (g * kAttnTile + n) * head_dim, vt + (g + 1) * kAttnTile * head_dim, 0.0f);
   }
@@ -181,13 +182,17 @@ void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_
 // Asks for K and V rows [p0, p0 + n) ahead of use: the tile's compute then
 // overlaps the next tile's transfer (without it decode attention stalls on
 // each tile's first loads and runs at a fraction of the bandwidth).
-void PrefetchTile(const KvLayerView& kv, size_t p0, size_t n) {
+// Only K/V heads [g0, g1) of each row where a call takes some heads
+// (head_dim 0: whole rows).
+void PrefetchTile(const KvLayerView& kv, size_t p0, size_t n, size_t head_dim = 0, size_t g0 = 0, size_t g1 = 0) {
   const size_t row_bytes = KvBytes(kv.dtype, kv.kv_dim);
+  const size_t lo = head_dim == 0 ? 0 : KvBytes(kv.dtype, g0 * head_dim) / 64 * 64;
+  const size_t hi = head_dim == 0 ? row_bytes : KvBytes(kv.dtype, g1 * head_dim);
   for (size_t p = p0; p < p0 + n; ++p) {
     const size_t row = static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
     const char* kr = static_cast<const char*>(kv.k) + row * row_bytes;
     const char* vr = static_cast<const char*>(kv.v) + row * row_bytes;
-    for (size_t off = 0; off < row_bytes; off += 64) {
+    for (size_t off = lo; off < hi; off += 64) {
       __builtin_prefetch(kr + off);
       __builtin_prefetch(vr + off);
     }
@@ -203,15 +208,15 @@ size_t MaxPos(const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1)
   return max_pos;
 }
 
-// The span's tiles [begin, last] in order, each loaded (and the next one
-// prefetched) before fn(p0, n) uses it.
+// The span's tiles [begin, last] in order, K/V heads [g0, g1) of each
+// loaded (and the next tile prefetched) before fn(p0, n) uses it.
 template <class Fn>
-void ForEachTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_t begin, size_t last, float* kt,
-                 float* vt, Fn&& fn) {
+void ForEachTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_t begin, size_t last, size_t g0,
+                 size_t g1, float* kt, float* vt, Fn&& fn) {
   for (size_t p0 = begin; p0 <= last; p0 += kAttnTile) {
     const size_t n = std::min(kAttnTile, last + 1 - p0);
-    if (p0 + n <= last) PrefetchTile(kv, p0 + n, std::min(kAttnTile, last + 1 - (p0 + n)));
-    LoadTile(k, kv, head_dim, p0, n, kt, vt);
+    if (p0 + n <= last) PrefetchTile(kv, p0 + n, std::min(kAttnTile, last + 1 - (p0 + n)), head_dim, g0, g1);
+    LoadTile(k, kv, head_dim, p0, n, kt, vt, g0, g1);
     fn(p0, n);
   }
 }
@@ -269,6 +274,7 @@ struct SpanArgs {
   const AttnHeads& h;
   size_t begin, last;
   float scale;
+  size_t g0, g1;  // K/V heads of the call (the lane path; the others take all)
 };
 
 // Many queries per K/V head (prefill): lane group gi of K/V head g holds its
@@ -421,16 +427,16 @@ void TileRows(const KvLayerView& kv, size_t p0, size_t n, const uint8_t* zero, K
 // zero: a row's bytes (8-bit K's rows past a tile's end).
 void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, uint8_t* zero, AttnState out) {
   const LaneSpan ls{a, work};
-  for (size_t g = 0; g < a.h.n_kv_head; ++g) {
+  for (size_t g = a.g0; g < a.g1; ++g) {
     for (size_t gi = 0; gi < ls.groups; ++gi) ls.Start(g, gi);
   }
   const size_t hd = ls.hd;
   const bool q8k = a.kv.dtype == KvDtype::kQ8_0;
   if (q8k) std::memset(zero, 0, KvBytes(a.kv.dtype, a.kv.kv_dim));
   KvTile rows;
-  ForEachTile(a.k, a.kv, hd, a.begin, a.last, kt, vt, [&](size_t p0, size_t n) {
+  ForEachTile(a.k, a.kv, hd, a.begin, a.last, a.g0, a.g1, kt, vt, [&](size_t p0, size_t n) {
     if (q8k) TileRows(a.kv, p0, n, zero, &rows);
-    for (size_t g = 0; g < a.h.n_kv_head; ++g) {
+    for (size_t g = a.g0; g < a.g1; ++g) {
       // The head's groups with a position in this tile, two per call.
       LaneGroup batch[2];
       int32_t nvs[2][kLaneTile], firsts[2][kLaneTile];
@@ -452,7 +458,7 @@ void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, uint8_t* ze
       flush();
     }
   });
-  for (size_t g = 0; g < a.h.n_kv_head; ++g) {
+  for (size_t g = a.g0; g < a.g1; ++g) {
     for (size_t gi = 0; gi < ls.groups; ++gi) ls.Finish(g, gi, out);
   }
 }
@@ -515,7 +521,7 @@ void SpanTiles(const SpanArgs& a, float* kt, float* vt, float* s, float* qs, Att
   PC_CHECK(a.kv.dtype != KvDtype::kQ8_0 && "8-bit K needs the lane or column kernels");
   const size_t hd = a.h.head_dim;
   ScaledQueries(a.rows, a.r0, a.r1, a.h, a.scale, qs);
-  ForEachTile(a.k, a.kv, hd, a.begin, a.last, kt, vt, [&](size_t p0, size_t n) {
+  ForEachTile(a.k, a.kv, hd, a.begin, a.last, 0, a.h.n_kv_head, kt, vt, [&](size_t p0, size_t n) {
     for (size_t r = a.r0; r < a.r1; ++r) {
       const size_t nv = Visible(a.rows.pos[r], p0, n);
       if (nv == 0) continue;
@@ -536,7 +542,7 @@ size_t AttnSpanCount(const AttnRows& rows, size_t r0, size_t r1) {
 }
 
 void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
-                const AttnHeads& h, size_t span, float* scratch, AttnState out) {
+                const AttnHeads& h, size_t span, float* scratch, AttnState out, KvHeadRange only) {
   const size_t hd = h.head_dim, nq = (r1 - r0) * h.n_head, kv_dim = kv.kv_dim;
   PC_CHECK(kv_dim == h.n_kv_head * hd);
   float* kt = scratch;
@@ -547,8 +553,9 @@ void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows
   // Tiles wholly before every row's window are skipped (they sit at
   // absolute positions, so a row's bits do not change).
   const size_t begin = std::max(span * kAttnSpan, MinVisible(rows, r0, r1) / kAttnTile * kAttnTile);
-  const SpanArgs a{k, kv, rows, r0, r1, h, begin, std::min(MaxPos(kv, rows, r0, r1), span * kAttnSpan + kAttnSpan - 1),
-                   h.Scale()};
+  PC_CHECK(only.begin < only.End(h) && only.End(h) <= h.n_kv_head);
+  const size_t last = std::min(MaxPos(kv, rows, r0, r1), span * kAttnSpan + kAttnSpan - 1);
+  const SpanArgs a{k, kv, rows, r0, r1, h, begin, last, h.Scale(), only.begin, only.End(h)};
   const bool empty = a.last < begin || begin >= (span + 1) * kAttnSpan;
   const bool lanes = (kv.dtype == KvDtype::kQ8_0 ? k.attend_lanes_q8 != nullptr : k.attend_lanes != nullptr) &&
                      (r1 - r0) * h.group() >= kLanesMinQueries;
@@ -567,28 +574,41 @@ void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows
   }
 }
 
+namespace {
+
+void MergeQuery(AttnState into, AttnState part, size_t qi, size_t head_dim) {
+  if (part.l[qi] == 0.0f) return;  // the span held none of this row's positions
+  float* a = into.acc + qi * head_dim;
+  const float* b = part.acc + qi * head_dim;
+  if (into.l[qi] == 0.0f) {  // nothing seen yet (a window starting past span 0)
+    std::copy(b, b + head_dim, a);
+    into.l[qi] = part.l[qi];
+    into.m[qi] = part.m[qi];
+    return;
+  }
+  const float m = std::max(into.m[qi], part.m[qi]);
+  const float ca = ExpPoly(into.m[qi] - m), cb = ExpPoly(part.m[qi] - m);
+  for (size_t d = 0; d < head_dim; ++d) a[d] = a[d] * ca + b[d] * cb;
+  into.l[qi] = into.l[qi] * ca + part.l[qi] * cb;
+  into.m[qi] = m;
+}
+
+}  // namespace
+
 void MergeAttnState(AttnState into, AttnState part, size_t nq, size_t head_dim) {
-  for (size_t qi = 0; qi < nq; ++qi) {
-    if (part.l[qi] == 0.0f) continue;  // the span held none of this row's positions
-    float* a = into.acc + qi * head_dim;
-    const float* b = part.acc + qi * head_dim;
-    if (into.l[qi] == 0.0f) {  // nothing seen yet (a window starting past span 0)
-      std::copy(b, b + head_dim, a);
-      into.l[qi] = part.l[qi];
-      into.m[qi] = part.m[qi];
-      continue;
-    }
-    const float m = std::max(into.m[qi], part.m[qi]);
-    const float ca = ExpPoly(into.m[qi] - m), cb = ExpPoly(part.m[qi] - m);
-    for (size_t d = 0; d < head_dim; ++d) a[d] = a[d] * ca + b[d] * cb;
-    into.l[qi] = into.l[qi] * ca + part.l[qi] * cb;
-    into.m[qi] = m;
+  for (size_t qi = 0; qi < nq; ++qi) MergeQuery(into, part, qi, head_dim);
+}
+
+void MergeAttnStateHeads(AttnState into, AttnState part, size_t rows, const AttnHeads& h, KvHeadRange only) {
+  const size_t first = only.begin * h.group(), last = only.End(h) * h.group();
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t head = first; head < last; ++head) MergeQuery(into, part, r * h.n_head + head, h.head_dim);
   }
 }
 
-void FinishAttnState(AttnState st, const AttnRows& rows, size_t r0, size_t r1, const AttnHeads& h) {
+void FinishAttnState(AttnState st, const AttnRows& rows, size_t r0, size_t r1, const AttnHeads& h, KvHeadRange only) {
   for (size_t r = r0; r < r1; ++r) {
-    for (size_t head = 0; head < h.n_head; ++head) {
+    for (size_t head = only.begin * h.group(); head < only.End(h) * h.group(); ++head) {
       const size_t qi = (r - r0) * h.n_head + head;
       float* out = rows.out + r * rows.out_stride + head * h.head_dim;
       float l = st.l[qi], c = 1.0f;
@@ -608,18 +628,18 @@ void FinishAttnState(AttnState st, const AttnRows& rows, size_t r0, size_t r1, c
 }
 
 void AttendRows(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
-                const AttnHeads& h, float* scratch) {
+                const AttnHeads& h, float* scratch, KvHeadRange only) {
   const size_t nq = (r1 - r0) * h.n_head, state_floats = AttnStateFloats(nq, h.head_dim);
   float* states = scratch + AttendScratchFloats(r1 - r0, h) - 2 * state_floats;
   const AttnState total = AttnStateAt(states, nq, h.head_dim);
   const AttnState part = AttnStateAt(states + state_floats, nq, h.head_dim);
-  AttendSpan(k, kv, rows, r0, r1, h, 0, scratch, total);
+  AttendSpan(k, kv, rows, r0, r1, h, 0, scratch, total, only);
   const size_t spans = AttnSpanCount(rows, r0, r1);
   for (size_t sp = 1; sp < spans; ++sp) {
-    AttendSpan(k, kv, rows, r0, r1, h, sp, scratch, part);
-    MergeAttnState(total, part, nq, h.head_dim);
+    AttendSpan(k, kv, rows, r0, r1, h, sp, scratch, part, only);
+    MergeAttnStateHeads(total, part, r1 - r0, h, only);
   }
-  FinishAttnState(total, rows, r0, r1, h);
+  FinishAttnState(total, rows, r0, r1, h, only);
 }
 
 void AttendOne(const DotKernels& k, const float* q, const KvLayerView& kv, size_t pos,

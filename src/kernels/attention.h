@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 
 #include "kernels/dot.h"
 #include "kernels/kv_layout.h"
@@ -62,6 +63,23 @@ inline AttnState AttnStateAt(float* base, size_t nq, size_t head_dim) {
   return {base + nq * head_dim, base + nq * head_dim + nq, base};
 }
 
+// K/V heads [begin, end) of a call and the query heads of their groups
+// (end 0: every head). A call over some heads writes only their queries'
+// states and outputs; a head's results never depend on which other heads
+// share the call (so heads can be split across threads like rows).
+struct KvHeadRange {
+  size_t begin = 0, end = 0;
+  size_t End(const AttnHeads& h) const { return end == 0 ? h.n_kv_head : end; }
+};
+
+// Rows of one sequence whose queries fill whole lane groups of every K/V
+// head (16 lanes; a head's group of query heads per row).
+inline size_t AttnLaneRows(const AttnHeads& h) {
+  size_t a = kLaneTile, b = h.group();
+  while (b != 0) a = std::exchange(b, a % b);  // gcd(16, group)
+  return kLaneTile / a;
+}
+
 // Scratch floats AttendRows (and AttendSpan) need for `rows` rows.
 size_t AttendScratchFloats(size_t rows, const AttnHeads& h);
 
@@ -75,20 +93,23 @@ size_t AttendScratchFloats(size_t rows, const AttnHeads& h);
 // result never depends on which other rows share the call, nor on whether
 // spans run on one thread or several (split-KV decode).
 void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
-                const AttnHeads& h, size_t span, float* scratch, AttnState out);
+                const AttnHeads& h, size_t span, float* scratch, AttnState out, KvHeadRange only = {});
 // into := into merged with part (the softmax merge of two position sets).
 // Spans are merged in increasing order, span 0 being the starting state (a
 // state that has seen nothing yet takes part as it is).
 void MergeAttnState(AttnState into, AttnState part, size_t nq, size_t head_dim);
+// The same for the queries of rows r0 .. r0 + rows - 1 in `only`'s heads.
+void MergeAttnStateHeads(AttnState into, AttnState part, size_t rows, const AttnHeads& h, KvHeadRange only);
 // Writes each row's outputs: acc / l, a sink's share taken first.
-void FinishAttnState(AttnState st, const AttnRows& rows, size_t r0, size_t r1, const AttnHeads& h);
+void FinishAttnState(AttnState st, const AttnRows& rows, size_t r0, size_t r1, const AttnHeads& h,
+                     KvHeadRange only = {});
 // Spans of rows [r0, r1): up to their largest position.
 size_t AttnSpanCount(const AttnRows& rows, size_t r0, size_t r1);
 
 // Every span of the rows in order on this thread (AttendSpan, merge), then
 // the outputs: what the split-KV path computes, bit for bit.
 void AttendRows(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
-                const AttnHeads& h, float* scratch);
+                const AttnHeads& h, float* scratch, KvHeadRange only = {});
 
 // What some families add to attention: a sliding window (the query at pos
 // sees positions (pos - window, pos]; 0: every position up to pos), a score

@@ -54,6 +54,47 @@ bool HasGgmlOrder(TensorType t) {
 bool AnyType(TensorType) { return true; }
 bool NoGgmlOrder(TensorType t) { return !HasGgmlOrder(t); }
 
+// Attention work: rows [r0, r1) of one sequence, `heads` of them, spans
+// numbered from first_part in the split-KV parts.
+struct AttnItem {
+  size_t r0, r1, num_spans, first_part;
+  KvHeadRange heads;
+};
+
+// Fewer items than threads would leave threads idle (a cache hit's short
+// suffix alone). Items are cut by K/V head first: each head's queries
+// still fill whole lane groups and each item widens only its heads' K/V
+// (cutting rows instead, 25 rows went 8, 8, 8, 1: partly filled groups,
+// every item widening all heads, one thread with twice the other's work).
+// Then, while items are fewer than min_items, rows in runs whose queries
+// fill whole lane groups. Rows with less than a lane group's queries are
+// left whole (they run one row at a time over every head). A head's or a
+// row's bits do not depend on the others in its call (AttendSpan).
+std::vector<AttnItem> SplitByHeads(const std::vector<AttnItem>& items, const AttnHeads& h, size_t min_items) {
+  std::vector<AttnItem> heads;
+  for (const AttnItem& it : items) {
+    if ((it.r1 - it.r0) * h.group() < kLaneTile) {
+      heads.push_back(it);
+      continue;
+    }
+    for (size_t g = 0; g < h.n_kv_head; ++g) heads.push_back({it.r0, it.r1, it.num_spans, it.first_part, {g, g + 1}});
+  }
+  if (heads.size() >= min_items) return heads;
+  const size_t pieces = (min_items + heads.size() - 1) / heads.size(), unit = AttnLaneRows(h);
+  std::vector<AttnItem> out;
+  for (const AttnItem& it : heads) {
+    const size_t n = it.r1 - it.r0;
+    const size_t per = std::max(unit, ((n + pieces - 1) / pieces + unit - 1) / unit * unit);
+    for (size_t r = it.r0; r < it.r1;) {
+      size_t r1 = std::min(it.r1, r + per);
+      if ((it.r1 - r1) * h.group() < kLaneTile) r1 = it.r1;  // a short tail joins this piece
+      out.push_back({r, r1, it.num_spans, it.first_part, it.heads});
+      r = r1;
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void Model::set_numerics(Numerics n) {
@@ -325,11 +366,10 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   const AttnHeads h{static_cast<size_t>(c.n_head), static_cast<size_t>(c.n_kv_head), static_cast<size_t>(c.head_dim),
                     c.attn_scale};
   // Work items: chunks of up to kRows consecutive rows of one sequence, every
-  // head; each streams its sequence's K/V once per span for all of them.
+  // head (or some K/V heads, below); each streams its sequence's K/V once per
+  // span for all of them.
   constexpr size_t kRows = 32;
-  struct Item {
-    size_t r0, r1, num_spans, first_part;
-  };
+  using Item = AttnItem;
   std::vector<Item> items;
   std::vector<int32_t> pos(batch.size());
   for (size_t t = 0; t < batch.size(); ++t) pos[t] = batch[t].pos;
@@ -337,40 +377,35 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   const AttnRows rows{s.q.data(), static_cast<size_t>(c.q_dim()), pos.data(), s.att.data(), static_cast<size_t>(c.q_dim()),
                       c.is_swa(layer) ? static_cast<size_t>(c.sliding_window) : 0, sinks.empty() ? nullptr : sinks.data()};
   size_t num_parts = 0;
-  auto split = [&](size_t rows_per_item) {
-    items.clear();
-    num_parts = 0;
-    for (size_t run = 0; run < batch.size();) {
-      size_t end = run + 1;
-      while (end < batch.size() && batch[end].block_table.data() == batch[run].block_table.data()) ++end;
-      for (size_t r = run; r < end; r += rows_per_item) {
-        const size_t r1 = std::min(end, r + rows_per_item);
-        items.push_back({r, r1, AttnSpanCount(rows, r, r1), num_parts});
-        num_parts += items.back().num_spans;
-      }
-      run = end;
+  for (size_t run = 0; run < batch.size();) {
+    size_t end = run + 1;
+    while (end < batch.size() && batch[end].block_table.data() == batch[run].block_table.data()) ++end;
+    for (size_t r = run; r < end; r += kRows) {
+      const size_t r1 = std::min(end, r + kRows);
+      items.push_back({r, r1, AttnSpanCount(rows, r, r1), num_parts, {}});
+      num_parts += items.back().num_spans;
     }
-  };
-  split(kRows);
+    run = end;
+  }
   const size_t threads = static_cast<size_t>(pool_->num_threads());
-  // A short prompt alone (one span, a few items) would leave threads idle:
-  // smaller items then, down to 8 rows (a lane group's worth of queries at
-  // a group of 2). Rows split anywhere give the same bits (AttendSpan);
-  // with several spans split-KV below spreads the work instead, and smaller
-  // items would only widen each K/V tile more often.
-  constexpr size_t kMinRows = 8;
-  if (num_parts == items.size() && items.size() < 4 * threads && batch.size() > items.size() * kMinRows) {
-    split(std::max(kMinRows, (batch.size() + 4 * threads - 1) / (4 * threads)));
+  const bool one_span_each = num_parts == items.size();
+  if (items.size() < 2 * threads) {
+    // Spans already spread a long context's work (split-KV below): heads
+    // only there; a short one is cut into rows too.
+    items = SplitByHeads(items, h, one_span_each ? 2 * threads : 0);
+    num_parts = 0;
+    for (Item& it : items) it.first_part = num_parts, num_parts += it.num_spans;
   }
   const size_t scratch_floats = AttendScratchFloats(kRows, h);
   Fit(s.attn_scratch, threads * scratch_floats);
   const DotKernels& k = *s.kernels;
   auto view = [&](const Item& it) { return kv.View(layer, batch[it.r0].tables()); };
   // Enough items to keep every thread busy: each runs its spans in order.
-  if (items.size() >= 4 * threads || num_parts == items.size()) {
+  if (items.size() >= 4 * threads || one_span_each) {
     pool_->ParallelForEach(items.size(), [&](size_t i, int thread) {
       const Item& it = items[i];
-      AttendRows(k, view(it), rows, it.r0, it.r1, h, s.attn_scratch.data() + static_cast<size_t>(thread) * scratch_floats);
+      AttendRows(k, view(it), rows, it.r0, it.r1, h, s.attn_scratch.data() + static_cast<size_t>(thread) * scratch_floats,
+                 it.heads);
     });
     return;
   }
@@ -389,14 +424,12 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   pool_->ParallelForEach(work.size(), [&](size_t w, int thread) {
     const Item& it = items[work[w].first];
     AttendSpan(k, view(it), rows, it.r0, it.r1, h, work[w].second,
-               s.attn_scratch.data() + static_cast<size_t>(thread) * scratch_floats, state(it, work[w].second));
+               s.attn_scratch.data() + static_cast<size_t>(thread) * scratch_floats, state(it, work[w].second), it.heads);
   });
   pool_->ParallelForEach(items.size(), [&](size_t i, int) {
     const Item& it = items[i];
-    for (size_t sp = 1; sp < it.num_spans; ++sp) {
-      MergeAttnState(state(it, 0), state(it, sp), (it.r1 - it.r0) * h.n_head, h.head_dim);
-    }
-    FinishAttnState(state(it, 0), rows, it.r0, it.r1, h);
+    for (size_t sp = 1; sp < it.num_spans; ++sp) MergeAttnStateHeads(state(it, 0), state(it, sp), it.r1 - it.r0, h, it.heads);
+    FinishAttnState(state(it, 0), rows, it.r0, it.r1, h, it.heads);
   });
 }
 

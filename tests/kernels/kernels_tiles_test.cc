@@ -613,7 +613,7 @@ struct PagedKv {
   size_t n_head = 6, n_kv = 2, hd = 16, block = 16;
   std::vector<int32_t> table;
   std::vector<uint16_t> k, v;
-  explicit PagedKv(size_t n_pos, size_t block_size = 16) : block(block_size) {
+  explicit PagedKv(size_t n_pos, size_t block_size = 16, size_t head_dim = 16) : hd(head_dim), block(block_size) {
     const size_t blocks = (n_pos + block - 1) / block;
     for (size_t b = 0; b < blocks; ++b) table.push_back(static_cast<int32_t>((b * 7) % blocks));
     std::set<int32_t> distinct(table.begin(), table.end());
@@ -685,6 +685,63 @@ TEST(AttentionSpans, RowResultIsIndependentOfBatchAndOfSplitting) {
       FinishAttnState(state(0), rows, r, r + 1, h);
       EXPECT_EQ(0, std::memcmp(&alone[r * width], &together[r * width], width * sizeof(float))) << "row " << r;
     }
+  }
+}
+
+// A call over some K/V heads (the forward pass splits a short prompt's
+// attention by head across threads) writes only those heads' outputs, and
+// they equal the call over every head bit for bit: rows enough for the lane
+// kernels (25 rows, 75 queries per K/V head) and too few (2 rows, one at a
+// time), across spans, with a window and sinks, F16 and 8-bit K/V, at the
+// scalar and the active table.
+TEST(AttentionSpans, HeadsSplitAcrossCallsEqualOneCall) {
+  const size_t n_pos = 2 * kAttnSpan + 37;
+  const PagedKv kv(n_pos, 16, 32);  // 8-bit K/V blocks are 32 elements
+  const AttnHeads h = kv.Heads();
+  ASSERT_EQ(h.n_kv_head, 2u);
+  const size_t width = h.n_head * h.head_dim;
+  std::vector<BlockQ8_0> kq(kv.k.size() / 32), vq(kq.size());
+  {
+    std::vector<float> kf(kv.k.size()), vf(kv.v.size());
+    for (size_t i = 0; i < kf.size(); ++i) kf[i] = Fp16ToFp32(kv.k[i]), vf[i] = Fp16ToFp32(kv.v[i]);
+    QuantizeRowQ8_0(kf.data(), kq.data(), kf.size());
+    QuantizeRowQ8_0(vf.data(), vq.data(), vf.size());
+  }
+  const KvLayerView f16 = kv.View();
+  const KvLayerView q8{kq.data(), vq.data(), KvDtype::kQ8_0, f16.block_size, f16.kv_dim, kv.table};
+  const auto sinks = RandomFloats(h.n_head, 18, 3.0f);
+  for (size_t num_rows : {size_t{25}, size_t{2}}) {
+    const auto q = RandomFloats(num_rows * width, 17);
+    std::vector<int32_t> pos(num_rows);
+    for (size_t r = 0; r < num_rows; ++r) pos[r] = static_cast<int32_t>(n_pos - num_rows + r);
+    for (const KvLayerView* view : {&f16, &q8}) {
+      for (size_t window : {size_t{0}, size_t{700}}) {
+        for (const DotKernels* k : {&ScalarDotKernels(), &ActiveDotKernels()}) {
+          const float* sink = window == 0 ? nullptr : sinks.data();
+          std::vector<float> all(num_rows * width), scratch(AttendScratchFloats(num_rows, h));
+          AttendRows(*k, *view, {q.data(), width, pos.data(), all.data(), width, window, sink}, 0, num_rows, h,
+                     scratch.data());
+          std::vector<float> split(num_rows * width, 12345.0f);
+          const AttnRows rows{q.data(), width, pos.data(), split.data(), width, window, sink};
+          AttendRows(*k, *view, rows, 0, num_rows, h, scratch.data(), KvHeadRange{1, 2});
+          for (size_t r = 0; r < num_rows; ++r) {  // head group 0 untouched so far
+            for (size_t i = 0; i < h.group() * h.head_dim; ++i) ASSERT_EQ(split[r * width + i], 12345.0f);
+          }
+          AttendRows(*k, *view, rows, 0, num_rows, h, scratch.data(), KvHeadRange{0, 1});
+          EXPECT_EQ(0, std::memcmp(all.data(), split.data(), all.size() * sizeof(float)))
+              << k->name << " rows " << num_rows << " window " << window << (view == &q8 ? " q8" : " f16");
+        }
+      }
+    }
+  }
+}
+
+TEST(AttentionSpans, LaneRowsFillWholeLaneGroups) {
+  for (size_t group : {1, 2, 3, 4, 6, 7, 8, 16, 32}) {
+    const AttnHeads h{group * 2, 2, 64};
+    const size_t rows = AttnLaneRows(h);
+    EXPECT_EQ(rows * group % kLaneTile, 0u) << group;
+    for (size_t fewer = 1; fewer < rows; ++fewer) EXPECT_NE(fewer * group % kLaneTile, 0u) << group << " " << fewer;
   }
 }
 

@@ -166,6 +166,46 @@ INSTANTIATE_TEST_SUITE_P(Types, ChunkedPrefill,
                          ::testing::Values(TensorType::kQ8_0, TensorType::kF16, TensorType::kBF16),
                          [](const auto& info) { return std::string(TensorTypeName(info.param)); });
 
+// How attention is cut into work items depends on the thread count and the
+// batch (a short piece is split by K/V head, and within one span by rows
+// too; a long one is not); the bits do not: a prompt, then pieces of 25, 9
+// and 1 tokens on top of it (inside the first span and past it), with 1, 2
+// and 3 threads, equal one pass over all of it.
+TEST(MakeModel, ThreadCountDoesNotChangeTheBits) {
+  const std::string path = test::TempPath("tiny-threads.gguf");
+  ASSERT_TRUE(MakeModel(TinyOptions(TensorType::kQ8_0), path).ok());
+  for (size_t first : {size_t{400}, size_t{600}}) {
+    const size_t n = first + 25 + 9 + 1;
+    std::vector<int32_t> prompt(n);
+    for (size_t i = 0; i < n; ++i) prompt[i] = static_cast<int32_t>(1 + (i * 389) % 1000);
+    std::vector<float> want;
+    for (int threads : {1, 2, 3}) {
+      auto model = Model::Load(path, threads);
+      ASSERT_TRUE(model.ok()) << model.status().message();
+      Session pieces(**model, n, KvDtype::kF16), whole(**model, n, KvDtype::kF16);
+      std::vector<float> got;
+      for (size_t at = 0; size_t len : {first, size_t{25}, size_t{9}, size_t{1}}) {
+        const std::span<const float> l = pieces.Prefill({prompt.data() + at, len});
+        got.assign(l.begin(), l.end());
+        at += len;
+      }
+      ASSERT_TRUE(whole.Reserve(n).ok());
+      std::vector<BatchToken> batch;
+      for (size_t i = 0; i < n; ++i) batch.push_back({prompt[i], static_cast<int32_t>(i), whole.block_table(), i + 1 == n});
+      std::vector<float> one_pass;
+      (*model)->Forward(batch, whole.store(), &one_pass);
+      ASSERT_EQ(got.size(), one_pass.size());
+      EXPECT_EQ(0, std::memcmp(got.data(), one_pass.data(), got.size() * sizeof(float))) << first << ", threads " << threads;
+      if (want.empty()) want = got;
+      EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float))) << first << ", threads " << threads;
+      const size_t last = pieces.store().num_layers() - 1, blk = (n - 30) / pieces.store().block_size();
+      const uint8_t* k = pieces.store().BlockK(last, pieces.block_table()[blk]);
+      const uint8_t* kw = whole.store().BlockK(last, whole.block_table()[blk]);
+      EXPECT_EQ(0, std::memcmp(k, kw, pieces.store().block_layer_bytes())) << first << ", threads " << threads;
+    }
+  }
+}
+
 // A forward pass dropped between two layers (the engine drops a step so a
 // cache hit runs first) asks before every layer after the first, returns
 // false at once, and leaves partly written K/V that the same batch run again
