@@ -61,15 +61,16 @@ struct AttnItem {
   KvHeadRange heads;
 };
 
-// A short prompt alone (one span, fewer items than two per thread) would
-// leave threads idle. Its items are cut by K/V head first: each head's queries
-// still fill whole lane groups and each item widens only its heads' K/V
-// (cutting rows instead, 25 rows went 8, 8, 8, 1: partly filled groups,
-// every item widening all heads, one thread with twice the other's work).
-// Then, while items are fewer than min_items, rows in runs whose queries
-// fill whole lane groups. Rows with less than a lane group's queries are
-// left whole (they run one row at a time over every head). A head's or a
-// row's bits do not depend on the others in its call (AttendSpan).
+// A short prompt alone (one span, fewer items than four per thread) would
+// leave threads idle or unevenly loaded. Its items are cut by K/V head
+// first: each head's queries still fill whole lane groups and each item
+// widens only its heads' K/V (cutting rows instead, 25 rows went 8, 8, 8,
+// 1: partly filled groups, every item widening all heads, one thread with
+// twice the other's work). Then, while items are fewer than min_items,
+// rows in runs whose queries fill whole lane groups. Rows with less than a
+// lane group's queries are left whole (they run one row at a time over
+// every head). A head's or a row's bits do not depend on the others in its
+// call (AttendSpan).
 std::vector<AttnItem> SplitByHeads(const std::vector<AttnItem>& items, const AttnHeads& h, size_t min_items) {
   std::vector<AttnItem> heads;
   for (const AttnItem& it : items) {
@@ -391,7 +392,7 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   const bool one_span_each = num_parts == items.size();
   // Several spans are already spread across threads (split-KV below; cutting
   // those by head too measured 7% slower for 30 rows at depth 864).
-  if (one_span_each && items.size() < 2 * threads) items = SplitByHeads(items, h, 2 * threads);
+  if (one_span_each && items.size() < 4 * threads) items = SplitByHeads(items, h, 2 * threads);
   const size_t scratch_floats = AttendScratchFloats(kRows, h);
   Fit(s.attn_scratch, threads * scratch_floats);
   const DotKernels& k = *s.kernels;
