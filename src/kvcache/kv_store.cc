@@ -38,8 +38,8 @@ KvStore::KvStore(size_t n_layer, size_t kv_dim, size_t block_size, size_t num_bl
   v_.resize(n_layer);
   for (size_t l = 0; l < n_layer; ++l) {
     const size_t bytes = (local_[l] && split() ? num_local_blocks_ : num_blocks_) * block_layer_bytes();
-    k_[l].assign(bytes, 0);
-    v_[l].assign(bytes, 0);
+    k_[l] = PageBuffer(bytes);
+    v_[l] = PageBuffer(bytes);
   }
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/page_buffer.h"
 #include "base/status.h"
 #include "kernels/kv_layout.h"
 
@@ -85,7 +86,9 @@ class KvStore {
   // level rounds exactly as Fp32ToFp16 does).
   void (*to_f16_)(const float* x, uint16_t* y, size_t n);
   std::vector<uint8_t> local_;  // per layer: 1 if local
-  std::vector<std::vector<uint8_t>> k_, v_;  // per layer
+  // Per layer; zero until written (PageBuffer: huge pages, touched lazily,
+  // so an idle pool costs no memory).
+  std::vector<PageBuffer> k_, v_;
 };
 
 }  // namespace pc

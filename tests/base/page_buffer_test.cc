@@ -1,0 +1,66 @@
+#include "base/page_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+
+namespace pc {
+namespace {
+
+// Every byte reads zero before it is written, like vector<uint8_t>(n, 0):
+// the KV store relies on it for rows never written.
+bool AllZero(const PageBuffer& b) {
+  for (size_t i = 0; i < b.size(); ++i) {
+    if (b.data()[i] != 0) return false;
+  }
+  return true;
+}
+
+TEST(PageBuffer, ZeroFilledAlignedAndWritableToTheLastByte) {
+  // Sizes around small and huge page boundaries, and an odd size.
+  for (size_t bytes : {size_t{1}, size_t{4095}, size_t{4096}, size_t{4097}, size_t{3} << 20,
+                       (size_t{2} << 20) + 12345}) {
+    PageBuffer b(bytes);
+    ASSERT_NE(b.data(), nullptr) << bytes;
+    EXPECT_EQ(b.size(), bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data()) % PageBuffer::kAlignBytes, 0u) << bytes;
+    EXPECT_TRUE(AllZero(b)) << bytes;
+    std::memset(b.data(), 0xA5, bytes);
+    EXPECT_EQ(b.data()[0], 0xA5);
+    EXPECT_EQ(b.data()[bytes - 1], 0xA5);
+  }
+}
+
+TEST(PageBuffer, EmptyHasNoData) {
+  PageBuffer none, zero(0);
+  EXPECT_EQ(none.data(), nullptr);
+  EXPECT_EQ(none.size(), 0u);
+  EXPECT_EQ(zero.data(), nullptr);
+  EXPECT_EQ(zero.size(), 0u);
+}
+
+TEST(PageBuffer, MovesOwnership) {
+  PageBuffer a(10000);
+  a.data()[9999] = 7;
+  uint8_t* p = a.data();
+  PageBuffer b(std::move(a));
+  EXPECT_EQ(a.data(), nullptr);  // NOLINT(bugprone-use-after-move): moved-from state is specified
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(b.data(), p);
+  EXPECT_EQ(b.data()[9999], 7);
+  PageBuffer c(5000);
+  c = std::move(b);  // c's own mapping is released, b's taken over
+  EXPECT_EQ(c.data(), p);
+  EXPECT_EQ(c.size(), 10000u);
+  EXPECT_EQ(b.data(), nullptr);  // NOLINT(bugprone-use-after-move)
+}
+
+TEST(PageBuffer, ImpossibleSizeThrowsLikeAVector) {
+  EXPECT_THROW(PageBuffer(SIZE_MAX - 100), std::bad_alloc);
+  EXPECT_THROW(PageBuffer(size_t{1} << 62), std::bad_alloc);
+}
+
+}  // namespace
+}  // namespace pc
