@@ -53,16 +53,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size > 0 && data[0] % 4 != 0) out.write(header.data(), static_cast<std::streamsize>(header.size()));
     out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));
   }
-  pc::DiskTier tier(Options(dir));
-  // Keys: the input's 16-byte words, so entries it wrote can be found.
-  std::vector<pc::Hash128> keys;
-  for (size_t off = 0; off + 16 <= size && keys.size() < 8; off += 16) {
-    pc::Hash128 k;
-    std::memcpy(&k, data + off, 16);
-    keys.push_back(k);
+  {
+    pc::DiskTier tier(Options(dir));
+    // Keys: the input's 16-byte words, so entries it wrote can be found.
+    std::vector<pc::Hash128> keys;
+    for (size_t off = 0; off + 16 <= size && keys.size() < 8; off += 16) {
+      pc::Hash128 k;
+      std::memcpy(&k, data + off, 16);
+      keys.push_back(k);
+    }
+    const size_t n = tier.CountLeading(keys);
+    (void)tier.Load(std::span<const pc::Hash128>(keys).first(n));
+    (void)tier.stats();
   }
-  const size_t n = tier.CountLeading(keys);
-  (void)tier.Load(std::span<const pc::Hash128>(keys).first(n));
-  (void)tier.stats();
+  fs::remove_all(dir);  // nothing left behind when the run ends
   return 0;
 }

@@ -10,9 +10,9 @@
 
 namespace pc::fuzz {
 
-// Path of a tiny random-weight GGUF (made on first use in $TMPDIR).
-const std::string& TinyModelPath();
-// Its tokenizer.
+// The tokenizer of a tiny random-weight GGUF, made on first use in $TMPDIR
+// and deleted once read (a fuzzer's run would otherwise leave one file per
+// process behind).
 const Tokenizer& TinyTokenizer();
 
 }  // namespace pc::fuzz

@@ -45,14 +45,30 @@ void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes) {
   f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
+namespace {
+
+// This process's scratch folder, removed when the process exits normally
+// (each test case runs in a process of its own: thousands of folders would
+// pile up in /tmp otherwise). A forked child leaves it to its parent.
+struct ScratchDir {
+  ScratchDir()
+      : owner(getpid()),
+        path(std::filesystem::temp_directory_path().string() + "/promptcache-test-" + std::to_string(owner)) {
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() {
+    std::error_code ec;  // best effort: a file still open elsewhere is no test failure
+    if (getpid() == owner) std::filesystem::remove_all(path, ec);
+  }
+  pid_t owner;
+  std::string path;
+};
+
+}  // namespace
+
 std::string TempPath(const std::string& name) {
-  static const std::string dir = [] {
-    std::string d = std::filesystem::temp_directory_path().string() + "/promptcache-test-" +
-                    std::to_string(getpid());
-    std::filesystem::create_directories(d);
-    return d;
-  }();
-  return dir + "/" + name;
+  static const ScratchDir dir;
+  return dir.path + "/" + name;
 }
 
 std::string RunCommand(const std::string& cmd, int* exit_code) {

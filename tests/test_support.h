@@ -27,7 +27,7 @@ bool RequireShared();
 std::vector<uint8_t> ReadBytes(const std::string& path);
 std::string ReadText(const std::string& path);
 void WriteBytes(const std::string& path, const std::vector<uint8_t>& bytes);
-// A fresh file path in a per-process temp folder.
+// A fresh file path in a per-process temp folder (removed at normal exit).
 std::string TempPath(const std::string& name);
 // Runs a shell command; returns its stdout and sets *exit_code.
 std::string RunCommand(const std::string& cmd, int* exit_code);
