@@ -34,12 +34,20 @@ KvStore::KvStore(size_t n_layer, size_t kv_dim, size_t block_size, size_t num_bl
     num_local_layers_ = static_cast<size_t>(std::count(local_.begin(), local_.end(), 1));
     if (num_local_layers_ > 0) num_local_blocks_ = num_local_blocks;
   }
+  // Layer l's K, then its V, each starting on a cache line.
+  auto layer_bytes = [&](size_t l) {
+    return ((local_[l] && split() ? num_local_blocks_ : num_blocks_) * block_layer_bytes() + 63) / 64 * 64;
+  };
+  size_t total = 0;
+  for (size_t l = 0; l < n_layer; ++l) total += 2 * layer_bytes(l);
+  arena_ = PageBuffer(total);
   k_.resize(n_layer);
   v_.resize(n_layer);
+  uint8_t* at = arena_.data();
   for (size_t l = 0; l < n_layer; ++l) {
-    const size_t bytes = (local_[l] && split() ? num_local_blocks_ : num_blocks_) * block_layer_bytes();
-    k_[l] = PageBuffer(bytes);
-    v_[l] = PageBuffer(bytes);
+    k_[l] = at;
+    v_[l] = at + layer_bytes(l);
+    at += 2 * layer_bytes(l);
   }
 }
 
@@ -49,8 +57,8 @@ void KvStore::Write(size_t layer, std::span<const int32_t> table, size_t pos, co
   const int32_t block = table[pos / block_size_];
   PC_CHECK(block >= 0 && static_cast<size_t>(block) < (is_local(layer) ? num_local_blocks_ : num_blocks_));
   const size_t row = static_cast<size_t>(block) * block_size_ + pos % block_size_;
-  uint8_t* kd = k_[layer].data() + row * row_bytes();
-  uint8_t* vd = v_[layer].data() + row * row_bytes();
+  uint8_t* kd = k_[layer] + row * row_bytes();
+  uint8_t* vd = v_[layer] + row * row_bytes();
   if (dtype_ == KvDtype::kQ8_0) {  // the reference's rounding of a Q8_0 row
     QuantizeRow(TensorType::kQ8_0, k, kd, kv_dim_);
     QuantizeRow(TensorType::kQ8_0, v, vd, kv_dim_);
@@ -66,15 +74,15 @@ void KvStore::Write(size_t layer, std::span<const int32_t> table, size_t pos, co
 }
 
 KvLayerView KvStore::View(size_t layer, std::span<const int32_t> table) const {
-  return KvLayerView{k_[layer].data(), v_[layer].data(), dtype_, block_size_, kv_dim_, table};
+  return KvLayerView{k_[layer], v_[layer], dtype_, block_size_, kv_dim_, table};
 }
 
 uint8_t* KvStore::BlockK(size_t layer, int32_t block) {
-  return k_[layer].data() + static_cast<size_t>(block) * block_layer_bytes();
+  return k_[layer] + static_cast<size_t>(block) * block_layer_bytes();
 }
 
 uint8_t* KvStore::BlockV(size_t layer, int32_t block) {
-  return v_[layer].data() + static_cast<size_t>(block) * block_layer_bytes();
+  return v_[layer] + static_cast<size_t>(block) * block_layer_bytes();
 }
 
 }  // namespace pc

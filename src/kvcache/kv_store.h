@@ -86,9 +86,10 @@ class KvStore {
   // level rounds exactly as Fp32ToFp16 does).
   void (*to_f16_)(const float* x, uint16_t* y, size_t n);
   std::vector<uint8_t> local_;  // per layer: 1 if local
-  // Per layer; zero until written (PageBuffer: huge pages, touched lazily,
-  // so an idle pool costs no memory).
-  std::vector<PageBuffer> k_, v_;
+  // Every layer's K and V rows in one zeroed mapping (huge pages: page_buffer.h);
+  // k_[l] and v_[l] point into it.
+  PageBuffer arena_;
+  std::vector<uint8_t*> k_, v_;  // per layer
 };
 
 }  // namespace pc

@@ -20,6 +20,10 @@ class Session : public KvSequence {
   std::span<const float> Prefill(std::span<const int32_t> tokens);
   std::span<const float> Decode(int32_t token);
   size_t capacity() const { return table_.size() * kv_.block_size(); }
+  // Forgets every token and keeps the blocks, so the next Prefill starts at
+  // position 0 over memory already mapped (a benchmark's next repetition, as
+  // llama-bench clears its context's KV rather than making a new one).
+  void Clear() { n_past_ = 0; }
 
   KvStore& store() override { return kv_; }
   std::span<const int32_t> block_table() const override { return table_; }
