@@ -182,12 +182,10 @@ void LoadTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_
 // Asks for K and V rows [p0, p0 + n) ahead of use: the tile's compute then
 // overlaps the next tile's transfer (without it decode attention stalls on
 // each tile's first loads and runs at a fraction of the bandwidth).
-// Only K/V heads [g0, g1) of each row where a call takes some heads
-// (head_dim 0: whole rows).
-void PrefetchTile(const KvLayerView& kv, size_t p0, size_t n, size_t head_dim = 0, size_t g0 = 0, size_t g1 = 0) {
+// Only K/V heads [g0, g1) of each row (a call that takes some heads).
+void PrefetchTile(const KvLayerView& kv, size_t p0, size_t n, size_t head_dim, size_t g0, size_t g1) {
   const size_t row_bytes = KvBytes(kv.dtype, kv.kv_dim);
-  const size_t lo = head_dim == 0 ? 0 : KvBytes(kv.dtype, g0 * head_dim) / 64 * 64;
-  const size_t hi = head_dim == 0 ? row_bytes : KvBytes(kv.dtype, g1 * head_dim);
+  const size_t lo = KvBytes(kv.dtype, g0 * head_dim) / 64 * 64, hi = KvBytes(kv.dtype, g1 * head_dim);
   for (size_t p = p0; p < p0 + n; ++p) {
     const size_t row = static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
     const char* kr = static_cast<const char*>(kv.k) + row * row_bytes;
@@ -501,7 +499,7 @@ void SpanCols(const SpanArgs& a, float* scratch, uint8_t* zero, float* qs, AttnS
   tile.head_bytes = KvBytes(a.kv.dtype, hd);
   for (size_t p0 = a.begin; p0 <= a.last; p0 += kAttnTile) {
     const size_t n = std::min(kAttnTile, a.last + 1 - p0);
-    if (p0 + n <= a.last) PrefetchTile(a.kv, p0 + n, std::min(kAttnTile, a.last + 1 - (p0 + n)));
+    if (p0 + n <= a.last) PrefetchTile(a.kv, p0 + n, std::min(kAttnTile, a.last + 1 - (p0 + n)), hd, 0, a.h.n_kv_head);
     TileRows(a.kv, p0, n, zero, &tile);
     for (size_t r = a.r0; r < a.r1; ++r) {
       const size_t nv = Visible(a.rows.pos[r], p0, n), qi = (r - a.r0) * a.h.n_head;

@@ -4,8 +4,8 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
 #include <span>
-#include <utility>
 
 #include "kernels/dot.h"
 #include "kernels/kv_layout.h"
@@ -75,9 +75,7 @@ struct KvHeadRange {
 // Rows of one sequence whose queries fill whole lane groups of every K/V
 // head (16 lanes; a head's group of query heads per row).
 inline size_t AttnLaneRows(const AttnHeads& h) {
-  size_t a = kLaneTile, b = h.group();
-  while (b != 0) a = std::exchange(b, a % b);  // gcd(16, group)
-  return kLaneTile / a;
+  return kLaneTile / std::gcd(kLaneTile, h.group());
 }
 
 // Scratch floats AttendRows (and AttendSpan) need for `rows` rows.
