@@ -18,6 +18,24 @@ void RmsNorm(const float* x, const float* w, float* out, size_t n, float eps) {
   for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
 }
 
+void RmsNormRows(const float* x, const float* w, float* out, size_t rows, size_t n, float eps) {
+  constexpr size_t kChains = 4;
+  size_t r = 0;
+  for (; r + kChains <= rows; r += kChains) {
+    const float* xr = x + r * n;
+    double ss[kChains] = {};
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = 0; j < kChains; ++j) ss[j] += static_cast<double>(xr[j * n + i] * xr[j * n + i]);
+    }
+    for (size_t j = 0; j < kChains; ++j) {  // as RmsNorm scales
+      const float scale = 1.0f / std::sqrt(static_cast<float>(ss[j] / static_cast<double>(n)) + eps);
+      float* o = out + (r + j) * n;
+      for (size_t i = 0; i < n; ++i) o[i] = xr[j * n + i] * scale * w[i];
+    }
+  }
+  for (; r < rows; ++r) RmsNorm(x + r * n, w, out + r * n, n, eps);
+}
+
 void YarnCorrDims(size_t rope_dim, int orig_ctx, float freq_base, float beta_fast, float beta_slow, float* low,
                   float* high) {
   // The dim whose rotation count over orig_ctx positions is n_rot.

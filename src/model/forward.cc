@@ -318,7 +318,7 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
   const LayerWeights& w = weights_.layers[layer];
   const size_t n = batch.size();
   ForTokens(n, [&](size_t t0, size_t t1) {
-    for (size_t t = t0; t < t1; ++t) RmsNorm(&s.x[t * c.n_embd], w.attn_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
+    RmsNormRows(&s.x[t0 * c.n_embd], w.attn_norm.data(), &s.xb[t0 * c.n_embd], t1 - t0, c.n_embd, c.rms_eps);
   });
   const Projection qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
   LinearMany(qkv, s.xb.data(), n, s);
@@ -336,8 +336,8 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
       if (!w.bk.empty()) AddInPlace(k, w.bk.data(), w.bk.size());
       if (!w.bv.empty()) AddInPlace(v, w.bv.data(), w.bv.size());
       if (!w.q_norm.empty()) {
-        for (int h = 0; h < c.n_head; ++h) RmsNorm(q + h * c.head_dim, w.q_norm.data(), q + h * c.head_dim, c.head_dim, c.rms_eps);
-        for (int h = 0; h < c.n_kv_head; ++h) RmsNorm(k + h * c.head_dim, w.k_norm.data(), k + h * c.head_dim, c.head_dim, c.rms_eps);
+        RmsNormRows(q, w.q_norm.data(), q, static_cast<size_t>(c.n_head), c.head_dim, c.rms_eps);
+        RmsNormRows(k, w.k_norm.data(), k, static_cast<size_t>(c.n_kv_head), c.head_dim, c.rms_eps);
       }
       const float* angles = &angle_table[t * rope.rope_dim];  // computed once per forward
       RopeWith(q, static_cast<size_t>(c.n_head), angles, rope);
@@ -481,7 +481,7 @@ void Model::PostNorm(const std::vector<float>& w, size_t n, Scratch& s) {
   if (w.empty()) return;
   const ModelConfig& c = config_;
   ForTokens(n, [&](size_t t0, size_t t1) {
-    for (size_t t = t0; t < t1; ++t) RmsNorm(&s.out[t * c.n_embd], w.data(), &s.out[t * c.n_embd], c.n_embd, c.rms_eps);
+    RmsNormRows(&s.out[t0 * c.n_embd], w.data(), &s.out[t0 * c.n_embd], t1 - t0, c.n_embd, c.rms_eps);
   });
 }
 
@@ -508,7 +508,7 @@ void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   ForTokens(n, [&](size_t t0, size_t t1) {
-    for (size_t t = t0; t < t1; ++t) RmsNorm(&s.x[t * c.n_embd], w.ffn_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
+    RmsNormRows(&s.x[t0 * c.n_embd], w.ffn_norm.data(), &s.xb[t0 * c.n_embd], t1 - t0, c.n_embd, c.rms_eps);
   });
   if (c.n_expert > 0) {
     ExpertsBlock(layer, n, s);
@@ -535,9 +535,7 @@ size_t Model::KeepLogitRows(std::span<const BatchToken> batch, Scratch& s) {
 
 void Model::Output(size_t m, Scratch& s, std::vector<float>* logits) {
   const ModelConfig& c = config_;
-  for (size_t t = 0; t < m; ++t) {
-    RmsNorm(&s.x[t * c.n_embd], weights_.output_norm.data(), &s.xb[t * c.n_embd], c.n_embd, c.rms_eps);
-  }
+  RmsNormRows(s.x.data(), weights_.output_norm.data(), s.xb.data(), m, c.n_embd, c.rms_eps);
   logits->resize(m * c.n_vocab);
   if (m > 0) Linear(weights_.output, s.xb.data(), m, logits->data(), s);
   if (c.final_softcap != 0) SoftCap(logits->data(), logits->size(), c.final_softcap);

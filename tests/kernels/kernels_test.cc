@@ -1,6 +1,7 @@
 // Every SIMD kernel against its scalar reference over many sizes (0, 1, odd,
 // non-multiples of the vector width and block size) and misaligned inputs.
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "base/fp16.h"
@@ -123,6 +124,30 @@ TEST(Fp16, ConversionIsExactForEveryHalf) {
   }
   EXPECT_EQ(Fp32ToFp16(65520.0f), 0x7c00);  // rounds to infinity
   EXPECT_EQ(Fp32ToFp16(1.0f + 1.0f / 4096), 0x3c00);  // tie to even
+}
+
+// The rows variant runs four rows' sums side by side: each row's bits must
+// equal RmsNorm's (one chain per row, in order), in place or not, for every
+// row count around the four-row blocks and sizes from 1 to a wide model's.
+TEST(Ops, RmsNormRowsEqualsRmsNormRowByRow) {
+  uint32_t seed = 1;
+  for (size_t n : {size_t{1}, size_t{3}, size_t{64}, size_t{128}, size_t{576}, size_t{2049}}) {
+    const std::vector<float> w = RandomFloats(n, seed++, 1.0f);
+    for (size_t rows : {size_t{1}, size_t{2}, size_t{3}, size_t{4}, size_t{5}, size_t{8}, size_t{11}}) {
+      // Rows of very different magnitudes: a chain mixed with another row's
+      // would show in the bits.
+      std::vector<float> x = RandomFloats(rows * n, seed++, 1.0f);
+      for (size_t r = 0; r < rows; ++r) {
+        for (size_t i = 0; i < n; ++i) x[r * n + i] *= std::ldexp(1.0f, static_cast<int>(r * 7 % 23) - 11);
+      }
+      std::vector<float> want(rows * n), got(rows * n), in_place = x;
+      for (size_t r = 0; r < rows; ++r) RmsNorm(&x[r * n], w.data(), &want[r * n], n, 1e-6f);
+      RmsNormRows(x.data(), w.data(), got.data(), rows, n, 1e-6f);
+      RmsNormRows(in_place.data(), w.data(), in_place.data(), rows, n, 1e-6f);
+      ASSERT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float))) << n << " " << rows;
+      ASSERT_EQ(0, std::memcmp(in_place.data(), want.data(), want.size() * sizeof(float))) << n << " " << rows;
+    }
+  }
 }
 
 TEST(Ops, RmsNormRopeAndSoftmaxBehave) {
