@@ -295,6 +295,13 @@ void Model::ForTokens(size_t n, const std::function<void(size_t, size_t)>& fn) {
   pool_->ParallelFor(n, 4, [&](size_t t0, size_t t1, int) { fn(t0, t1); });
 }
 
+// x += out over n tokens, split across the pool (a serial pass over a
+// 512-token chunk's rows left the other threads waiting).
+void Model::Residual(size_t n, Scratch& s) {
+  const size_t dim = static_cast<size_t>(config_.n_embd);
+  ForTokens(n, [&](size_t t0, size_t t1) { AddInPlace(&s.x[t0 * dim], &s.out[t0 * dim], (t1 - t0) * dim); });
+}
+
 RopeParams Model::RopeParamsOf(bool swa) const {
   const ModelConfig& c = config_;
   RopeParams rope;
@@ -359,7 +366,7 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
   Linear(w.wo, s.att.data(), n, s.out.data(), s);
   for (size_t t = 0; t < n && !w.bo.empty(); ++t) AddInPlace(&s.out[t * c.n_embd], w.bo.data(), w.bo.size());
   PostNorm(w.post_attn_norm, n, s);
-  AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
+  Residual(n, s);
 }
 
 void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s) {
@@ -519,7 +526,7 @@ void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {
     Linear(w.w_down, s.hb.data(), n, s.out.data(), s);
   }
   PostNorm(w.post_ffn_norm, n, s);
-  AddInPlace(s.x.data(), s.out.data(), n * c.n_embd);
+  Residual(n, s);
 }
 
 size_t Model::KeepLogitRows(std::span<const BatchToken> batch, Scratch& s) {

@@ -97,6 +97,8 @@ class Model {
   // fn(t0, t1) over token ranges covering [0, n): on the pool for prompts,
   // inline for a few tokens. For per-token steps (norms, RoPE, K/V writes).
   void ForTokens(size_t n, const std::function<void(size_t, size_t)>& fn);
+  // The residual add after a block: s.x[n][n_embd] += s.out[n][n_embd].
+  void Residual(size_t n, Scratch& s);
   void AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
