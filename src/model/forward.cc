@@ -364,7 +364,11 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
     AttendTiled(layer, batch, kv, s);
   }
   Linear(w.wo, s.att.data(), n, s.out.data(), s);
-  for (size_t t = 0; t < n && !w.bo.empty(); ++t) AddInPlace(&s.out[t * c.n_embd], w.bo.data(), w.bo.size());
+  if (!w.bo.empty()) {
+    ForTokens(n, [&](size_t t0, size_t t1) {
+      for (size_t t = t0; t < t1; ++t) AddInPlace(&s.out[t * c.n_embd], w.bo.data(), w.bo.size());
+    });
+  }
   PostNorm(w.post_attn_norm, n, s);
   Residual(n, s);
 }
