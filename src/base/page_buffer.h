@@ -2,10 +2,10 @@
 // anonymous private mapping advised for transparent huge pages (aligned to
 // 2 MiB when it spans one) and populated up front, as vector<uint8_t>(n, 0)
 // is: a first touch inside a timed step would cost a page fault (a 2 MiB
-// zeroing with huge pages), and bench-model's fresh stores measured 30%
+// zeroing with huge pages), and bench-model's fresh stores measured 10%
 // slower at pp8 when their pages were faulted in lazily.
-// Why not std::vector: a KV pool or a repacked weight set of a few GiB filled
-// through 4 KiB pages needs ~10^5-10^6 page-table entries. Every TLB miss
+// Why not std::vector: a KV pool of a few GiB filled through 4 KiB pages
+// needs ~10^5-10^6 page-table entries. Every TLB miss
 // walks them and, on a virtualised CPU with shadow page tables, each switch
 // into the process on an idle vCPU paid for them: a server holding 1.4 GiB
 // of pool in 4 KiB pages stalled 16 of 100 idle `GET /health` requests by

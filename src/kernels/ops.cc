@@ -9,13 +9,22 @@
 
 namespace pc {
 
+namespace {
+
+// out = x / rms * w, given the row's sum of squares ss.
+void ScaleByRms(const float* x, const float* w, float* out, size_t n, double ss, float eps) {
+  const float scale = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
+  for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
+}
+
+}  // namespace
+
 void RmsNorm(const float* x, const float* w, float* out, size_t n, float eps) {
   // Squares rounded to float, summed in double: the reference engine's
   // order (see ggml_compat.h), at no cost in precision that matters.
   double ss = 0;
   for (size_t i = 0; i < n; ++i) ss += static_cast<double>(x[i] * x[i]);
-  const float scale = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(n)) + eps);
-  for (size_t i = 0; i < n; ++i) out[i] = x[i] * scale * w[i];
+  ScaleByRms(x, w, out, n, ss, eps);
 }
 
 void RmsNormRows(const float* x, const float* w, float* out, size_t rows, size_t n, float eps) {
@@ -27,11 +36,7 @@ void RmsNormRows(const float* x, const float* w, float* out, size_t rows, size_t
     for (size_t i = 0; i < n; ++i) {
       for (size_t j = 0; j < kChains; ++j) ss[j] += static_cast<double>(xr[j * n + i] * xr[j * n + i]);
     }
-    for (size_t j = 0; j < kChains; ++j) {  // as RmsNorm scales
-      const float scale = 1.0f / std::sqrt(static_cast<float>(ss[j] / static_cast<double>(n)) + eps);
-      float* o = out + (r + j) * n;
-      for (size_t i = 0; i < n; ++i) o[i] = xr[j * n + i] * scale * w[i];
-    }
+    for (size_t j = 0; j < kChains; ++j) ScaleByRms(xr + j * n, w, out + (r + j) * n, n, ss[j], eps);
   }
   for (; r < rows; ++r) RmsNorm(x + r * n, w, out + r * n, n, eps);
 }
