@@ -170,6 +170,13 @@ TEST(Cli, BadInputGivesAClearErrorAndExitCode) {
                          &rc);
   EXPECT_EQ(rc, 1);
   EXPECT_NE(out.find("at least 16 bytes"), std::string::npos) << out;
+  // A pool larger than the machine (100 TB) is refused by name, not aborted.
+  for (const char* cmd : {" serve --port 0", " run -p hi -n 1"}) {
+    out = test::RunCommand(Bin() + cmd + " -m " + model + " --kv-cache-mem 100000000000000 2>&1", &rc);
+    EXPECT_EQ(rc, 1) << cmd;
+    EXPECT_NE(out.find("--kv-cache-mem 100000000000000 bytes"), std::string::npos) << out;
+    EXPECT_NE(out.find("more than this machine's RAM"), std::string::npos) << out;
+  }
 }
 
 // promptcache template --jsonl over every shared reference render, a

@@ -127,6 +127,7 @@ int Run(const RunFlags& f) {
   if (!tok.ok()) return Fail(tok.status().message());
   Result<std::vector<int32_t>> prompt = Prompt(f, *tok);
   if (!prompt.ok()) return Fail(prompt.status().message());
+  if (const std::string problem = KvMemoryProblem(f.kv_mem); !problem.empty()) return Fail(problem);
   EngineOptions eo;
   eo.cache.block_size = f.block_size;
   Result<KvDtype> kv_type = ParseKvDtype(f.kv_type, static_cast<size_t>((*model)->config().head_dim));

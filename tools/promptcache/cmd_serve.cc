@@ -165,6 +165,7 @@ int Serve(const ServeFlags& f) {
     so.api_keys.insert(keys->begin(), keys->end());
   }
 
+  if (const std::string problem = KvMemoryProblem(f.kv_mem); !problem.empty()) return Fail(problem);
   EngineOptions eo;
   eo.cache.block_size = f.block_size;
   Result<KvDtype> kv_type = ParseKvDtype(f.kv_type, static_cast<size_t>((*model)->config().head_dim));

@@ -3,6 +3,9 @@
 #pragma once
 #include <CLI/CLI.hpp>
 
+#include <cstddef>
+#include <string>
+
 namespace pc::cli {
 
 void RegisterRun(CLI::App& app, int* exit_code);
@@ -22,5 +25,10 @@ void RegisterJsonSchemaCheck(CLI::App& app, int* exit_code);
 
 // Prints "error: msg" to stderr and returns 1.
 int Fail(const std::string& message);
+
+// Empty when a KV pool of `bytes` (0: the default, sized from free RAM) can
+// be made on this machine; else why not. The pool is made resident at start,
+// so a size beyond physical RAM would end in std::bad_alloc or the OOM killer.
+std::string KvMemoryProblem(size_t bytes);
 
 }  // namespace pc::cli
