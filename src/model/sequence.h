@@ -3,6 +3,7 @@
 // next tokens in prefill-sized chunks. The decode loop itself is the
 // engine's (engine/engine.h), for `run`, `bench-prefix` and `serve` alike.
 #pragma once
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +25,9 @@ class Session : public KvSequence {
   // position 0 over memory already mapped (a benchmark's next repetition, as
   // llama-bench clears its context's KV rather than making a new one).
   void Clear() { n_past_ = 0; }
+  // Forgets the tokens from position n on and keeps those before it (a
+  // benchmark's cached prefix, reused by every repetition of its suffix).
+  void Truncate(size_t n) { n_past_ = std::min(n_past_, n); }
 
   KvStore& store() override { return kv_; }
   std::span<const int32_t> block_table() const override { return table_; }

@@ -263,6 +263,39 @@ TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
   }
 }
 
+// Truncate keeps the positions before its point (bench-model's cached prefix
+// for --pp-depth): a suffix prefilled after it gives the bits of one prompt
+// of prefix and suffix, whatever was prefilled past the point before.
+TEST(MakeModel, TruncatedSessionEqualsAFreshOneWithThePrefix) {
+  const std::string path = test::TempPath("tiny-truncate.gguf");
+  MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
+  opt.shape.n_layer = 3;
+  ASSERT_TRUE(MakeModel(opt, path).ok());
+  auto model = Model::Load(path, 2);
+  ASSERT_TRUE(model.ok()) << model.status().message();
+  Model& m = **model;
+  auto tokens = [](size_t n, size_t seed) {
+    std::vector<int32_t> t(n);
+    for (size_t i = 0; i < n; ++i) t[i] = static_cast<int32_t>(1 + (i * 613 + seed * 97) % 900);
+    return t;
+  };
+  const std::vector<int32_t> prefix = tokens(37, 1), first = tokens(20, 2), second = tokens(9, 3);
+  Session reused(m, 64, KvDtype::kF16), fresh(m, 64, KvDtype::kF16);
+  reused.Prefill(prefix);
+  reused.Prefill(first);
+  reused.Truncate(prefix.size() + first.size() + 5);  // past the end: nothing forgotten
+  EXPECT_EQ(reused.num_computed(), prefix.size() + first.size());
+  reused.Truncate(prefix.size());
+  EXPECT_EQ(reused.num_computed(), prefix.size());
+  const std::span<const float> after = reused.Prefill(second);
+  const std::vector<float> got(after.begin(), after.end());
+  std::vector<int32_t> whole = prefix;
+  whole.insert(whole.end(), second.begin(), second.end());
+  const std::span<const float> want = fresh.Prefill(whole);
+  ASSERT_EQ(got.size(), want.size());
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+}
+
 // Q8_0 weights are repacked at load; the ggml numerics frees the copies and
 // reads the file's layout (a model loaded for it repacks nothing); switching
 // back repacks and reproduces the first logits bit for bit.

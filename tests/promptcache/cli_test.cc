@@ -142,6 +142,27 @@ TEST(Cli, InspectAndPromptRun) {
   EXPECT_EQ(out.rfind(", there was a little girl", 0), 0u) << out;
 }
 
+// bench-model's prefill after a cached prefix (--pp-depth) and without the
+// decode test (-n 0, as llama-bench): the JSON names the depth, has no tg.
+TEST(Cli, BenchModelPrefillAtDepthAlone) {
+  PC_SHARED_OR_SKIP(model, "models/stories260K.gguf");
+  int rc = 0;
+  std::string out = test::RunCommand(Bin() + " bench-model -m " + model + " -p 5 --pp-depth 9 -n 0 -r 2 -t 1 --json", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["pp"]["tokens"], 5);
+  EXPECT_EQ(j["pp"]["depth"], 9);
+  EXPECT_GT(j["pp"]["tok_s_mean"].get<double>(), 0);
+  EXPECT_FALSE(j.contains("tg"));
+  out = test::RunCommand(Bin() + " bench-model -m " + model + " -p 5 -n 3 -d 4 -r 1 -t 1", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("pp5 "), std::string::npos) << out;
+  EXPECT_NE(out.find("tg3 @ d4"), std::string::npos) << out;
+  out = test::RunCommand(Bin() + " bench-model -m " + model + " -p 500 --pp-depth 10000 -n 0 2>&1", &rc);
+  EXPECT_EQ(rc, 1);
+  EXPECT_NE(out.find("exceed the context length"), std::string::npos) << out;
+}
+
 TEST(Cli, BadInputGivesAClearErrorAndExitCode) {
   int rc = 0;
   std::string out = test::RunCommand(Bin() + " run -m /nonexistent.gguf -p hi 2>&1", &rc);

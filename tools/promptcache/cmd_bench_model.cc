@@ -21,7 +21,7 @@ namespace {
 
 struct Flags {
   std::string model, kv_type = "f16";
-  int p = 512, n = 128, reps = 5, depth = 0, threads = 0;
+  int p = 512, n = 128, reps = 5, depth = 0, pp_depth = 0, threads = 0;
   bool json = false;
 };
 
@@ -105,7 +105,7 @@ int BenchModel(const Flags& f) {
   if (!loaded.ok()) return Fail(loaded.status().message());
   Model& m = **loaded;
   const ModelConfig& c = m.config();
-  if (static_cast<size_t>(f.p + 1) > static_cast<size_t>(c.n_ctx) || static_cast<size_t>(f.depth + f.n + 1) > static_cast<size_t>(c.n_ctx)) {
+  if (static_cast<size_t>(f.pp_depth + f.p + 1) > static_cast<size_t>(c.n_ctx) || static_cast<size_t>(f.depth + f.n + 1) > static_cast<size_t>(c.n_ctx)) {
     return Fail(fmt::format("-p/-d/-n exceed the context length {}", c.n_ctx));
   }
   // Bytes a decode step streams: every weight once (token_embd only as the
@@ -135,17 +135,20 @@ int BenchModel(const Flags& f) {
   // One store per kind of test, cleared between repetitions (llama-bench
   // keeps its context too): each repetition writes K/V over memory the last
   // one touched, not over freshly mapped pages.
-  Session pp_session(m, static_cast<size_t>(f.p) + 1, *kv_type);
+  Session pp_session(m, static_cast<size_t>(f.pp_depth + f.p) + 1, *kv_type);
+  // A cache hit's suffix: each repetition's prompt prefilled after the same
+  // pp_depth cached positions.
+  if (f.pp_depth > 0) pp_session.Prefill(RandomTokens(static_cast<size_t>(f.pp_depth), c.n_vocab, rng));
   for (int r = 0; r < f.reps; ++r) {
     Session& s = pp_session;
-    s.Clear();
+    s.Truncate(static_cast<size_t>(f.pp_depth));
     const std::vector<int32_t> prompt = RandomTokens(static_cast<size_t>(f.p), c.n_vocab, rng);
     const int64_t t0 = NowNs();
     s.Prefill(prompt);
     pp.push_back(f.p / (static_cast<double>(NowNs() - t0) * 1e-9));
   }
-  Session tg_session(m, static_cast<size_t>(f.depth + f.n) + 1, *kv_type);
-  for (int r = 0; r < f.reps; ++r) {
+  Session tg_session(m, f.n > 0 ? static_cast<size_t>(f.depth + f.n) + 1 : 1, *kv_type);
+  for (int r = 0; r < f.reps && f.n > 0; ++r) {  // -n 0: prefill only, as in llama-bench
     Session& s = tg_session;
     s.Clear();
     if (f.depth > 0) s.Prefill(RandomTokens(static_cast<size_t>(f.depth), c.n_vocab, rng));
@@ -159,16 +162,17 @@ int BenchModel(const Flags& f) {
   const MeanSd ps = Stats(pp), ts = Stats(tg);
   const double tg_bytes = weight_bytes + kv_bytes_per_pos * (f.depth + 1 + f.n / 2.0);
   const double tg_roof = bw / tg_bytes;
-  const double pp_flops = 2 * matmul_params + attn_flops_per_pos * f.p / 2.0;
+  const double pp_flops = 2 * matmul_params + attn_flops_per_pos * (f.pp_depth + f.p / 2.0);
   const double pp_roof = peak / pp_flops;
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   const double rss = static_cast<double>(ru.ru_maxrss) * 1024, file = static_cast<double>(std::filesystem::file_size(f.model));
   const std::string tg_name = f.depth ? fmt::format("tg{} @ d{}", f.n, f.depth) : fmt::format("tg{}", f.n);
+  const std::string pp_name = f.pp_depth ? fmt::format("pp{} @ d{}", f.p, f.pp_depth) : fmt::format("pp{}", f.p);
   const PackedWeights& pw = m.packed();
   if (f.json) {
     nlohmann::json j = {{"model", f.model}, {"threads", m.pool().num_threads()}, {"isa", IsaName(*ActiveIsa())},
-                        {"pp", {{"tokens", f.p}, {"tok_s_mean", ps.mean}, {"tok_s_sd", ps.sd}, {"roofline_tok_s", pp_roof},
+                        {"pp", {{"tokens", f.p}, {"depth", f.pp_depth}, {"tok_s_mean", ps.mean}, {"tok_s_sd", ps.sd}, {"roofline_tok_s", pp_roof},
                                 {"roofline_fraction", ps.mean / pp_roof}}},
                         {"tg", {{"tokens", f.n}, {"depth", f.depth}, {"tok_s_mean", ts.mean}, {"tok_s_sd", ts.sd},
                                 {"roofline_tok_s", tg_roof}, {"roofline_fraction", ts.mean / tg_roof}}},
@@ -176,14 +180,15 @@ int BenchModel(const Flags& f) {
                         {"peak_rss_bytes", rss}, {"file_bytes", file},
                         {"repack", {{"num_matrices", pw.num_matrices}, {"bytes", pw.bytes}, {"load_ms", pw.load_ms}}},
                         {"fingerprint_ms", m.fingerprint_ms()}};
+    if (f.n == 0) j.erase("tg");
     std::printf("%s\n", j.dump(2).c_str());
     return 0;
   }
   std::printf("model %s: %.1f MB, %d threads, ISA %s, %d reps\n", f.model.c_str(), file / 1e6, m.pool().num_threads(),
               IsaName(*ActiveIsa()), f.reps);
   std::printf("%-14s %12s %10s %14s %9s\n", "test", "tok/s", "± sd", "roofline tok/s", "fraction");
-  std::printf("%-14s %12.1f %10.1f %14.0f %8.1f%%\n", fmt::format("pp{}", f.p).c_str(), ps.mean, ps.sd, pp_roof, 100 * ps.mean / pp_roof);
-  std::printf("%-14s %12.1f %10.1f %14.0f %8.1f%%\n", tg_name.c_str(), ts.mean, ts.sd, tg_roof, 100 * ts.mean / tg_roof);
+  std::printf("%-14s %12.1f %10.1f %14.0f %8.1f%%\n", pp_name.c_str(), ps.mean, ps.sd, pp_roof, 100 * ps.mean / pp_roof);
+  if (f.n > 0) std::printf("%-14s %12.1f %10.1f %14.0f %8.1f%%\n", tg_name.c_str(), ts.mean, ts.sd, tg_roof, 100 * ts.mean / tg_roof);
   std::printf("roofline measured in this run: read %.1f GB/s over the weights decode streams; FP32 FMA peak %.0f GFLOP/s\n"
               "(decode streams %.1f MB per token; prefill needs %.2f GFLOP per token)\n",
               bw / 1e9, peak / 1e9, tg_bytes / 1e6, pp_flops / 1e9);
@@ -200,9 +205,11 @@ void RegisterBenchModel(CLI::App& app, int* exit_code) {
   CLI::App* c = app.add_subcommand("bench-model", "Benchmark: ppN prefill and tgN decode tokens/s with the roofline fraction");
   c->add_option("-m,--model", f->model, "GGUF model")->required();
   c->add_option("-p", f->p, "Prompt tokens for ppN")->check(CLI::Range(1, 1 << 20));
-  c->add_option("-n", f->n, "Generated tokens for tgN")->check(CLI::Range(1, 1 << 20));
+  c->add_option("-n", f->n, "Generated tokens for tgN")->check(CLI::Range(0, 1 << 20));
   c->add_option("-r,--reps", f->reps, "Repetitions")->check(CLI::Range(1, 1000));
   c->add_option("-d,--depth", f->depth, "Context already in the cache before tgN")->check(CLI::Range(0, 1 << 20));
+  c->add_option("--pp-depth", f->pp_depth, "Context already in the cache before ppN (a cache hit's suffix)")
+      ->check(CLI::Range(0, 1 << 20));
   c->add_option("-t,--threads", f->threads, "Threads (default: physical cores)");
   c->add_option("--kv-type", f->kv_type, "KV cache element type: f16, f32, q8_0")->check(CLI::IsMember({"f16", "f32", "q8_0"}));
   c->add_flag("--json", f->json, "JSON output");
