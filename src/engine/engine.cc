@@ -54,7 +54,7 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
       opt_(opt),
       cache_(WithContext(model.config().kv_shape(), opt.ctx_tokens), model.fingerprint(),
              WithDefaultMemory(WithContext(model.config().kv_shape(), opt.ctx_tokens), opt.max_batch_tokens, opt.cache)),
-      logits_memo_(opt.logits_memo_bytes),
+      logits_memo_(opt.logits_memo_bytes, static_cast<size_t>(model.config().n_vocab)),
       scheduler_(SchedulerOptions{opt.max_batch_tokens, opt.max_running, opt.max_waiting,
                                   static_cast<size_t>(cache_.pool().num_blocks()), cache_.block_size(),
                                   std::max<size_t>(1, static_cast<size_t>(cache_.pool().num_blocks()) / 100), opt.admission,
@@ -288,12 +288,9 @@ bool Engine::UsesLogitsMemo(const Active& a) const {
 void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string, size_t>& loaded_tokens) {
   // A fresh prompt seen before may have its last logits kept: then every
   // cached token is adopted, and if that is all of them, nothing is computed.
-  std::optional<std::vector<float>> memo;
-  if (UsesLogitsMemo(a)) {
-    memo = logits_memo_.Get(cache_.PromptKey(a.tokens(), a.req.salt, a.keys));
-  }
-  Result<std::unique_ptr<CachedSequence>> seq =
-      cache_.Start(a.progress, a.req.salt, a.req.use_cache, a.keys, memo.has_value());
+  std::vector<float> memo;
+  const bool have_memo = UsesLogitsMemo(a) && logits_memo_.Get(cache_.PromptKey(a.tokens(), a.req.salt, a.keys), &memo);
+  Result<std::unique_ptr<CachedSequence>> seq = cache_.Start(a.progress, a.req.salt, a.req.use_cache, a.keys, have_memo);
   if (!seq.ok()) {
     // No block for a full-hit copy: others hold the pool; wait for them.
     if (scheduler_.NumStarted() > 0) return Requeue(a, /*preempted=*/false);
@@ -301,8 +298,8 @@ void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string
     return;
   }
   a.seq = std::move(*seq);
-  if (memo && a.seq->num_computed() == a.tokens().size()) {
-    a.memo_logits = std::move(*memo);
+  if (have_memo && a.seq->num_computed() == a.tokens().size()) {
+    a.memo_logits = std::move(memo);
     memo_ready_.push_back(a.id);
     metrics_.Add("promptcache_prefix_cache_logits_hits_total", "", 1);
   }
