@@ -275,6 +275,7 @@ void Engine::InstallLoads(int64_t now_ns) {
     }
     StartSequence(a, now_ns, loaded_tokens);
     for (int32_t b : held) cache_.ReleaseBlock(b);
+    opt_.tiers->Recycle(std::move(r.payloads));  // copied into the pool
   }
 }
 

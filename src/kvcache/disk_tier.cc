@@ -188,15 +188,16 @@ size_t DiskTier::CountLeading(std::span<const Hash128> keys) {
   return n;
 }
 
-std::vector<std::vector<uint8_t>> DiskTier::Load(std::span<const Hash128> keys) {
+size_t DiskTier::LoadInto(std::span<const Hash128> keys, std::vector<std::vector<uint8_t>>* out) {
   MutexLock lock(mu_);
-  std::vector<std::vector<uint8_t>> out;
+  size_t n = 0;
   for (const Hash128& k : keys) {
     auto it = index_.find(k);
     if (it == index_.end()) break;
     const Loc loc = it->second;
     Segment& seg = segments_.at(loc.segment);
-    std::vector<uint8_t> buf(loc.size);
+    std::vector<uint8_t>& buf = LoadSlot(out, n);
+    buf.resize(loc.size);
     std::FILE* f = std::fopen(seg.path.c_str(), "rb");
     bool ok = f != nullptr && std::fseek(f, static_cast<long>(loc.offset), SEEK_SET) == 0 &&
               std::fread(buf.data(), 1, buf.size(), f) == buf.size();
@@ -209,9 +210,9 @@ std::vector<std::vector<uint8_t>> DiskTier::Load(std::span<const Hash128> keys) 
     }
     seg.last_used = ++clock_;
     ++stats_.num_loaded;
-    out.push_back(std::move(buf));
+    ++n;
   }
-  return out;
+  return n;
 }
 
 void DiskTier::Erase(std::span<const Hash128> keys) {

@@ -43,7 +43,7 @@ class DiskTier : public KvTier {
   const std::string& name() const override { return name_; }
   void Insert(std::span<const BlockPayload> blocks) override;
   size_t CountLeading(std::span<const Hash128> keys) override;
-  std::vector<std::vector<uint8_t>> Load(std::span<const Hash128> keys) override;
+  size_t LoadInto(std::span<const Hash128> keys, std::vector<std::vector<uint8_t>>* out) override;
   void Erase(std::span<const Hash128> keys) override;
   TierStats stats() const override;
   uint64_t num_ignored_files() const;

@@ -38,17 +38,17 @@ size_t HostTier::CountLeading(std::span<const Hash128> keys) {
   return n;
 }
 
-std::vector<std::vector<uint8_t>> HostTier::Load(std::span<const Hash128> keys) {
+size_t HostTier::LoadInto(std::span<const Hash128> keys, std::vector<std::vector<uint8_t>>* out) {
   MutexLock lock(mu_);
-  std::vector<std::vector<uint8_t>> out;
+  size_t n = 0;
   for (const Hash128& k : keys) {
     auto it = map_.find(k);
     if (it == map_.end()) break;
     lru_.splice(lru_.begin(), lru_, it->second.lru);
-    out.push_back(it->second.bytes);
+    LoadSlot(out, n++).assign(it->second.bytes.begin(), it->second.bytes.end());
     ++stats_.num_loaded;
   }
-  return out;
+  return n;
 }
 
 void HostTier::Erase(std::span<const Hash128> keys) {

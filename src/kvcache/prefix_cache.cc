@@ -251,9 +251,10 @@ std::vector<Hash128> PrefixCache::BlockHashes(std::span<const int32_t> prompt, s
   return out;
 }
 
-std::vector<uint8_t> PrefixCache::BlockBytes(int32_t b) {
+std::vector<uint8_t> PrefixCache::BlockBytes(int32_t b, std::vector<uint8_t> into) {
   const size_t lb = store_.block_layer_bytes(), tb = block_size() * sizeof(int32_t);
-  std::vector<uint8_t> out(payload_bytes(), 0);
+  std::vector<uint8_t> out = std::move(into);
+  out.assign(payload_bytes(), 0);
   std::memcpy(out.data(), TokensOf(b).data(), tb);
   std::optional<int32_t> local;
   if (split()) {
@@ -275,7 +276,7 @@ std::optional<int32_t> PrefixCache::AllocateBlock() {
   std::optional<int32_t> b = pool_.Allocate(&evicted);
   if (!b) return b;
   // A partial tail is not a tier entry (tiers hold whole blocks).
-  if (evicted && listener_ && partial_[static_cast<size_t>(*b)] == 0) listener_->OnEvicted(*evicted, BlockBytes(*b));
+  if (evicted && listener_ && partial_[static_cast<size_t>(*b)] == 0) listener_->OnEvicted(*evicted, BlockBytes(*b, listener_->SpareBuffer()));
   partial_[static_cast<size_t>(*b)] = 0;
   return b;
 }
@@ -494,7 +495,7 @@ void CachedSequence::IndexComputed() {
     if (use_cache_ && cache_.pool_.Register(table_[k], last_hash_)) {
       cache_.NoteChild(parent, last_hash_);
       std::copy(block.begin(), block.end(), cache_.TokensOf(table_[k]).begin());
-      if (cache_.listener_) cache_.listener_->OnRegistered(last_hash_, cache_.BlockBytes(table_[k]));
+      if (cache_.listener_) cache_.listener_->OnRegistered(last_hash_, cache_.BlockBytes(table_[k], cache_.listener_->SpareBuffer()));
     }
     ++num_hashed_blocks_;
   }

@@ -65,6 +65,9 @@ class PoolListener {
   virtual void OnRegistered(const Hash128& key, std::vector<uint8_t> bytes) = 0;
   // An indexed block about to be overwritten (evicted from the pool).
   virtual void OnEvicted(const Hash128& key, std::vector<uint8_t> bytes) = 0;
+  // A buffer for the next payload (one an earlier payload left, so its pages
+  // are already mapped: tier.h says why), or an empty one.
+  virtual std::vector<uint8_t> SpareBuffer() { return {}; }
 };
 
 class CachedSequence : public KvSequence {
@@ -178,7 +181,8 @@ class PrefixCache {
   // caches: a local layer's rows come from the local block of the same key
   // (zeros when it was evicted), and an int32 at the end says whether they
   // are there (1) or not (0).
-  std::vector<uint8_t> BlockBytes(int32_t b);
+  // Written into `into` (its capacity reused).
+  std::vector<uint8_t> BlockBytes(int32_t b, std::vector<uint8_t> into = {});
   size_t payload_bytes() const {
     return block_size() * sizeof(int32_t) + store_.block_bytes() + (split() ? sizeof(int32_t) : 0);
   }

@@ -125,10 +125,10 @@ size_t RedisTier::CountLeading(std::span<const Hash128> keys) {
   return n;
 }
 
-std::vector<std::vector<uint8_t>> RedisTier::Load(std::span<const Hash128> keys) {
+size_t RedisTier::LoadInto(std::span<const Hash128> keys, std::vector<std::vector<uint8_t>>* out) {
   MutexLock lock(mu_);
-  std::vector<std::vector<uint8_t>> out;
-  if (keys.empty() || !EnsureConnectedLocked()) return out;
+  size_t n = 0;
+  if (keys.empty() || !EnsureConnectedLocked()) return n;
   for (const Hash128& k : keys) {
     const std::string key = Key(k);
     const char* argv[] = {"GET", key.c_str()};
@@ -140,24 +140,23 @@ std::vector<std::vector<uint8_t>> RedisTier::Load(std::span<const Hash128> keys)
     Reply r = GetReply(ctx_);  // read every reply to keep the pipeline in step
     if (!r) {
       FailLocked();
-      return out;
+      return n;
     }
     if (!leading) continue;
     if (r->type != REDIS_REPLY_STRING) {
       leading = false;  // gone (expired, evicted) since CountLeading
       continue;
     }
-    std::vector<uint8_t> payload;
     const std::span<const uint8_t> value(reinterpret_cast<const uint8_t*>(r->str), r->len);
-    if (!opt_.seal.Open(keys[i], value, &payload)) {
+    if (!opt_.seal.Open(keys[i], value, &LoadSlot(out, n))) {
       ++stats_.num_corrupt;  // short, tampered, or sealed under another secret
       leading = false;
       continue;
     }
     ++stats_.num_loaded;
-    out.push_back(std::move(payload));
+    ++n;
   }
-  return out;
+  return n;
 }
 
 void RedisTier::Probe() {

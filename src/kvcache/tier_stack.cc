@@ -175,6 +175,26 @@ void TierStack::OnEvicted(const Hash128& key, std::vector<uint8_t> bytes) {
   Enqueue(Write{BlockPayload{key, std::move(bytes)}, true});
 }
 
+void TierStack::KeepSpareLocked(std::vector<uint8_t> buffer) {
+  if (buffer.capacity() == 0 || spare_bytes_ + buffer.capacity() > kSpareBytes) return;  // freed
+  spare_bytes_ += buffer.capacity();
+  spare_.push_back(std::move(buffer));
+}
+
+std::vector<uint8_t> TierStack::SpareBuffer() {
+  MutexLock lock(mu_);
+  if (spare_.empty()) return {};
+  std::vector<uint8_t> b = std::move(spare_.back());
+  spare_.pop_back();
+  spare_bytes_ -= b.capacity();
+  return b;
+}
+
+void TierStack::Recycle(std::vector<std::vector<uint8_t>> buffers) {
+  MutexLock lock(mu_);
+  for (std::vector<uint8_t>& b : buffers) KeepSpareLocked(std::move(b));
+}
+
 void TierStack::WriterLoop() {
   for (;;) {
     std::vector<Write> batch;
@@ -198,6 +218,9 @@ void TierStack::WriterLoop() {
     }
     {
       MutexLock lock(mu_);
+      for (std::vector<BlockPayload>* v : {&host, &persistent}) {
+        for (BlockPayload& b : *v) KeepSpareLocked(std::move(b.bytes));  // the tiers kept copies
+      }
       writing_ = false;
     }
     flushed_cv_.notify_all();
@@ -236,14 +259,25 @@ LoadResult TierStack::RunJob(const Job& job) {
     const std::span<const Hash128> rest = std::span<const Hash128>(job.keys).subspan(pos);
     const size_t n = t->CountLeading(rest);
     if (n == 0 || !costs_now.ShouldLoad(t->name(), job.first_token + pos * job.block_size, n, job.block_size)) continue;
-    std::vector<std::vector<uint8_t>> got = t->Load(rest.first(n));
+    std::vector<std::vector<uint8_t>> got;
+    {
+      MutexLock lock(mu_);
+      while (got.size() < n && !spare_.empty()) {
+        spare_bytes_ -= spare_.back().capacity();
+        got.push_back(std::move(spare_.back()));
+        spare_.pop_back();
+      }
+    }
+    const size_t loaded = t->LoadInto(rest.first(n), &got);
     r.load_ms_by_tier[t->name()] += NsToMs(NowNs() - t0);
-    for (auto& p : got) {
+    for (size_t i = 0; i < loaded; ++i) {
       r.keys.push_back(job.keys[pos]);
-      r.payloads.push_back(std::move(p));
+      r.payloads.push_back(std::move(got[i]));
       r.tier_of.push_back(t->name());
       ++pos;
     }
+    MutexLock lock(mu_);
+    for (size_t i = loaded; i < got.size(); ++i) KeepSpareLocked(std::move(got[i]));
   }
   return r;
 }

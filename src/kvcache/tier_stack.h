@@ -100,6 +100,11 @@ class TierStack : public PoolListener {
   // PoolListener (loop thread).
   void OnRegistered(const Hash128& key, std::vector<uint8_t> bytes) override;
   void OnEvicted(const Hash128& key, std::vector<uint8_t> bytes) override;
+  std::vector<uint8_t> SpareBuffer() override PC_EXCLUDES(mu_);
+  // Payload buffers done with (a LoadResult's, once installed), kept for the
+  // next loads and payloads up to kSpareBytes (tier.h says why).
+  void Recycle(std::vector<std::vector<uint8_t>> buffers) PC_EXCLUDES(mu_);
+  static constexpr size_t kSpareBytes = size_t{64} << 20;
 
   // Queues a lookup-and-load for keys (the prompt's blocks not in the pool),
   // the first of which starts at first_token.
@@ -123,6 +128,7 @@ class TierStack : public PoolListener {
   void LoaderLoop();
   LoadResult RunJob(const Job& job);
   void Enqueue(Write w);
+  void KeepSpareLocked(std::vector<uint8_t> buffer) PC_REQUIRES(mu_);
 
   void RefreshTierCosts() PC_EXCLUDES(costs_mu_);
   bool RefreshDue() const PC_EXCLUDES(costs_mu_);
@@ -141,6 +147,8 @@ class TierStack : public PoolListener {
   bool writing_ PC_GUARDED_BY(mu_) = false;
   std::deque<Job> jobs_ PC_GUARDED_BY(mu_);
   std::vector<LoadResult> done_ PC_GUARDED_BY(mu_);
+  std::vector<std::vector<uint8_t>> spare_ PC_GUARDED_BY(mu_);  // buffers to reuse
+  size_t spare_bytes_ PC_GUARDED_BY(mu_) = 0;                   // their capacity
   bool stop_ PC_GUARDED_BY(mu_) = false;
   std::atomic<uint64_t> dropped_writes_{0};
   std::thread writer_, loader_;

@@ -19,6 +19,7 @@
 #include "kvcache/disk_tier.h"
 #include "kvcache/payload_seal.h"
 #include "kvcache/redis_tier.h"
+#include "kvcache/tier_stack.h"
 
 #include <hiredis/hiredis.h>
 #include "reference_generate.h"
@@ -90,6 +91,63 @@ TEST(DiskTier, SurvivesRestartAndIgnoresOtherModels) {
   EXPECT_EQ(foreign.CountLeading(Keys({1})), 0u);
   EXPECT_EQ(foreign.num_ignored_files(), 2u);
   EXPECT_EQ(DiskTier(DiskOpts(dir)).CountLeading(Keys({1, 2, 3})), 3u);
+}
+
+// LoadInto writes each payload whole into the buffers it is handed, whatever
+// they held (other blocks' bytes, other sizes), appends where there are too
+// few, and leaves the spare ones alone; what it returns counts the loaded.
+TEST(Tiers, LoadIntoReusesBuffersAndWritesEachPayloadWhole) {
+  const std::string dir = FreshDir("disk-load-into");
+  HostTier host(1 << 20);
+  DiskTier disk(DiskOpts(dir));
+  for (KvTier* t : std::initializer_list<KvTier*>{&host, &disk}) {
+    t->Insert(std::vector<BlockPayload>{Block(1), Block(2, 700), Block(3, 1300)});
+    std::vector<std::vector<uint8_t>> bufs = {std::vector<uint8_t>(2000, 0xee), std::vector<uint8_t>(10, 0xdd)};
+    const uint8_t* first = bufs[0].data();
+    ASSERT_EQ(t->LoadInto(Keys({1, 2, 3, 9}), &bufs), 3u) << t->name();
+    ASSERT_EQ(bufs.size(), 3u);
+    EXPECT_EQ(bufs[0], Block(1).bytes) << t->name();
+    EXPECT_EQ(bufs[1], Block(2, 700).bytes) << t->name();
+    EXPECT_EQ(bufs[2], Block(3, 1300).bytes) << t->name();
+    EXPECT_EQ(bufs[0].data(), first) << "a buffer large enough is reused, not replaced";
+    bufs.push_back(std::vector<uint8_t>(5, 0x11));
+    ASSERT_EQ(t->LoadInto(Keys({2}), &bufs), 1u);
+    EXPECT_EQ(bufs[0], Block(2, 700).bytes);
+    EXPECT_EQ(bufs[3], std::vector<uint8_t>(5, 0x11)) << "spare buffers untouched";
+    EXPECT_EQ(t->LoadInto(Keys({9, 1}), &bufs), 0u);
+  }
+}
+
+// The tier stack keeps payload buffers given back, up to its cap, and hands
+// them out for the next payloads: loads through it stay exact.
+TEST(TierStack, RecycledBuffersComeBackAndLoadsStayExact) {
+  std::vector<std::unique_ptr<KvTier>> v;
+  v.push_back(std::make_unique<HostTier>(1 << 20));
+  TierStack stack(std::move(v));
+  stack.set_costs(CostModel());
+  EXPECT_TRUE(stack.SpareBuffer().empty());
+  for (uint64_t k : {1, 2, 3}) stack.OnEvicted(Block(k).key, Block(k).bytes);
+  stack.Flush();  // the host tier copied them; their buffers are spare now
+  std::vector<uint8_t> spare = stack.SpareBuffer();
+  EXPECT_GE(spare.capacity(), 1000u);
+  stack.Recycle({std::move(spare)});
+  for (int round = 0; round < 3; ++round) {
+    stack.SubmitLoad(7, Keys({1, 2, 3}), 0, 16);
+    std::vector<LoadResult> done;
+    for (int i = 0; i < 2000 && done.empty(); ++i) {
+      done = stack.TakeFinishedLoads();
+      if (done.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ASSERT_EQ(done.size(), 1u);
+    ASSERT_EQ(done[0].payloads.size(), 3u);
+    for (uint64_t k = 1; k <= 3; ++k) EXPECT_EQ(done[0].payloads[k - 1], Block(k).bytes) << round;
+    stack.Recycle(std::move(done[0].payloads));
+  }
+  // Past the cap, buffers are freed rather than kept.
+  std::vector<std::vector<uint8_t>> big;
+  big.emplace_back(TierStack::kSpareBytes + 1, 0);
+  stack.Recycle(std::move(big));
+  for (int i = 0; i < 3; ++i) EXPECT_LT(stack.SpareBuffer().capacity(), TierStack::kSpareBytes);
 }
 
 std::vector<std::string> Segments(const std::string& dir) {
