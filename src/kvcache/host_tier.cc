@@ -4,10 +4,11 @@ namespace pc {
 
 HostTier::HostTier(uint64_t budget_bytes) { stats_.bytes_budget = budget_bytes; }
 
-void HostTier::EraseLocked(const Hash128& k) {
+void HostTier::EraseLocked(const Hash128& k, std::vector<uint8_t>* keep) {
   auto it = map_.find(k);
   if (it == map_.end()) return;
   stats_.bytes_used -= it->second.bytes.size();
+  if (keep != nullptr) *keep = std::move(it->second.bytes);
   lru_.erase(it->second.lru);
   map_.erase(it);
 }
@@ -19,13 +20,17 @@ void HostTier::Insert(std::span<const BlockPayload> blocks) {
       ++stats_.num_dropped;
       continue;
     }
-    EraseLocked(b.key);
+    // The copy goes into the buffer of an entry it replaces or evicts where
+    // there is one (tier.h: a fresh block-sized buffer is page faults).
+    std::vector<uint8_t> bytes;
+    EraseLocked(b.key, &bytes);
     while (stats_.bytes_used + b.bytes.size() > stats_.bytes_budget && !lru_.empty()) {
-      EraseLocked(lru_.back());
+      EraseLocked(lru_.back(), &bytes);
       ++stats_.num_evicted;
     }
+    bytes.assign(b.bytes.begin(), b.bytes.end());
     lru_.push_front(b.key);
-    map_.emplace(b.key, Entry{b.bytes, lru_.begin()});
+    map_.emplace(b.key, Entry{std::move(bytes), lru_.begin()});
     stats_.bytes_used += b.bytes.size();
     ++stats_.num_inserted;
   }
@@ -53,7 +58,7 @@ size_t HostTier::LoadInto(std::span<const Hash128> keys, std::vector<std::vector
 
 void HostTier::Erase(std::span<const Hash128> keys) {
   MutexLock lock(mu_);
-  for (const Hash128& k : keys) EraseLocked(k);
+  for (const Hash128& k : keys) EraseLocked(k, nullptr);
 }
 
 TierStats HostTier::stats() const {

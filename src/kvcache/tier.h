@@ -95,7 +95,8 @@ class HostTier : public KvTier {
     std::vector<uint8_t> bytes;
     std::list<Hash128>::iterator lru;
   };
-  void EraseLocked(const Hash128& k) PC_REQUIRES(mu_);
+  // Drops k's entry; its buffer into *keep when keep is not null.
+  void EraseLocked(const Hash128& k, std::vector<uint8_t>* keep) PC_REQUIRES(mu_);
   std::string name_ = "host";
   mutable Mutex mu_;
   std::unordered_map<Hash128, Entry, Hash128Hasher> map_ PC_GUARDED_BY(mu_);

@@ -56,6 +56,13 @@ TEST(HostTier, RoundTripAndLruBudget) {
   EXPECT_EQ(t.stats().num_evicted, 1u);
   t.Insert(std::vector<BlockPayload>{Block(5, 5000)});  // larger than the budget: dropped
   EXPECT_EQ(t.stats().num_dropped, 1u);
+  // A smaller block in an evicted entry's buffer: its own bytes, no more.
+  t.Insert(std::vector<BlockPayload>{Block(6, 400)});
+  EXPECT_EQ(t.stats().num_evicted, 2u);
+  const auto six = t.Load(Keys({6}));
+  ASSERT_EQ(six.size(), 1u);
+  EXPECT_EQ(six[0], Block(6, 400).bytes);
+  EXPECT_EQ(t.stats().bytes_used, 2400u);
 }
 
 DiskTierOptions DiskOpts(const std::string& dir, uint64_t budget = 1 << 20) {
