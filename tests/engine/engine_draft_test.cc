@@ -85,11 +85,11 @@ TEST(EngineDrafts, GreedyAndSeededOutputsAreThoseOfPlainDecoding) {
       if (temperature == 0) {
         // The model quotes: its answer is the passage, and most drafts hold.
         // (How many tokens a step drafts follows the measured step costs,
-        // which a loaded machine moves: one CI run drafted 23, all accepted;
-        // so the share accepted is asserted, and a floor on the count.)
+        // which a loaded machine moves: one CI run drafted 23, another 3,
+        // all accepted; so the share accepted is asserted, not a count.)
         EXPECT_TRUE(std::equal(plain.ids.begin(), plain.ids.begin() + 16, p.begin() + 48 + 60 * seed)) << "the model does not copy";
         EXPECT_GE(drafted.accepted * 10, drafted.drafted * 8) << drafted.accepted << " of " << drafted.drafted;
-        EXPECT_GE(drafted.accepted, 8u) << "of " << drafted.drafted;
+        EXPECT_GE(drafted.accepted, 1u) << "of " << drafted.drafted;
       }
       EXPECT_LE(drafted.accepted, drafted.drafted);
     }
