@@ -276,7 +276,9 @@ std::optional<int32_t> PrefixCache::AllocateBlock() {
   std::optional<int32_t> b = pool_.Allocate(&evicted);
   if (!b) return b;
   // A partial tail is not a tier entry (tiers hold whole blocks).
-  if (evicted && listener_ && partial_[static_cast<size_t>(*b)] == 0) listener_->OnEvicted(*evicted, BlockBytes(*b, listener_->SpareBuffer()));
+  if (evicted && listener_ && partial_[static_cast<size_t>(*b)] == 0) {
+    listener_->OnEvicted(*evicted, BlockBytes(*b, listener_->SpareBuffer()));
+  }
   partial_[static_cast<size_t>(*b)] = 0;
   return b;
 }
@@ -495,7 +497,7 @@ void CachedSequence::IndexComputed() {
     if (use_cache_ && cache_.pool_.Register(table_[k], last_hash_)) {
       cache_.NoteChild(parent, last_hash_);
       std::copy(block.begin(), block.end(), cache_.TokensOf(table_[k]).begin());
-      if (cache_.listener_) cache_.listener_->OnRegistered(last_hash_, cache_.BlockBytes(table_[k], cache_.listener_->SpareBuffer()));
+      if (PoolListener* l = cache_.listener_) l->OnRegistered(last_hash_, cache_.BlockBytes(table_[k], l->SpareBuffer()));
     }
     ++num_hashed_blocks_;
   }

@@ -260,13 +260,10 @@ LoadResult TierStack::RunJob(const Job& job) {
     const size_t n = t->CountLeading(rest);
     if (n == 0 || !costs_now.ShouldLoad(t->name(), job.first_token + pos * job.block_size, n, job.block_size)) continue;
     std::vector<std::vector<uint8_t>> got;
-    {
-      MutexLock lock(mu_);
-      while (got.size() < n && !spare_.empty()) {
-        spare_bytes_ -= spare_.back().capacity();
-        got.push_back(std::move(spare_.back()));
-        spare_.pop_back();
-      }
+    while (got.size() < n) {
+      std::vector<uint8_t> b = SpareBuffer();
+      if (b.capacity() == 0) break;  // none left
+      got.push_back(std::move(b));
     }
     const size_t loaded = t->LoadInto(rest.first(n), &got);
     r.load_ms_by_tier[t->name()] += NsToMs(NowNs() - t0);
@@ -276,8 +273,8 @@ LoadResult TierStack::RunJob(const Job& job) {
       r.tier_of.push_back(t->name());
       ++pos;
     }
-    MutexLock lock(mu_);
-    for (size_t i = loaded; i < got.size(); ++i) KeepSpareLocked(std::move(got[i]));
+    got.erase(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(loaded));
+    Recycle(std::move(got));  // the buffers this load did not need
   }
   return r;
 }

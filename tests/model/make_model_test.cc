@@ -31,6 +31,20 @@ MakeModelOptions TinyOptions(TensorType type) {
   return opt;
 }
 
+// The tiny shape in Q8_0 with n_layer layers, written and loaded on two
+// threads; null (with a test failure) when either step fails.
+std::unique_ptr<Model> TinyQ8Model(const std::string& name, int n_layer) {
+  const std::string path = test::TempPath(name);
+  MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
+  opt.shape.n_layer = n_layer;
+  const Status made = MakeModel(opt, path);
+  EXPECT_TRUE(made.ok()) << made.message();
+  if (!made.ok()) return nullptr;
+  auto model = Model::Load(path, 2);
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  return model.ok() ? std::move(*model) : nullptr;
+}
+
 class MakeModelTypes : public ::testing::TestWithParam<TensorType> {};
 
 TEST_P(MakeModelTypes, LoadsBackAndGenerates) {
@@ -212,13 +226,9 @@ TEST(MakeModel, ThreadCountDoesNotChangeTheBits) {
 // overwrites: its logits and cache then equal an undisturbed run's, bit for
 // bit, and the batch that ran in between (another sequence) is unaffected.
 TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
-  const std::string path = test::TempPath("tiny-dropped.gguf");
-  MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
-  opt.shape.n_layer = 4;
-  ASSERT_TRUE(MakeModel(opt, path).ok());
-  auto model = Model::Load(path, 2);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  Model& m = **model;
+  std::unique_ptr<Model> model = TinyQ8Model("tiny-dropped.gguf", 4);
+  ASSERT_TRUE(model);
+  Model& m = *model;
   const int layers = m.config().n_layer;
   ASSERT_EQ(layers, 4);
   const size_t n = 70;
@@ -267,13 +277,9 @@ TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
 // for --pp-depth): a suffix prefilled after it gives the bits of one prompt
 // of prefix and suffix, whatever was prefilled past the point before.
 TEST(MakeModel, TruncatedSessionEqualsAFreshOneWithThePrefix) {
-  const std::string path = test::TempPath("tiny-truncate.gguf");
-  MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
-  opt.shape.n_layer = 3;
-  ASSERT_TRUE(MakeModel(opt, path).ok());
-  auto model = Model::Load(path, 2);
-  ASSERT_TRUE(model.ok()) << model.status().message();
-  Model& m = **model;
+  std::unique_ptr<Model> model = TinyQ8Model("tiny-truncate.gguf", 3);
+  ASSERT_TRUE(model);
+  Model& m = *model;
   auto tokens = [](size_t n, size_t seed) {
     std::vector<int32_t> t(n);
     for (size_t i = 0; i < n; ++i) t[i] = static_cast<int32_t>(1 + (i * 613 + seed * 97) % 900);

@@ -147,7 +147,8 @@ TEST(Cli, InspectAndPromptRun) {
 TEST(Cli, BenchModelPrefillAtDepthAlone) {
   PC_SHARED_OR_SKIP(model, "models/stories260K.gguf");
   int rc = 0;
-  std::string out = test::RunCommand(Bin() + " bench-model -m " + model + " -p 5 --pp-depth 9 -n 0 -r 2 -t 1 --json", &rc);
+  std::string out =
+      test::RunCommand(Bin() + " bench-model -m " + model + " -p 5 --pp-depth 9 -n 0 -r 2 -t 1 --json", &rc);
   ASSERT_EQ(rc, 0) << out;
   auto j = nlohmann::json::parse(out);
   EXPECT_EQ(j["pp"]["tokens"], 5);

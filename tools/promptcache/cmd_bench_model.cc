@@ -105,7 +105,8 @@ int BenchModel(const Flags& f) {
   if (!loaded.ok()) return Fail(loaded.status().message());
   Model& m = **loaded;
   const ModelConfig& c = m.config();
-  if (static_cast<size_t>(f.pp_depth + f.p + 1) > static_cast<size_t>(c.n_ctx) || static_cast<size_t>(f.depth + f.n + 1) > static_cast<size_t>(c.n_ctx)) {
+  const size_t n_ctx = static_cast<size_t>(c.n_ctx);
+  if (static_cast<size_t>(f.pp_depth + f.p + 1) > n_ctx || static_cast<size_t>(f.depth + f.n + 1) > n_ctx) {
     return Fail(fmt::format("-p/-d/-n exceed the context length {}", c.n_ctx));
   }
   // Bytes a decode step streams: every weight once (token_embd only as the
@@ -172,7 +173,8 @@ int BenchModel(const Flags& f) {
   const PackedWeights& pw = m.packed();
   if (f.json) {
     nlohmann::json j = {{"model", f.model}, {"threads", m.pool().num_threads()}, {"isa", IsaName(*ActiveIsa())},
-                        {"pp", {{"tokens", f.p}, {"depth", f.pp_depth}, {"tok_s_mean", ps.mean}, {"tok_s_sd", ps.sd}, {"roofline_tok_s", pp_roof},
+                        {"pp", {{"tokens", f.p}, {"depth", f.pp_depth}, {"tok_s_mean", ps.mean}, {"tok_s_sd", ps.sd},
+                                {"roofline_tok_s", pp_roof},
                                 {"roofline_fraction", ps.mean / pp_roof}}},
                         {"tg", {{"tokens", f.n}, {"depth", f.depth}, {"tok_s_mean", ts.mean}, {"tok_s_sd", ts.sd},
                                 {"roofline_tok_s", tg_roof}, {"roofline_fraction", ts.mean / tg_roof}}},
@@ -188,7 +190,9 @@ int BenchModel(const Flags& f) {
               IsaName(*ActiveIsa()), f.reps);
   std::printf("%-14s %12s %10s %14s %9s\n", "test", "tok/s", "± sd", "roofline tok/s", "fraction");
   std::printf("%-14s %12.1f %10.1f %14.0f %8.1f%%\n", pp_name.c_str(), ps.mean, ps.sd, pp_roof, 100 * ps.mean / pp_roof);
-  if (f.n > 0) std::printf("%-14s %12.1f %10.1f %14.0f %8.1f%%\n", tg_name.c_str(), ts.mean, ts.sd, tg_roof, 100 * ts.mean / tg_roof);
+  if (f.n > 0) {
+    std::printf("%-14s %12.1f %10.1f %14.0f %8.1f%%\n", tg_name.c_str(), ts.mean, ts.sd, tg_roof, 100 * ts.mean / tg_roof);
+  }
   std::printf("roofline measured in this run: read %.1f GB/s over the weights decode streams; FP32 FMA peak %.0f GFLOP/s\n"
               "(decode streams %.1f MB per token; prefill needs %.2f GFLOP per token)\n",
               bw / 1e9, peak / 1e9, tg_bytes / 1e6, pp_flops / 1e9);

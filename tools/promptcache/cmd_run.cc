@@ -136,6 +136,7 @@ int Run(const RunFlags& f) {
   eo.cache.mem_bytes = f.kv_mem;  // 0: the default for the model's context
   eo.max_batch_tokens = kPrefillChunkTokens;
   eo.max_running = 1;
+  eo.logits_memo_bytes = 0;  // one prompt: nothing repeats (the memo's rows are made at start)
   eo.draft_tokens = draft->max_tokens;
   Engine engine(**model, *tok, eo);
   {  // the pool size, always stated at start
