@@ -148,9 +148,12 @@ std::pair<const uint8_t*, size_t> Model::ConvertActivations(TensorType at, const
   Fit(c.data, n * c.row_bytes);
   // Rows split across the pool for prompts (a serial conversion took 6% of
   // a Q4_K_M prefill on 2 threads); one row per thread-local Q8_0 buffer.
-  Fit(s.q8_rows, static_cast<size_t>(pool_->num_threads()) * (cols / kQuantBlock));
+  // Two spare blocks (68 bytes) between the threads' rows: adjacent, a row's
+  // last cache line was the next thread's first, and both wrote it.
+  const size_t q8_stride = cols / kQuantBlock + 2;
+  Fit(s.q8_rows, static_cast<size_t>(pool_->num_threads()) * q8_stride);
   auto convert = [&](size_t t0, size_t t1, int thread) {
-    BlockQ8_0* q8 = s.q8_rows.data() + static_cast<size_t>(thread) * (cols / kQuantBlock);
+    BlockQ8_0* q8 = s.q8_rows.data() + static_cast<size_t>(thread) * q8_stride;
     for (size_t t = t0; t < t1; ++t) {
       uint8_t* dst = c.data.data() + t * c.row_bytes;
       const float* xt = x + t * cols;
