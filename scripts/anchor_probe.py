@@ -69,12 +69,21 @@ def write_value(out, vtype, value):
         out.write(struct.pack("<" + SCALAR[vtype], value))
 
 
+KINDS = {"u32": (4, int), "i32": (5, int), "f32": (6, float), "bool": (7, lambda s: s in ("1", "true")),
+         "str": (STRING, str.encode)}
+
+
 def parse_set(arg):
-    key, typed = arg.split("=", 1)
-    kind, text = typed.split(":", 1)
-    vtype, convert = {"u32": (4, int), "i32": (5, int), "f32": (6, float), "bool": (7, lambda s: s in ("1", "true")),
-                      "str": (STRING, str.encode)}[kind]
-    return key.encode(), vtype, convert(text)
+    """KEY=TYPE:VALUE -> (key bytes, GGUF type, value); ValueError with the reason."""
+    key, eq, typed = arg.partition("=")
+    kind, colon, text = typed.partition(":")
+    if not key or not eq or not colon or kind not in KINDS:
+        raise ValueError("--set %r: expected KEY=TYPE:VALUE with TYPE one of %s" % (arg, ", ".join(KINDS)))
+    vtype, convert = KINDS[kind]
+    try:
+        return key.encode(), vtype, convert(text)
+    except ValueError:
+        raise ValueError("--set %r: %r is not a %s" % (arg, text, kind)) from None
 
 
 def write_variant(src, dst, sets):
@@ -83,6 +92,8 @@ def write_variant(src, dst, sets):
     offsets are relative to the data's start, so they stay)."""
     with open(src, "rb") as f:
         magic, version, n_tensors, n_kv = read(f, "4sIQQ")
+        if magic != b"GGUF":
+            raise ValueError("%s is not a GGUF file" % src)
         kvs = []
         for _ in range(n_kv):
             (n,) = read(f, "Q")
@@ -138,6 +149,8 @@ def reference_steps(anchor, model):
     base = "http://127.0.0.1:%d" % port
     try:
         for _ in range(300):
+            if server.poll() is not None:
+                return [None] * len(PROMPTS)  # it refused the file and exited
             try:
                 urllib.request.urlopen(base + "/health", timeout=5).read()
                 break
@@ -157,6 +170,8 @@ def reference_steps(anchor, model):
                     if e.code != 503:
                         break  # e.g. its reply parser refusing the text: skip the case
                     time.sleep(0.2)
+                except (urllib.error.URLError, ConnectionError):
+                    break  # the server is gone
             cases.append(steps)
         return cases
     finally:
@@ -204,12 +219,22 @@ def main():
     ap.add_argument("--set", action="append", default=[], help="KEY=TYPE:VALUE")
     args = ap.parse_args()
     binary, anchor = os.path.abspath(args.binary), os.path.abspath(args.anchor)
+    for path, what in ((binary, "--binary"), (os.path.join(anchor, "llama-server"), "--anchor's llama-server"),
+                       (args.model, "the model")):
+        if not os.path.isfile(path):
+            ap.error("%s: no file %s" % (what, path))
     with tempfile.TemporaryDirectory() as tmp:
         model = args.model
         if args.set:
             model = os.path.join(tmp, "variant.gguf")
-            write_variant(args.model, model, [parse_set(s) for s in args.set])
+            try:
+                write_variant(args.model, model, [parse_set(s) for s in args.set])
+            except (ValueError, struct.error) as e:
+                ap.error(str(e) if isinstance(e, ValueError) else "%s: a truncated GGUF file" % args.model)
         reference = reference_steps(anchor, model)
+        if all(case is None for case in reference):
+            print("the reference server gave no completion for %s (does it load the file?)" % args.model)
+            return 1
         label = os.path.basename(args.model) + "".join(" " + s for s in args.set)
         over = False
         for isa in args.isa.split(","):
