@@ -597,6 +597,7 @@ bool Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
     // Past the last attention only the rows that want logits matter: the
     // last FFN runs on those alone (a prefill chunk's other rows are done).
     if (l == c.n_layer - 1) m = KeepLogitRows(batch, s);
+    if (keep_going && !keep_going()) return false;  // twice a layer: an arrival waits half as long
     FeedForwardBlock(l, m, s);
   }
   Output(m, s, logits);

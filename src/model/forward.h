@@ -79,7 +79,8 @@ class Model {
   // Activation buffers are kept between calls (grown, never shrunk).
   void Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits);
   // The same, asking keep_going() (on the calling thread, with the pool
-  // idle) before each layer after the first: false drops the batch there and
+  // idle) before each layer after the first and before each layer's
+  // feed-forward half: false drops the batch there and
   // returns false, logits untouched. The batch's K/V rows are then partly
   // written, so its positions must be computed again before anything reads
   // them (the engine drops a step this way for a cache hit that just came).

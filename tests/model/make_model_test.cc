@@ -220,8 +220,9 @@ TEST(MakeModel, ThreadCountDoesNotChangeTheBits) {
   }
 }
 
-// A forward pass dropped between two layers (the engine drops a step so a
-// cache hit runs first) asks before every layer after the first, returns
+// A forward pass dropped between two layers or two halves of one (the
+// engine drops a step so a cache hit runs first) asks before every layer
+// after the first and before every feed-forward half, returns
 // false at once, and leaves partly written K/V that the same batch run again
 // overwrites: its logits and cache then equal an undisturbed run's, bit for
 // bit, and the batch that ran in between (another sequence) is unaffected.
@@ -246,18 +247,19 @@ TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
   m.Forward(batch_of(undisturbed, 0, 30), undisturbed.store(), &want);
   m.Forward(batch_of(undisturbed, 30, n - 30), undisturbed.store(), &want);
   m.Forward(batch_of(dropped, 0, 30), dropped.store(), &got);
-  for (int stop_at = 1; stop_at < layers; ++stop_at) {
+  const int asks = 2 * layers - 1;  // before each half of a layer but the first attention
+  for (int stop_at = 1; stop_at <= asks; ++stop_at) {
     int asked = 0;
     const bool done = m.Forward(batch_of(dropped, 30, n - 30), dropped.store(), &scratch, [&] { return ++asked < stop_at; });
     EXPECT_FALSE(done);
-    EXPECT_EQ(asked, stop_at);  // asked before layers 1 .. stop_at, never after a "no"
+    EXPECT_EQ(asked, stop_at);  // never asked again after a "no"
     EXPECT_EQ(scratch, std::vector<float>(3, 7.0f)) << "a dropped pass leaves the logits alone";
     std::vector<float> between;  // the step that runs instead
     m.Forward(batch_of(other, 0, 20), other.store(), &between);
   }
   int asked = 0;
   EXPECT_TRUE(m.Forward(batch_of(dropped, 30, n - 30), dropped.store(), &got, [&] { return ++asked > 0; }));
-  EXPECT_EQ(asked, layers - 1);
+  EXPECT_EQ(asked, asks);
   ASSERT_EQ(want.size(), got.size());
   EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
   const size_t layer_bytes = dropped.store().block_layer_bytes();
