@@ -8,12 +8,21 @@
 // costs the job nothing: the caller runs that chunk itself instead of waiting
 // a scheduler quantum for it. Which thread runs a chunk never changes what
 // the chunk computes (the partition is fixed by n, grain and num_threads()).
+// A thread that finished a chunk gives its core away (sched_yield) if it
+// has not done so for kYieldEveryNs: the pool keeps every core busy through
+// a long step, and a thread the OS woke meanwhile (the HTTP thread reading a
+// request, or writing a first token) otherwise waited for the scheduler to
+// preempt a pool thread: 3-5 ms on a 2-core Zen 5 guest (Linux 6.18), the
+// largest part of a cache hit's wait while a miss was prefilled; about 1 ms
+// with the yield (docs/BENCHMARKS.md). With nothing else runnable the call
+// returns at once (1.3 us there), so it costs at most ~0.1% of a core.
 // Thread-safety: ParallelFor may be called from one thread at a time per pool
 // (the engine's step loop); it blocks until every chunk has run.
 #pragma once
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -72,5 +81,15 @@ class ThreadPool {
 
 // Number of physical cores (distinct core ids), at least 1.
 int PhysicalCoreCount();
+
+// How often at most a pool thread yields its core between chunks, ns.
+constexpr int64_t kYieldEveryNs = 1'000'000;
+// Whether a thread that last yielded at *last_ns (0: never) should yield at
+// now_ns; if so, *last_ns becomes now_ns. Pure (the clock is passed in).
+inline bool YieldDue(int64_t now_ns, int64_t* last_ns, int64_t every_ns = kYieldEveryNs) {
+  if (*last_ns != 0 && now_ns - *last_ns < every_ns) return false;
+  *last_ns = now_ns;
+  return true;
+}
 
 }  // namespace pc

@@ -91,5 +91,25 @@ TEST(ThreadPool, DestroyedRightAfterAJob) {
   EXPECT_EQ(covered.load(), size_t{64} * kPools);
 }
 
+// The yield between chunks is paced: the first chunk yields, then none
+// until the interval has passed since the last yield (not since the last
+// chunk), whatever the clock's origin.
+TEST(ThreadPool, YieldsAtMostOncePerInterval) {
+  int64_t last = 0;
+  const int64_t every = 500'000;
+  EXPECT_TRUE(YieldDue(7, &last, every));
+  EXPECT_EQ(last, 7);
+  EXPECT_FALSE(YieldDue(7 + 100'000, &last, every));
+  EXPECT_FALSE(YieldDue(7 + 499'999, &last, every));
+  EXPECT_EQ(last, 7);  // unchanged while not due
+  EXPECT_TRUE(YieldDue(7 + 500'000, &last, every));
+  EXPECT_EQ(last, 7 + 500'000);
+  EXPECT_FALSE(YieldDue(7 + 900'000, &last, every));
+  EXPECT_TRUE(YieldDue(7 + 1'000'000, &last, every));
+  int64_t fresh = 0;
+  EXPECT_TRUE(YieldDue(123, &fresh));  // the default interval, first time
+  EXPECT_FALSE(YieldDue(123 + kYieldEveryNs - 1, &fresh));
+}
+
 }  // namespace
 }  // namespace pc
