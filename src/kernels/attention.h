@@ -72,6 +72,11 @@ struct KvHeadRange {
   size_t End(const AttnHeads& h) const { return end == 0 ? h.n_kv_head : end; }
 };
 
+// Queries per K/V head from which a call runs them in lanes (attend_lanes,
+// which take a range of heads); fewer run one row at a time over every
+// head (attend_cols). Same bits either way.
+constexpr size_t kLanesMinQueries = 8;
+
 // Rows of one sequence whose queries fill whole lane groups of every K/V
 // head (16 lanes; a head's group of query heads per row).
 inline size_t AttnLaneRows(const AttnHeads& h) {

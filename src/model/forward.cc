@@ -11,6 +11,7 @@
 
 #include "base/check.h"
 #include "kernels/attention.h"
+#include "model/attn_plan.h"
 #include "kernels/ggml_compat.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
@@ -53,48 +54,6 @@ bool HasGgmlOrder(TensorType t) {
 }
 bool AnyType(TensorType) { return true; }
 bool NoGgmlOrder(TensorType t) { return !HasGgmlOrder(t); }
-
-// Attention work: rows [r0, r1) of one sequence, `heads` of them, spans
-// numbered from first_part in the split-KV parts.
-struct AttnItem {
-  size_t r0, r1, num_spans, first_part;
-  KvHeadRange heads;
-};
-
-// A short prompt alone (one span, fewer items than four per thread) would
-// leave threads idle or unevenly loaded. Its items are cut by K/V head
-// first: each head's queries still fill whole lane groups and each item
-// widens only its heads' K/V (cutting rows instead, 25 rows went 8, 8, 8,
-// 1: partly filled groups, every item widening all heads, one thread with
-// twice the other's work). Then, while items are fewer than min_items,
-// rows in runs whose queries fill whole lane groups. Rows with less than a
-// lane group's queries are left whole (they run one row at a time over
-// every head). A head's or a row's bits do not depend on the others in its
-// call (AttendSpan).
-std::vector<AttnItem> SplitByHeads(const std::vector<AttnItem>& items, const AttnHeads& h, size_t min_items) {
-  std::vector<AttnItem> heads;
-  for (const AttnItem& it : items) {
-    if ((it.r1 - it.r0) * h.group() < kLaneTile) {
-      heads.push_back(it);
-      continue;
-    }
-    for (size_t g = 0; g < h.n_kv_head; ++g) heads.push_back({it.r0, it.r1, it.num_spans, it.first_part, {g, g + 1}});
-  }
-  if (heads.size() >= min_items) return heads;
-  const size_t pieces = (min_items + heads.size() - 1) / heads.size(), unit = AttnLaneRows(h);
-  std::vector<AttnItem> out;
-  for (const AttnItem& it : heads) {
-    const size_t n = it.r1 - it.r0;
-    const size_t per = std::max(unit, ((n + pieces - 1) / pieces + unit - 1) / unit * unit);
-    for (size_t r = it.r0; r < it.r1;) {
-      size_t r1 = std::min(it.r1, r + per);
-      if ((it.r1 - r1) * h.group() < kLaneTile) r1 = it.r1;  // a short tail joins this piece
-      out.push_back({r, r1, it.num_spans, it.first_part, it.heads});
-      r = r1;
-    }
-  }
-  return out;
-}
 
 }  // namespace
 
@@ -397,7 +356,8 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
     while (end < batch.size() && batch[end].block_table.data() == batch[run].block_table.data()) ++end;
     for (size_t r = run; r < end; r += kRows) {
       const size_t r1 = std::min(end, r + kRows);
-      items.push_back({r, r1, AttnSpanCount(rows, r, r1), num_parts, {}});
+      const int32_t last = *std::max_element(pos.begin() + static_cast<std::ptrdiff_t>(r), pos.begin() + static_cast<std::ptrdiff_t>(r1));
+      items.push_back({r, r1, AttnSpanCount(rows, r, r1), num_parts, {}, static_cast<size_t>(last) + 1});
       num_parts += items.back().num_spans;
     }
     run = end;
@@ -406,7 +366,7 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   const bool one_span_each = num_parts == items.size();
   // Several spans are already spread across threads (split-KV below; cutting
   // those by head too measured 7% slower for 30 rows at depth 864).
-  if (one_span_each && items.size() < 4 * threads) items = SplitByHeads(items, h, 2 * threads);
+  if (one_span_each && items.size() < 4 * threads) items = BalanceAttnItems(items, h, threads);
   const size_t scratch_floats = AttendScratchFloats(kRows, h);
   Fit(s.attn_scratch, threads * scratch_floats);
   const DotKernels& k = *s.kernels;

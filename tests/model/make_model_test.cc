@@ -142,7 +142,8 @@ TEST_P(ChunkedPrefill, EqualsOneForwardPass) {
   const size_t n = kPrefillChunkTokens * 2 + 77;
   std::vector<int32_t> prompt(n);
   for (size_t i = 0; i < n; ++i) prompt[i] = static_cast<int32_t>(1 + (i * 7919) % 1000);
-  Session chunked(m, n, KvDtype::kF16), whole(m, n, KvDtype::kF16), pieces(m, n, KvDtype::kF16);
+  Session chunked(m, n, KvDtype::kF16), whole(m, n, KvDtype::kF16), pieces(m, n, KvDtype::kF16),
+      small(m, n, KvDtype::kF16);
   auto copy = [](std::span<const float> l) { return std::vector<float>(l.begin(), l.end()); };
   const std::vector<float> a = copy(chunked.Prefill(prompt));
   // One forward pass over everything, bypassing the chunking.
@@ -157,14 +158,29 @@ TEST_P(ChunkedPrefill, EqualsOneForwardPass) {
     len = std::min(len, n - at);
     c = copy(pieces.Prefill({prompt.data() + at, len}));
   }
+  // Short pieces such as cache hits add, whose attention is cut by head and
+  // row across the two threads (model/attn_plan.h): 1, 3, 4, ..., 30 tokens,
+  // then the rest.
+  std::vector<float> d;
+  {
+    const size_t lens[] = {1, 3, 4, 5, 7, 8, 9, 12, 16, 17, 25, 30};
+    size_t at = 0;
+    for (size_t i = 0; at < n; ++i) {
+      const size_t len = i < std::size(lens) ? lens[i] : n - at;
+      d = copy(small.Prefill({prompt.data() + at, len}));
+      at += len;
+    }
+  }
   ASSERT_EQ(a.size(), b.size());
   EXPECT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * sizeof(float))) << "chunked vs one pass";
+  ASSERT_EQ(a.size(), d.size());
+  EXPECT_EQ(0, std::memcmp(a.data(), d.data(), a.size() * sizeof(float))) << "chunked vs short pieces";
   ASSERT_EQ(a.size(), c.size());
   EXPECT_EQ(0, std::memcmp(a.data(), c.data(), a.size() * sizeof(float))) << "chunked vs pieces";
   const size_t layer_bytes = chunked.store().block_layer_bytes();
   for (size_t blk = 0; blk * chunked.store().block_size() < n; ++blk) {
     for (size_t l = 0; l < chunked.store().num_layers(); ++l) {
-      for (Session* other : {&whole, &pieces}) {
+      for (Session* other : {&whole, &pieces, &small}) {
         ASSERT_EQ(0, std::memcmp(chunked.store().BlockK(l, chunked.block_table()[blk]),
                                  other->store().BlockK(l, other->block_table()[blk]), layer_bytes))
             << "K block " << blk << " layer " << l;

@@ -1,0 +1,47 @@
+// How a forward pass cuts the tiled attention of one layer into work items
+// for the thread pool: pure arithmetic over row counts and head shapes, no
+// K/V and no threads (tests/model/attn_plan_test.cc).
+// Thread-safety: pure functions.
+#pragma once
+#include <cstddef>
+#include <vector>
+
+#include "kernels/attention.h"
+
+namespace pc {
+
+// Attention work: rows [r0, r1) of one sequence, K/V heads `heads` (every
+// head when heads.end is 0), spans numbered from first_part in the split-KV
+// parts; positions: 1 + the largest position of its rows (what it reads).
+struct AttnItem {
+  size_t r0 = 0, r1 = 0, num_spans = 1, first_part = 0;
+  KvHeadRange heads;
+  size_t positions = 0;
+};
+
+// What an item costs, in units of one lane group's pass over one tile of
+// 16 positions: per K/V head of the item, its lane groups plus the
+// widening of that head's K and V tile (2 x 16 x head_dim conversions,
+// about a sixth of a group's 2 x 16 x head_dim x 16 multiply-adds and
+// their softmax; the ratio is of instruction counts, the same at every
+// vector width).
+double AttnItemCost(const AttnItem& it, const AttnHeads& h);
+
+// The longest a thread works when `threads` threads claim `items` in order,
+// each taking the next as it finishes one (ThreadPool::ParallelForEach).
+double AttnMakespan(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads);
+
+// Items of one span each, cut so `threads` threads finish together: first
+// by K/V head (each head's queries still fill whole lane groups and each item
+// widens only its head's K/V), then, while that shortens the longest thread's
+// work by the cost model above, the costliest item's rows in two: at a
+// multiple of the rows that fill whole lane groups, or in halves, each piece
+// keeping at least kLanesMinQueries queries a head (the lane kernels take
+// head ranges; fewer queries run every head a row at a time). Items whose
+// queries fill no lane group stay whole. At most 4 * threads items. Returned
+// costliest first, so claiming them in order is longest-first scheduling.
+// A head's or a row's results never depend on which item computes them
+// (AttendSpan), so the cut changes no bits.
+std::vector<AttnItem> BalanceAttnItems(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads);
+
+}  // namespace pc

@@ -1,0 +1,124 @@
+#include "model/attn_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace pc {
+namespace {
+
+// The items for one sequence's rows [0, rows) at positions depth ..
+// depth + rows - 1: one item, every head.
+std::vector<AttnItem> OneItem(size_t rows, size_t depth) { return {{0, rows, 1, 0, {}, depth + rows}}; }
+
+// Cut by K/V head alone (what the forward pass did before the row cuts).
+std::vector<AttnItem> ByHeads(const std::vector<AttnItem>& items, const AttnHeads& h) {
+  std::vector<AttnItem> out;
+  for (const AttnItem& it : items) {
+    if ((it.r1 - it.r0) * h.group() < kLanesMinQueries) {
+      out.push_back(it);
+      continue;
+    }
+    for (size_t g = 0; g < h.n_kv_head; ++g) {
+      AttnItem x = it;
+      x.heads = {g, g + 1};
+      out.push_back(x);
+    }
+  }
+  return out;
+}
+
+// Every (row, K/V head) of the input in exactly one item; head ranges of
+// items with fewer queries a head than the lane kernels take stay whole.
+void ExpectCovers(const std::vector<AttnItem>& in, const std::vector<AttnItem>& out, const AttnHeads& h) {
+  std::map<std::pair<size_t, size_t>, int> seen;
+  for (const AttnItem& it : out) {
+    ASSERT_LT(it.r0, it.r1);
+    ASSERT_LT(it.heads.begin, it.heads.End(h));
+    if (it.heads.end != 0) {
+      EXPECT_GE((it.r1 - it.r0) * h.group(), kLanesMinQueries) << it.r0 << ".." << it.r1;
+    }
+    for (size_t r = it.r0; r < it.r1; ++r) {
+      for (size_t g = it.heads.begin; g < it.heads.End(h); ++g) ++seen[{r, g}];
+    }
+  }
+  size_t want = 0;
+  for (const AttnItem& it : in) {
+    for (size_t r = it.r0; r < it.r1; ++r) {
+      for (size_t g = 0; g < h.n_kv_head; ++g) {
+        EXPECT_EQ(seen[std::make_pair(r, g)], 1) << "row " << r << " head " << g;
+        ++want;
+      }
+    }
+  }
+  EXPECT_EQ(seen.size(), want);
+}
+
+TEST(AttnPlan, CoversEveryRowAndHeadOnce) {
+  for (const AttnHeads h : {AttnHeads{9, 3, 64}, AttnHeads{4, 2, 32}, AttnHeads{32, 8, 128}, AttnHeads{8, 8, 64},
+                            AttnHeads{14, 2, 64}, AttnHeads{64, 8, 64}}) {
+    for (size_t threads : {1, 2, 3, 4, 8}) {
+      for (size_t rows = 1; rows <= 32; ++rows) {
+        for (size_t depth : {0, 80, 448}) {
+          SCOPED_TRACE(testing::Message() << h.n_head << "/" << h.n_kv_head << " heads, " << threads << " threads, "
+                                          << rows << " rows at " << depth);
+          const std::vector<AttnItem> in = OneItem(rows, depth);
+          const std::vector<AttnItem> out = BalanceAttnItems(in, h, threads);
+          ExpectCovers(in, out, h);
+          // Never a longer longest thread than the cut by heads alone.
+          EXPECT_LE(AttnMakespan(out, h, threads), AttnMakespan(ByHeads(in, h), h, threads) * (1 + 1e-9));
+          for (size_t i = 1; i < out.size(); ++i) EXPECT_GE(AttnItemCost(out[i - 1], h), AttnItemCost(out[i], h));
+        }
+      }
+    }
+  }
+}
+
+TEST(AttnPlan, SeveralSequences) {
+  const AttnHeads h{9, 3, 64};
+  // Three sequences: a 6-token hit at depth 80, a decode at 300, 20 rows at 200.
+  const std::vector<AttnItem> in = {{0, 6, 1, 0, {}, 86}, {6, 7, 1, 1, {}, 301}, {7, 27, 1, 2, {}, 220}};
+  const std::vector<AttnItem> out = BalanceAttnItems(in, h, 2);
+  ExpectCovers(in, out, h);
+  EXPECT_LE(out.size(), 4u * 2 + in.size() * h.n_kv_head);
+}
+
+// bench-135m's heads (9 over 3 K/V heads) on two threads: a cache hit's 8
+// new rows at depth 448 cut by head alone leave one thread two heads and
+// the other one; cutting a head's rows in two (4 + 4 rows: still one lane
+// group each, 12 queries) evens them.
+TEST(AttnPlan, EvensThreeHeadsOnTwoThreads) {
+  const AttnHeads h{9, 3, 64};
+  const std::vector<AttnItem> in = OneItem(8, 448);
+  const std::vector<AttnItem> heads = ByHeads(in, h), out = BalanceAttnItems(in, h, 2);
+  ASSERT_EQ(heads.size(), 3u);
+  EXPECT_EQ(out.size(), 4u);
+  const double before = AttnMakespan(heads, h, 2), after = AttnMakespan(out, h, 2);
+  EXPECT_LT(after, 0.8 * before) << before << " -> " << after;
+  // The lane groups in all do not grow: 2 a head before, 2 (1 + 1) for the cut head.
+  size_t groups = 0;
+  for (const AttnItem& it : out) groups += (it.r1 - it.r0) * h.group() > kLaneTile ? 2 : 1;
+  EXPECT_EQ(groups, 6u);
+}
+
+// A lone decode row with 3 queries a head stays one item over every head
+// (it runs one row at a time, attend_cols); with 8 queries a head (gpt-oss:
+// 64 over 8) it is cut by head.
+TEST(AttnPlan, DecodeRows) {
+  const std::vector<AttnItem> small = BalanceAttnItems(OneItem(1, 448), {9, 3, 64}, 2);
+  ASSERT_EQ(small.size(), 1u);
+  EXPECT_EQ(small[0].heads.end, 0u);
+  const std::vector<AttnItem> wide = BalanceAttnItems(OneItem(1, 448), {64, 8, 64}, 2);
+  EXPECT_EQ(wide.size(), 8u);
+}
+
+// One thread: nothing to even; the cut by heads stands.
+TEST(AttnPlan, OneThreadNoRowCuts) {
+  const AttnHeads h{9, 3, 64};
+  for (size_t rows : {8, 25, 32}) EXPECT_EQ(BalanceAttnItems(OneItem(rows, 448), h, 1).size(), 3u) << rows;
+}
+
+}  // namespace
+}  // namespace pc
