@@ -193,27 +193,6 @@ void PrefetchTile(const KvLayerView& kv, size_t p0, size_t n, size_t head_dim, s
   }
 }
 
-// Asks for K and V rows [p0, last] into the core's second-level cache
-// before a span starts: its rows sit in DRAM (a forward pass streams the
-// weights through the caches between one layer's attention and the next),
-// and the one tile ahead PrefetchTile asks for arrives late when the tile's
-// work is short (a few rows at depth: 8 rows at depth 448 on a Zen 5 guest
-// waited on these loads as long as it computed; 8% shorter forward passes
-// with this). Only K/V heads [g0, g1) of each row.
-void PrefetchSpan(const KvLayerView& kv, size_t p0, size_t last, size_t head_dim, size_t g0, size_t g1) {
-  const size_t row_bytes = KvBytes(kv.dtype, kv.kv_dim);
-  const size_t lo = KvBytes(kv.dtype, g0 * head_dim) / 64 * 64, hi = KvBytes(kv.dtype, g1 * head_dim);
-  for (size_t p = p0; p <= last; ++p) {
-    const size_t row = static_cast<size_t>(kv.block_table[p / kv.block_size]) * kv.block_size + p % kv.block_size;
-    const char* kr = static_cast<const char*>(kv.k) + row * row_bytes;
-    const char* vr = static_cast<const char*>(kv.v) + row * row_bytes;
-    for (size_t off = lo; off < hi; off += 64) {
-      __builtin_prefetch(kr + off, 0, 1);
-      __builtin_prefetch(vr + off, 0, 1);
-    }
-  }
-}
-
 size_t MaxPos(const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1) {
   size_t max_pos = 0;
   for (size_t r = r0; r < r1; ++r) {
@@ -228,7 +207,6 @@ size_t MaxPos(const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1)
 template <class Fn>
 void ForEachTile(const DotKernels& k, const KvLayerView& kv, size_t head_dim, size_t begin, size_t last, size_t g0,
                  size_t g1, float* kt, float* vt, Fn&& fn) {
-  PrefetchSpan(kv, begin + kAttnTile, last, head_dim, g0, g1);
   for (size_t p0 = begin; p0 <= last; p0 += kAttnTile) {
     const size_t n = std::min(kAttnTile, last + 1 - p0);
     if (p0 + n <= last) PrefetchTile(kv, p0 + n, std::min(kAttnTile, last + 1 - (p0 + n)), head_dim, g0, g1);
