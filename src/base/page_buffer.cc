@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <new>
 
@@ -61,6 +62,15 @@ PageBuffer& PageBuffer::operator=(PageBuffer&& o) noexcept {
 }
 
 PageBuffer::~PageBuffer() { Free(); }
+
+void PageBuffer::Discard(size_t offset, size_t bytes) {
+  if (data_ == nullptr || offset >= size_) return;
+  bytes = std::min(bytes, size_ - offset);
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(data_) + offset;
+  const uintptr_t first = (begin + page - 1) / page * page, last = (begin + bytes) / page * page;
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
 
 void PageBuffer::Free() {
   if (data_ != nullptr) ::munmap(data_, mapped_bytes_);

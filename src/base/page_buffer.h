@@ -33,6 +33,9 @@ class PageBuffer {
   uint8_t* data() { return data_; }
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // Gives the whole small pages inside [offset, offset + bytes) back to the
+  // kernel (they read as zeros afterwards); the buffer keeps its size.
+  void Discard(size_t offset, size_t bytes);
 
   // The alignment of data() for buffers of at least this many bytes (huge
   // pages start on it); smaller ones are page-aligned.

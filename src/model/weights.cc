@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <new>
 #include <set>
 
 #include "kernels/qpack.h"
@@ -205,11 +207,25 @@ void PackWeights(ModelWeights& w, const GgufFile& gguf, ThreadPool& pool, bool (
   }
   add(w.tied_output ? w.token_embd : w.output);  // the embedding lookup itself reads rows of data
   if (!w.tied_output) add(w.token_embd);
-  for (WeightMatrix* m : todo) {
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (const WeightMatrix* m : todo) {
+    offsets.push_back(total);
+    total += (m->rows / kX16Rows * m->group_bytes() + 63) / 64 * 64;
+  }
+  PageBuffer arena;
+  try {
+    arena = PageBuffer(total);
+  } catch (const std::bad_alloc&) {
+    todo.clear();  // out of memory: the matrices keep the file's layout
+  }
+  const size_t index = out->arenas.size();
+  if (!todo.empty()) out->arenas.push_back(std::move(arena));
+  for (size_t i = 0; i < todo.size(); ++i) {
+    WeightMatrix* m = todo[i];
     const size_t groups = m->rows / kX16Rows, gb = m->group_bytes();
     const size_t bytes = (groups * gb + 63) / 64 * 64;
-    auto* dst = static_cast<uint8_t*>(std::aligned_alloc(64, bytes));
-    if (dst == nullptr) continue;  // out of memory: this matrix keeps the file's layout
+    uint8_t* dst = out->arenas[index].data() + offsets[i];
     const size_t rb = m->row_bytes(), nb = m->cols / BlockElems(m->type);
     pool.ParallelFor(groups, 4, [&](size_t g0, size_t g1, int) {
       for (size_t g = g0; g < g1; ++g) RepackX16(m->type, m->data + g * kX16Rows * rb, rb, nb, dst + g * gb);
@@ -217,11 +233,12 @@ void PackWeights(ModelWeights& w, const GgufFile& gguf, ThreadPool& pool, bool (
     });
     m->packed = dst;
     PackedWeights::Entry e;
-    e.buffer.reset(dst);
+    e.arena = index;
+    e.offset = offsets[i];
     e.bytes = bytes;
     e.original = {m->data, groups * kX16Rows * rb};
     e.type = m->type;
-    out->entries.push_back(std::move(e));
+    out->entries.push_back(e);
     out->bytes += bytes;
     ++out->num_matrices;
   }
@@ -239,15 +256,21 @@ void UnpackWeights(ModelWeights& w, bool (*which)(TensorType), PackedWeights* pa
     ForEachMatrix(l, forget);
   }
   std::vector<PackedWeights::Entry> keep;
-  for (PackedWeights::Entry& e : packed->entries) {
+  for (const PackedWeights::Entry& e : packed->entries) {
     if (which(e.type)) {
+      packed->arenas[e.arena].Discard(e.offset, e.bytes);
       packed->bytes -= e.bytes;
       --packed->num_matrices;
     } else {
-      keep.push_back(std::move(e));
+      keep.push_back(e);
     }
   }
   packed->entries = std::move(keep);
+  for (size_t a = 0; a < packed->arenas.size(); ++a) {
+    const bool used = std::any_of(packed->entries.begin(), packed->entries.end(),
+                                  [&](const PackedWeights::Entry& e) { return e.arena == a; });
+    if (!used) packed->arenas[a] = PageBuffer();
+  }
 }
 
 }  // namespace pc

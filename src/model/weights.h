@@ -10,6 +10,7 @@
 #include <span>
 #include <vector>
 
+#include "base/page_buffer.h"
 #include "gguf/gguf.h"
 #include "kernels/matmul.h"
 #include "model/config.h"
@@ -70,21 +71,27 @@ struct ModelWeights {
 Result<ModelWeights> BindWeights(const GgufFile& gguf, const ModelConfig& config);
 
 // Quantized matrices repacked into 16-row groups (qpack.h) for the x16
-// kernels. Owns the copies; the matrices' `packed` views point into them.
+// kernels, each PackWeights call's copies in one buffer of huge pages
+// (base/page_buffer.h). Owns the copies; the matrices' `packed` views point
+// into them.
+// Why one buffer: copies allocated one by one (most under 2 MiB) sat on
+// 4 KiB pages, about 32,000 of them for bench-135m, which a forward pass
+// streams in full; on a virtualised CPU whose page tables the host shadows,
+// those entries went cold while the server idled, and a cache hit of 8
+// tokens at depth 448 answered 10-20% later after 0.3-1 s of idle than with
+// the copies on 2 MiB pages (docs/BENCHMARKS.md, seventeenth session).
 struct PackedWeights {
-  struct Free {
-    void operator()(void* p) const { std::free(p); }
-  };
   struct Entry {
-    std::unique_ptr<uint8_t, Free> buffer;
-    size_t bytes = 0;
-    std::span<const uint8_t> original;  // the mapped bytes it replaces
+    size_t arena = 0, offset = 0, bytes = 0;  // the copy: arenas[arena], bytes from offset
+    std::span<const uint8_t> original;        // the mapped bytes it replaces
     TensorType type = TensorType::kF32;
   };
+  std::vector<PageBuffer> arenas;
   std::vector<Entry> entries;
   size_t num_matrices = 0;
   size_t bytes = 0;    // memory of the copies
   double load_ms = 0;  // time spent repacking
+  const uint8_t* data(const Entry& e) const { return arenas[e.arena].data() + e.offset; }
 };
 
 // Repacks every quantized matrix of w with at least 16 rows whose type
@@ -93,8 +100,8 @@ struct PackedWeights {
 // stays about one copy of the weights. Matrices already packed are skipped.
 void PackWeights(ModelWeights& w, const GgufFile& gguf, ThreadPool& pool, bool (*want)(TensorType),
                  PackedWeights* out);
-// Points the matrices of the given types back at the file's layout and frees
-// their copies.
+// Points the matrices of the given types back at the file's layout and gives
+// their copies' pages back (a buffer left with no copy is freed).
 void UnpackWeights(ModelWeights& w, bool (*which)(TensorType), PackedWeights* packed);
 
 }  // namespace pc

@@ -51,6 +51,24 @@ TEST(PageBuffer, PagesAreResidentBeforeTheFirstWrite) {
   }
 }
 
+// Discard gives back the whole pages inside a range: they read zero again;
+// bytes of pages it only partly covers, and the rest, keep their values.
+TEST(PageBuffer, DiscardZeroesTheWholePagesInside) {
+  for (size_t bytes : {size_t{5} * 4096 + 100, (size_t{2} << 20) + 4096}) {
+    PageBuffer b(bytes);
+    std::memset(b.data(), 0x5A, bytes);
+    const size_t offset = 4096 + 10, len = 3 * 4096;  // pages 2 and 3 whole; 1 and 4 in part
+    b.Discard(offset, len);
+    for (size_t i = 0; i < bytes; ++i) {
+      const bool inside = i >= 2 * 4096 && i < 4 * 4096;
+      ASSERT_EQ(b.data()[i], inside ? 0 : 0x5A) << bytes << " byte " << i;
+    }
+    b.Discard(bytes - 1, 100);  // past the end: nothing
+    EXPECT_EQ(b.data()[bytes - 1], 0x5A);
+    EXPECT_EQ(b.size(), bytes);
+  }
+}
+
 TEST(PageBuffer, EmptyHasNoData) {
   PageBuffer none, zero(0);
   EXPECT_EQ(none.data(), nullptr);

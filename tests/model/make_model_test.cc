@@ -340,9 +340,26 @@ TEST(MakeModel, NumericsSwitchFreesAndRestoresTheRepackedWeights) {
   const bool simd = BestSupportedIsa() >= Isa::kAvx2 && *ActiveIsa() >= Isa::kAvx2;
   EXPECT_EQ(m.packed().num_matrices > 0, simd);
   EXPECT_EQ(m.packed().bytes > 0, simd);
+  // Every copy inside one buffer of the load (huge pages where it holds one).
+  if (simd) {
+    const PackedWeights& pw = m.packed();
+    ASSERT_EQ(pw.arenas.size(), 1u);
+    const PageBuffer& arena = pw.arenas[0];
+    size_t total = 0;
+    for (const PackedWeights::Entry& e : pw.entries) {
+      EXPECT_EQ(e.arena, 0u);
+      EXPECT_LE(e.offset + e.bytes, arena.size());
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(pw.data(e)) % 64, 0u);
+      total += e.bytes;
+    }
+    EXPECT_EQ(total, pw.bytes);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(arena.data()) % (arena.size() >= PageBuffer::kHugeBytes ? PageBuffer::kHugeBytes : 4096), 0u);
+  }
   const std::vector<float> first = logits();
   m.set_numerics(Numerics::kGgmlCompat);
   EXPECT_EQ(m.packed().num_matrices, 0u);
+  // No copy left in the buffer: it is freed.
+  for (const PageBuffer& arena : m.packed().arenas) EXPECT_EQ(arena.data(), nullptr);
   const std::vector<float> ggml = logits();
   ASSERT_EQ(ggml.size(), first.size());
   for (size_t i = 0; i < ggml.size(); ++i) ASSERT_NEAR(ggml[i], first[i], 0.05f * (1 + std::fabs(first[i]))) << i;

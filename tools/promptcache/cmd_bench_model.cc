@@ -51,7 +51,7 @@ std::vector<std::span<const float>> StreamedWeights(const Model& m) {
     if (bytes >= (size_t{64} << 10)) out.emplace_back(static_cast<const float*>(p), bytes / sizeof(float));
   };
   const PackedWeights& pw = m.packed();
-  for (const PackedWeights::Entry& e : pw.entries) add(e.buffer.get(), e.bytes);
+  for (const PackedWeights::Entry& e : pw.entries) add(pw.data(e), e.bytes);
   const bool tied = m.gguf().FindTensor("output.weight") == nullptr;
   for (const GgufTensorInfo& t : m.gguf().tensors()) {
     if (t.name == "token_embd.weight" && !tied) continue;
