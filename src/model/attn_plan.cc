@@ -51,7 +51,7 @@ double AttnMakespan(const std::vector<AttnItem>& items, const AttnHeads& h, size
   return *std::max_element(load.begin(), load.end());
 }
 
-std::vector<AttnItem> BalanceAttnItems(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads) {
+std::vector<AttnItem> CutAttnItemsByHead(const std::vector<AttnItem>& items, const AttnHeads& h) {
   std::vector<AttnItem> out;
   for (const AttnItem& it : items) {
     if ((it.r1 - it.r0) * h.group() < kLanesMinQueries || it.heads.end != 0) {
@@ -64,6 +64,11 @@ std::vector<AttnItem> BalanceAttnItems(const std::vector<AttnItem>& items, const
       out.push_back(head);
     }
   }
+  return out;
+}
+
+std::vector<AttnItem> BalanceAttnItems(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads) {
+  std::vector<AttnItem> out = CutAttnItemsByHead(items, h);
   SortByCost(&out, h);
   double best = AttnMakespan(out, h, threads);
   while (out.size() < 4 * threads) {

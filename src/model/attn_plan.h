@@ -31,6 +31,11 @@ double AttnItemCost(const AttnItem& it, const AttnHeads& h);
 // each taking the next as it finishes one (ThreadPool::ParallelForEach).
 double AttnMakespan(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads);
 
+// Each item whose queries a head run on the lane kernels (kLanesMinQueries)
+// and that holds every head cut into one item per K/V head; the others as
+// they are.
+std::vector<AttnItem> CutAttnItemsByHead(const std::vector<AttnItem>& items, const AttnHeads& h);
+
 // Items of one span each, cut so `threads` threads finish together: first
 // by K/V head (each head's queries still fill whole lane groups and each item
 // widens only its head's K/V), then, while that shortens the longest thread's

@@ -15,19 +15,7 @@ std::vector<AttnItem> OneItem(size_t rows, size_t depth) { return {{0, rows, 1, 
 
 // Cut by K/V head alone (what the forward pass did before the row cuts).
 std::vector<AttnItem> ByHeads(const std::vector<AttnItem>& items, const AttnHeads& h) {
-  std::vector<AttnItem> out;
-  for (const AttnItem& it : items) {
-    if ((it.r1 - it.r0) * h.group() < kLanesMinQueries) {
-      out.push_back(it);
-      continue;
-    }
-    for (size_t g = 0; g < h.n_kv_head; ++g) {
-      AttnItem x = it;
-      x.heads = {g, g + 1};
-      out.push_back(x);
-    }
-  }
-  return out;
+  return CutAttnItemsByHead(items, h);
 }
 
 // Every (row, K/V head) of the input in exactly one item; head ranges of
