@@ -227,7 +227,6 @@ class Engine {
     double predicted_ms = 0;
     uint64_t arrivals = 0;  // arrivals_ when last looked
     bool droppable = false;
-    bool has_decodes = false;
     std::vector<uint64_t> ids;  // the step's requests
   };
   bool Expediting() const;

@@ -49,7 +49,6 @@ Engine::StepInFlight Engine::Watch(const std::vector<WorkItem>& work, const Step
   f.droppable = Expediting() && opt_.max_step_ms > 0 && undroppable_steps_ == 0 &&
                 model_.numerics() == Numerics::kPrecise && step_budget_.knows_prefill_cost();
   if (f.droppable) f.predicted_ms = step_budget_.StepMs(shape);
-  f.has_decodes = shape.n_decode > 0;
   for (const WorkItem& w : work) f.ids.push_back(w.id);
   return f;
 }
@@ -90,8 +89,7 @@ bool Engine::DropPays(const StepInFlight& f) {
   }
   if (!any) return false;
   const double elapsed_ms = NsToMs(NowNs() - f.t0_ns);
-  return DropStepPays(elapsed_ms, f.predicted_ms, step_budget_.StepMs(ShapeOf(plan, acts)), opt_.max_step_ms,
-                      f.has_decodes);
+  return DropStepPays(elapsed_ms, f.predicted_ms, step_budget_.StepMs(ShapeOf(plan, acts)), opt_.max_step_ms);
 }
 
 }  // namespace pc

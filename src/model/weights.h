@@ -77,9 +77,9 @@ Result<ModelWeights> BindWeights(const GgufFile& gguf, const ModelConfig& config
 // Why one buffer: copies allocated one by one (most under 2 MiB) sat on
 // 4 KiB pages, about 32,000 of them for bench-135m, which a forward pass
 // streams in full; on a virtualised CPU whose page tables the host shadows,
-// those entries went cold while the server idled, and a cache hit of 8
-// tokens at depth 448 answered 10-20% later after 0.3-1 s of idle than with
-// the copies on 2 MiB pages (docs/BENCHMARKS.md, seventeenth session).
+// those entries went cold while the server idled: with the copies on 2 MiB
+// pages, a cache hit of 8 tokens at depth 448 sent after 0.3-1 s of idle
+// answered 6-42% sooner (docs/BENCHMARKS.md, seventeenth session).
 struct PackedWeights {
   struct Entry {
     size_t arena = 0, offset = 0, bytes = 0;  // the copy: arenas[arena], bytes from offset

@@ -113,19 +113,17 @@ struct StepShape {
 // so that requests that just arrived, cheap because their prompt is mostly
 // cached, get their first tokens in a step of their own (with the running
 // decodes) at once. It pays when that step ends before the step in
-// progress would (predicted_ms - elapsed_ms > arrival_step_ms: the arrival
-// gains, even before counting the step it would ride next). What every item
-// of the dropped step then waits more is the time lost plus the arrival's
-// step: with decodes, that must stay within one step target (each stream's
-// gap within twice the target, once: the engine never drops the two steps
-// that follow a drop); without, nobody streams, and its prompts wait at
-// most the step's own predicted length more, once (the wait a lone
-// prompt's long step imposes on an arrival, returned). No target: never.
-// All in ms; pure.
-inline bool DropStepPays(double elapsed_ms, double predicted_ms, double arrival_step_ms, double target_ms,
-                         bool has_decodes) {
-  if (target_ms <= 0 || predicted_ms - elapsed_ms <= arrival_step_ms) return false;
-  return !has_decodes || elapsed_ms + arrival_step_ms <= target_ms;
+// progress would (predicted_ms - elapsed_ms > arrival_step_ms): the arrival
+// gains the rest of the step in progress, and the dropped step's decodes,
+// which ride the arrival's step, get their tokens no later than it would
+// have given them (so a step already past the target may be dropped too: a
+// hit 12 ms into a 36 ms step with a decode waited 22 ms when the loss had
+// to fit one target). What the dropped step's prompt chunks wait more is the
+// time lost plus the arrival's step, under the step's own predicted length,
+// once (the engine never drops the two steps that follow a drop). No
+// target: never. All in ms; pure.
+inline bool DropStepPays(double elapsed_ms, double predicted_ms, double arrival_step_ms, double target_ms) {
+  return target_ms > 0 && predicted_ms - elapsed_ms > arrival_step_ms;
 }
 
 class StepBudget {

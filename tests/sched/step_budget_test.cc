@@ -272,19 +272,18 @@ TEST(StepBudget, AChunksKvPassIsPricedAtItsDepth) {
 }
 
 // Dropping a step for an arriving cache hit: only when the hit's own step
-// ends before the step in progress would, and (with decodes) what the
-// step's items lose, the time spent plus the hit's step, fits one target;
-// without decodes the step's own length bounds it; no target, never.
+// (which carries the step's decodes) ends before the step in progress
+// would; no target, never.
 TEST(StepBudget, AStepIsDroppedForAHitOnlyWhenItPays) {
-  // elapsed, predicted, the hit's step, target, decodes
-  EXPECT_TRUE(DropStepPays(5, 25, 6, 25, true));     // 20 ms left against 6: gap 5 + 6 + 25
-  EXPECT_FALSE(DropStepPays(20, 25, 6, 25, true));   // 5 ms left: the hit waits less than its own step
-  EXPECT_FALSE(DropStepPays(15, 40, 12, 25, true));  // pays the hit, but 15 + 12 ms past one target
-  EXPECT_TRUE(DropStepPays(13, 40, 12, 25, true));   // 13 + 12 = 25: within it
-  EXPECT_TRUE(DropStepPays(90, 140, 10, 25, false));  // a lone prompt's long step: 50 ms left
-  EXPECT_FALSE(DropStepPays(135, 140, 10, 25, false));
-  EXPECT_FALSE(DropStepPays(5, 140, 10, 0, false));  // no target: no trade
-  EXPECT_FALSE(DropStepPays(0, 6, 6, 25, true));     // equal: nothing gained
+  // elapsed, predicted, the hit's step, target
+  EXPECT_TRUE(DropStepPays(5, 25, 6, 25));     // 20 ms left against 6: the decodes' tokens at 11 ms, not 25
+  EXPECT_FALSE(DropStepPays(20, 25, 6, 25));   // 5 ms left: the hit waits less than its own step
+  EXPECT_TRUE(DropStepPays(15, 40, 12, 25));   // a step past the target: tokens at 27 ms, not 40
+  EXPECT_FALSE(DropStepPays(30, 40, 12, 25));  // 10 ms left against 12
+  EXPECT_TRUE(DropStepPays(90, 140, 10, 25));  // a lone prompt's long step: 50 ms left
+  EXPECT_FALSE(DropStepPays(135, 140, 10, 25));
+  EXPECT_FALSE(DropStepPays(5, 140, 10, 0));  // no target: no trade
+  EXPECT_FALSE(DropStepPays(0, 6, 6, 25));    // equal: nothing gained
 }
 
 }  // namespace
