@@ -1,6 +1,9 @@
 #include "model/attn_plan.h"
 
 #include <algorithm>
+#include <functional>
+#include <queue>
+#include <utility>
 
 namespace pc {
 namespace {
@@ -19,23 +22,43 @@ void SortByCost(std::vector<AttnItem>* items, const AttnHeads& h) {
   });
 }
 
-// Where item `it` may be cut in two: after a multiple of the rows that fill
-// whole lane groups, or at half its rows; every piece keeps MinPieceRows.
-std::vector<size_t> CutPoints(const AttnItem& it, const AttnHeads& h) {
-  const size_t n = it.r1 - it.r0, low = MinPieceRows(h);
-  std::vector<size_t> at;
-  if (it.heads.end == 0 || n < 2 * low) return at;  // every head (a few queries), or too few rows
-  for (size_t a = AttnLaneRows(h); a + low <= n; a += AttnLaneRows(h)) {
-    if (a >= low) at.push_back(a);
-  }
-  if (std::find(at.begin(), at.end(), n / 2) == at.end()) at.push_back(n / 2);
-  return at;
+// Inserts x after every item that costs at least as much (the order stays
+// costliest first, ties in insertion order).
+void InsertByCost(std::vector<AttnItem>* items, const AttnItem& x, const AttnHeads& h) {
+  const double c = AttnItemCost(x, h);
+  auto at = std::find_if(items->begin(), items->end(), [&](const AttnItem& y) { return AttnItemCost(y, h) < c; });
+  items->insert(at, x);
 }
 
-size_t TotalGroups(const std::vector<AttnItem>& items, const AttnHeads& h) {
-  size_t total = 0;
-  for (const AttnItem& it : items) total += Heads(it, h) * Groups(it.r1 - it.r0, h);
-  return total;
+// Whether item `it` may be cut in rows: a head range (its queries run on
+// the lane kernels) with rows for two pieces of MinPieceRows.
+bool Cuttable(const AttnItem& it, const AttnHeads& h) {
+  return it.heads.end != 0 && it.r1 - it.r0 >= 2 * MinPieceRows(h);
+}
+
+// Its two pieces: cut after a multiple of the rows that fill whole lane
+// groups, or at half its rows (every piece keeps MinPieceRows), whichever
+// leaves the costlier piece cheaper; at a tie, fewer lane groups.
+std::pair<AttnItem, AttnItem> BestCut(const AttnItem& it, const AttnHeads& h) {
+  const size_t n = it.r1 - it.r0, low = MinPieceRows(h), unit = AttnLaneRows(h);
+  std::pair<AttnItem, AttnItem> best;
+  double best_max = 0;
+  size_t best_groups = 0;
+  auto consider = [&](size_t at) {
+    if (at < low || at + low > n) return;
+    AttnItem a = it, b = it;
+    a.r1 = b.r0 = it.r0 + at;
+    const double worst = std::max(AttnItemCost(a, h), AttnItemCost(b, h));
+    const size_t groups = Groups(at, h) + Groups(n - at, h);
+    if (best_groups == 0 || worst < best_max || (worst == best_max && groups < best_groups)) {
+      best = {a, b};
+      best_max = worst;
+      best_groups = groups;
+    }
+  };
+  for (size_t at = unit; at < n; at += unit) consider(at);
+  consider(n / 2);
+  return best;
 }
 
 }  // namespace
@@ -46,9 +69,17 @@ double AttnItemCost(const AttnItem& it, const AttnHeads& h) {
 }
 
 double AttnMakespan(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads) {
-  std::vector<double> load(std::max<size_t>(1, std::min(threads, items.size())), 0.0);
-  for (const AttnItem& it : items) *std::min_element(load.begin(), load.end()) += AttnItemCost(it, h);
-  return *std::max_element(load.begin(), load.end());
+  // Each item goes to the thread that finishes first: a min-heap of loads.
+  std::priority_queue<double, std::vector<double>, std::greater<double>> load;
+  for (size_t t = 0; t < std::max<size_t>(1, std::min(threads, items.size())); ++t) load.push(0);
+  double longest = 0;
+  for (const AttnItem& it : items) {
+    const double done = load.top() + AttnItemCost(it, h);
+    load.pop();
+    load.push(done);
+    longest = std::max(longest, done);
+  }
+  return longest;
 }
 
 std::vector<AttnItem> CutAttnItemsByHead(const std::vector<AttnItem>& items, const AttnHeads& h) {
@@ -70,34 +101,26 @@ std::vector<AttnItem> CutAttnItemsByHead(const std::vector<AttnItem>& items, con
 std::vector<AttnItem> BalanceAttnItems(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads) {
   std::vector<AttnItem> out = CutAttnItemsByHead(items, h);
   SortByCost(&out, h);
-  double best = AttnMakespan(out, h, threads);
-  while (out.size() < 4 * threads) {
-    // The costliest item that can be cut, at its best cut.
-    auto it = std::find_if(out.begin(), out.end(), [&](const AttnItem& x) { return !CutPoints(x, h).empty(); });
+  std::vector<AttnItem> best = out;
+  double best_span = AttnMakespan(out, h, threads);
+  // Cutting across a plateau: one head of three cut on four threads gains
+  // nothing until the other two are cut too; so up to as many cuts without
+  // gain as there are items.
+  for (size_t idle = 0; out.size() < 4 * threads && idle < out.size(); ++idle) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const AttnItem& x) { return Cuttable(x, h); });
     if (it == out.end()) break;
-    std::vector<AttnItem> chosen;
-    double chosen_span = best;
-    for (size_t at : CutPoints(*it, h)) {
-      std::vector<AttnItem> trial(out.begin(), it);
-      trial.insert(trial.end(), it + 1, out.end());
-      AttnItem a = *it, b = *it;
-      a.r1 = b.r0 = it->r0 + at;
-      trial.push_back(a);
-      trial.push_back(b);
-      SortByCost(&trial, h);
-      const double span = AttnMakespan(trial, h, threads);
-      // A shorter longest thread; at a tie, fewer lane groups in all.
-      if (span < chosen_span * 0.995 ||
-          (!chosen.empty() && span <= chosen_span && TotalGroups(trial, h) < TotalGroups(chosen, h))) {
-        chosen = std::move(trial);
-        chosen_span = std::min(chosen_span, span);
-      }
+    const std::pair<AttnItem, AttnItem> pieces = BestCut(*it, h);
+    out.erase(it);
+    InsertByCost(&out, pieces.first, h);
+    InsertByCost(&out, pieces.second, h);
+    const double span = AttnMakespan(out, h, threads);
+    if (span < best_span * 0.995) {
+      best = out;
+      best_span = span;
+      idle = static_cast<size_t>(-1);  // the loop's ++ makes it 0
     }
-    if (chosen.empty()) break;
-    out = std::move(chosen);
-    best = chosen_span;
   }
-  return out;
+  return best;
 }
 
 }  // namespace pc

@@ -17,6 +17,10 @@ struct AttnItem {
   size_t r0 = 0, r1 = 0, num_spans = 1, first_part = 0;
   KvHeadRange heads;
   size_t positions = 0;
+  bool operator==(const AttnItem& o) const {
+    return r0 == o.r0 && r1 == o.r1 && num_spans == o.num_spans && first_part == o.first_part &&
+           heads.begin == o.heads.begin && heads.end == o.heads.end && positions == o.positions;
+  }
 };
 
 // What an item costs, in units of one lane group's pass over one tile of
@@ -38,15 +42,18 @@ std::vector<AttnItem> CutAttnItemsByHead(const std::vector<AttnItem>& items, con
 
 // Items of one span each, cut so `threads` threads finish together: first
 // by K/V head (each head's queries still fill whole lane groups and each item
-// widens only its head's K/V), then, while that shortens the longest thread's
-// work by the cost model above, the costliest item's rows in two: at a
-// multiple of the rows that fill whole lane groups, or in halves, each piece
-// keeping at least kLanesMinQueries queries a head (the lane kernels take
-// head ranges; fewer queries run every head a row at a time). Items whose
-// queries fill no lane group stay whole. At most 4 * threads items. Returned
-// costliest first, so claiming them in order is longest-first scheduling.
-// A head's or a row's results never depend on which item computes them
-// (AttendSpan), so the cut changes no bits.
+// widens only its head's K/V), then the costliest item's rows in two, again
+// and again: at a multiple of the rows that fill whole lane groups, or in
+// halves, each piece keeping at least kLanesMinQueries queries a head (the
+// lane kernels take head ranges; fewer queries run every head a row at a
+// time). Items whose queries fill no lane group stay whole. Of the plans
+// met on the way (at most 4 * threads items; the cutting stops after as
+// many cuts without gain as there are items, enough to cut every item of
+// the costliest level), the one with the shortest longest thread by the cost model
+// above, at a tie the earlier. Returned costliest first, so claiming them in
+// order is longest-first scheduling. A head's or a row's results never
+// depend on which item computes them (AttendSpan), so the cut changes no
+// bits.
 std::vector<AttnItem> BalanceAttnItems(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads);
 
 }  // namespace pc

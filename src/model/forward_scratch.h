@@ -8,6 +8,7 @@
 #include "kernels/dot.h"
 #include "kernels/qpack_kernels.h"
 #include "kernels/quant.h"
+#include "model/attn_plan.h"
 #include "model/forward.h"
 
 namespace pc {
@@ -49,6 +50,9 @@ struct Model::Scratch {
   const X16Kernels* x16 = nullptr;
   std::vector<float> attn_scratch;  // per-thread attention tiles
   std::vector<float> attn_parts;    // split-KV: one softmax state per span
+  // The last attention plan (BalanceAttnItems) and what it was made from:
+  // every layer of a forward pass plans the same items, so it is made once.
+  std::vector<AttnItem> plan_in, plan_out;
   const DotKernels* kernels = nullptr;
 };
 

@@ -91,6 +91,16 @@ TEST(AttnPlan, EvensThreeHeadsOnTwoThreads) {
   EXPECT_EQ(groups, 6u);
 }
 
+// On eight threads the same rows gain only once every head is cut (one cut
+// head leaves the two others as long as before): all three are.
+TEST(AttnPlan, CutsAcrossAPlateau) {
+  const AttnHeads h{9, 3, 64};
+  const std::vector<AttnItem> in = OneItem(8, 448);
+  const std::vector<AttnItem> out = BalanceAttnItems(in, h, 8);
+  EXPECT_EQ(out.size(), 6u);
+  EXPECT_LT(AttnMakespan(out, h, 8), 0.7 * AttnMakespan(ByHeads(in, h), h, 8));
+}
+
 // A lone decode row with 3 queries a head stays one item over every head
 // (it runs one row at a time, attend_cols); with 8 queries a head (gpt-oss:
 // 64 over 8) it is cut by head.
