@@ -11,10 +11,10 @@
 
 #include "base/check.h"
 #include "kernels/attention.h"
-#include "model/attn_plan.h"
 #include "kernels/ggml_compat.h"
 #include "kernels/ops.h"
 #include "kernels/quant.h"
+#include "model/attn_plan.h"
 #include "model/fingerprint.h"
 #include "model/forward_scratch.h"
 

@@ -5,8 +5,6 @@
 // error naming it, so no file runs with a part of it silently ignored.
 #pragma once
 #include <array>
-#include <cstdlib>
-#include <memory>
 #include <span>
 #include <vector>
 
