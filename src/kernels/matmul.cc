@@ -23,11 +23,18 @@ TileFn TileFor(const DotKernels& k, TensorType t) {
 // into y, up to kX16MaxTokens tokens per call; a group the range cuts (a
 // pool chunk boundary off the 16-row grid) is computed whole and the wanted
 // rows kept.
-void MatMulPacked(X16Kernel kernel, const WeightMatrix& w, const uint8_t* x, size_t x_stride_bytes, size_t n_tok,
-                  float* y, size_t y_stride, size_t row_begin, size_t row_end) {
+void MatMulPacked(X16Kernel kernel, X16PairKernel pair, const WeightMatrix& w, const uint8_t* x, size_t x_stride_bytes,
+                  size_t n_tok, float* y, size_t y_stride, size_t row_begin, size_t row_end) {
   const size_t nb = w.cols / BlockElems(w.type), gb = w.group_bytes();
   for (size_t r = row_begin; r < row_end;) {
     const size_t g0 = r / kX16Rows * kX16Rows;
+    if (pair != nullptr && n_tok >= kX16PairMinTokens && r == g0 && g0 + 2 * kX16Rows <= row_end) {
+      const uint8_t* group = w.packed + g0 / kX16Rows * gb;
+      const size_t next = std::min(row_end - (g0 + 2 * kX16Rows), 2 * kX16Rows) / kX16Rows;
+      pair(group, gb, nb, x, x_stride_bytes, n_tok, y + g0, y_stride, group + 2 * gb, next * gb / 64);
+      r = g0 + 2 * kX16Rows;
+      continue;
+    }
     const size_t g1 = std::min(row_end, g0 + kX16Rows);
     const uint8_t* group = w.packed + g0 / kX16Rows * gb;
     // The first pass over a group waits on memory unless the group is
@@ -89,7 +96,7 @@ void MatMulRows(const DotKernels& k, const X16Kernels* xk, const WeightMatrix& w
   if (row_begin < w.packed_rows()) {
     PC_CHECK(xk != nullptr);
     const size_t packed_end = std::min(row_end, w.packed_rows());
-    MatMulPacked(xk->For(w.type), w, x, x_stride_bytes, n_tok, y, y_stride, row_begin, packed_end);
+    MatMulPacked(xk->For(w.type), xk->PairFor(w.type), w, x, x_stride_bytes, n_tok, y, y_stride, row_begin, packed_end);
     row_begin = packed_end;
   }
   if (TileFn tile = TileFor(k, w.type)) {

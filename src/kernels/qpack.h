@@ -93,5 +93,12 @@ constexpr int kX16MaxTokens = 8;
 // pf_lines 0 for none.
 using X16Kernel = void (*)(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, int nt, float* y,
                            size_t y_stride, const uint8_t* pf, size_t pf_lines);
+// Two consecutive groups (group, group + gb: rows [0, 32)) against every one
+// of nt activation rows (any count); writes y[t * y_stride + r], r < 32, the
+// bits X16Kernel gives. Worth a call from kX16PairMinTokens rows (below, it
+// runs the groups one by one).
+constexpr size_t kX16PairMinTokens = 6;
+using X16PairKernel = void (*)(const uint8_t* group, size_t gb, size_t nb, const uint8_t* x, size_t x_stride,
+                               size_t nt, float* y, size_t y_stride, const uint8_t* pf, size_t pf_lines);
 
 }  // namespace pc

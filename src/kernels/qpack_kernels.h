@@ -26,10 +26,16 @@ constexpr int X16Index(TensorType t) {
 struct X16Kernels {
   const char* name;
   X16Kernel kernel[kNumX16Types];
+  // Null where a level has no pair kernel for a type.
+  X16PairKernel pair[kNumX16Types] = {};
   // Null for types without an x16 layout.
   X16Kernel For(TensorType t) const {
     const int i = X16Index(t);
     return i < 0 ? nullptr : kernel[i];
+  }
+  X16PairKernel PairFor(TensorType t) const {
+    const int i = X16Index(t);
+    return i < 0 ? nullptr : pair[i];
   }
 };
 

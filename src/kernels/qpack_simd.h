@@ -150,78 +150,110 @@ inline void SubBlock16(const uint8_t* blk, size_t c, int j, const XB* const* xb,
   }
 }
 
-template <class S, TensorType T, int NT>
-void Kernel(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, float* y, size_t y_stride,
-            const uint8_t* pf = nullptr, size_t pf_lines = 0) {
+// NG consecutive groups (group + g * gb: rows [0, 16 NG)) against NT
+// activation rows. With NG = 2 every activation broadcast serves 32 rows
+// instead of 16: broadcasts share the vector pipes with the products on
+// current cores (a Zen 5 core runs two vpdpbusd a cycle from registers, one
+// a cycle with a broadcast each), so halving them raises the products'
+// rate. Pairs take the 32-bit path only (16-bit lanes would not leave the
+// registers for both groups' sums). Each output's operations are the same,
+// in the same order, whatever NG: the same bits.
+template <class S, TensorType T, int NT, int NG>
+void KernelGroups(const uint8_t* group, size_t gb, size_t nb, const uint8_t* x, size_t x_stride, float* y,
+                  size_t y_stride, const uint8_t* pf, size_t pf_lines) {
   using V = typename S::V;
   using F = typename S::F;
   constexpr X16Layout L = X16LayoutFor(T);
   // Without VNNI, maddubs would saturate on bytes past 127: those formats
   // (Q8_0, the grid ones) take signed products instead, offsets applied.
   constexpr bool kSigned = !S::kVnni && (L.bits == 8 || L.table);
+  constexpr bool kI16 = I16Group<S, L, kSigned>() > 0;
+  static_assert(NG == 1 || !kI16);
   constexpr int kSubsPerChunk = 32 / L.sub, kVecPerSub = L.sub / 4;
   using XB = ActBlock<L.n == 256>;
-  F acc[NT];
-  for (int t = 0; t < NT; ++t) acc[t] = S::ZeroF();
+  F acc[NG][NT];
+  for (int g = 0; g < NG; ++g) {
+    for (int t = 0; t < NT; ++t) acc[g][t] = S::ZeroF();
+  }
   size_t pf_due = 0;
   for (size_t b = 0; b < nb; ++b) {
-    const uint8_t* blk = group + b * L.bytes;
-    S::Prefetch(blk + 4 * L.bytes);
+    const uint8_t* blk[NG];
+    for (int g = 0; g < NG; ++g) {
+      blk[g] = group + static_cast<size_t>(g) * gb + b * L.bytes;
+      S::Prefetch(blk[g] + 4 * L.bytes);
+    }
     // pf_lines spread evenly over nb blocks without a division per block.
     for (pf_due += pf_lines; pf_due >= nb; pf_due -= nb, pf += 64) __builtin_prefetch(pf, 0, 2);
     const XB* xb[NT];
     for (int t = 0; t < NT; ++t) xb[t] = reinterpret_cast<const XB*>(x + t * x_stride) + b;
-    V a[NT], m[NT];
-    for (int t = 0; t < NT; ++t) a[t] = m[t] = S::Zero();
+    V a[NG][NT], m[NG][NT];
+    for (int g = 0; g < NG; ++g) {
+      for (int t = 0; t < NT; ++t) a[g][t] = m[g][t] = S::Zero();
+    }
     for (size_t c = 0; c < static_cast<size_t>(L.n / 32); ++c) {
       StaticFor<kSubsPerChunk>([&](auto js) {
         const int j = static_cast<int>(c) * kSubsPerChunk + js;
-        if constexpr (I16Group<S, L, kSigned>() > 0) {
-          SubBlock16<S, T, NT, decltype(js)::value>(blk, c, j, xb, a, m);
+        if constexpr (kI16) {
+          SubBlock16<S, T, NT, decltype(js)::value>(blk[0], c, j, xb, a[0], m[0]);
           return;
         }
-        V isum[NT];
-        for (int t = 0; t < NT; ++t) isum[t] = S::Zero();
+        V isum[NG][NT];
+        for (int g = 0; g < NG; ++g) {
+          for (int t = 0; t < NT; ++t) isum[g][t] = S::Zero();
+        }
         StaticFor<kVecPerSub>([&](auto vv) {
           constexpr int kVl = decltype(js)::value * kVecPerSub + decltype(vv)::value;
-          const V w = Unpack<S, L, kSigned, kVl>(blk, c);
+          V w[NG];
+          for (int g = 0; g < NG; ++g) w[g] = Unpack<S, L, kSigned, kVl>(blk[g], c);
           for (int t = 0; t < NT; ++t) {
             const int32_t x4 = Load4(xb[t]->qs + c * 32 + kVl * 4);
-            isum[t] = kSigned ? S::DotS(isum[t], w, x4) : S::DotU(isum[t], w, x4);
+            for (int g = 0; g < NG; ++g) isum[g][t] = kSigned ? S::DotS(isum[g][t], w[g], x4) : S::DotU(isum[g][t], w[g], x4);
           }
         });
         for (int t = 0; t < NT; ++t) {
           const int32_t xs = XSum<L>(*xb[t], j);
-          V s = isum[t];
-          if constexpr (!kSigned && L.offset != 0) s = S::Sub(s, S::Set1x32(L.offset * xs));
-          if constexpr (L.sub_scales) {
-            a[t] = S::Add(a[t], S::MulLo(S::LanesI8(blk + L.sc + static_cast<size_t>(j) * 16), s));
-          } else {
-            a[t] = s;
-          }
-          if constexpr (L.sub_mins) {
-            m[t] = S::Add(m[t], S::MulLo(S::LanesU8(blk + L.mn + static_cast<size_t>(j) * 16), S::Set1x32(xs)));
-          } else if constexpr (L.has_min) {
-            m[t] = S::Set1x32(xs);
+          for (int g = 0; g < NG; ++g) {
+            V s = isum[g][t];
+            if constexpr (!kSigned && L.offset != 0) s = S::Sub(s, S::Set1x32(L.offset * xs));
+            if constexpr (L.sub_scales) {
+              a[g][t] = S::Add(a[g][t], S::MulLo(S::LanesI8(blk[g] + L.sc + static_cast<size_t>(j) * 16), s));
+            } else {
+              a[g][t] = s;
+            }
+            if constexpr (L.sub_mins) {
+              m[g][t] = S::Add(m[g][t], S::MulLo(S::LanesU8(blk[g] + L.mn + static_cast<size_t>(j) * 16), S::Set1x32(xs)));
+            } else if constexpr (L.has_min) {
+              m[g][t] = S::Set1x32(xs);
+            }
           }
         }
       });
     }
-    const F d = L.bf16_scale ? S::LanesBf16(reinterpret_cast<const uint16_t*>(blk))
-                             : S::LanesF16(reinterpret_cast<const uint16_t*>(blk));
-    F mm = S::ZeroF();
-    if constexpr (L.has_min) {
-      mm = S::LanesF16(reinterpret_cast<const uint16_t*>(blk + L.mh));
-      if constexpr (L.n == 256) mm = S::Neg(mm);  // K-quants subtract their minimum
-    }
-    for (int t = 0; t < NT; ++t) {
-      const F dx = S::Set1(xb[t]->d);
-      F tt = S::Mul(S::Cvt(a[t]), S::Mul(d, dx));
-      if constexpr (L.has_min) tt = S::AddF(tt, S::Mul(S::Cvt(m[t]), S::Mul(mm, dx)));
-      acc[t] = S::AddF(acc[t], tt);
+    for (int g = 0; g < NG; ++g) {
+      const F d = L.bf16_scale ? S::LanesBf16(reinterpret_cast<const uint16_t*>(blk[g]))
+                               : S::LanesF16(reinterpret_cast<const uint16_t*>(blk[g]));
+      F mm = S::ZeroF();
+      if constexpr (L.has_min) {
+        mm = S::LanesF16(reinterpret_cast<const uint16_t*>(blk[g] + L.mh));
+        if constexpr (L.n == 256) mm = S::Neg(mm);  // K-quants subtract their minimum
+      }
+      for (int t = 0; t < NT; ++t) {
+        const F dx = S::Set1(xb[t]->d);
+        F tt = S::Mul(S::Cvt(a[g][t]), S::Mul(d, dx));
+        if constexpr (L.has_min) tt = S::AddF(tt, S::Mul(S::Cvt(m[g][t]), S::Mul(mm, dx)));
+        acc[g][t] = S::AddF(acc[g][t], tt);
+      }
     }
   }
-  for (int t = 0; t < NT; ++t) S::Store(y + t * y_stride, acc[t]);
+  for (int g = 0; g < NG; ++g) {
+    for (int t = 0; t < NT; ++t) S::Store(y + t * y_stride + kX16Rows * static_cast<size_t>(g), acc[g][t]);
+  }
+}
+
+template <class S, TensorType T, int NT>
+void Kernel(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, float* y, size_t y_stride,
+            const uint8_t* pf = nullptr, size_t pf_lines = 0) {
+  KernelGroups<S, T, NT, 1>(group, 0, nb, x, x_stride, y, y_stride, pf, pf_lines);
 }
 
 }  // namespace x16
