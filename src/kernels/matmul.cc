@@ -20,9 +20,10 @@ TileFn TileFor(const DotKernels& k, TensorType t) {
 }
 
 // Rows [row_begin, row_end) of the packed part: whole groups of 16 straight
-// into y, up to kX16MaxTokens tokens per call; a group the range cuts (a
-// pool chunk boundary off the 16-row grid) is computed whole and the wanted
-// rows kept.
+// into y, up to kX16MaxTokens tokens per call, or two whole groups at once
+// with every token where the table has a pair kernel and there are at least
+// kX16PairMinTokens; a group the range cuts (a pool chunk boundary off the
+// 16-row grid) is computed whole and the wanted rows kept.
 void MatMulPacked(X16Kernel kernel, X16PairKernel pair, const WeightMatrix& w, const uint8_t* x, size_t x_stride_bytes,
                   size_t n_tok, float* y, size_t y_stride, size_t row_begin, size_t row_end) {
   const size_t nb = w.cols / BlockElems(w.type), gb = w.group_bytes();
