@@ -160,16 +160,17 @@ struct Avx2Runner {
   template <TensorType T>
   static void Run(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, int nt, float* y,
                   size_t y_stride, const uint8_t* pf, size_t pf_lines) {
+    // The lines to fetch, shared out over the passes (x16::ShareOfPass).
+    const size_t passes = static_cast<size_t>((nt + kMaxTokens - 1) / kMaxTokens);
     for (int t = 0; t < nt; t += kMaxTokens) {
       const uint8_t* xt = x + static_cast<size_t>(t) * x_stride;
       float* yt = y + static_cast<size_t>(t) * y_stride;
-      // The lines to fetch, spread over the first pass's blocks (once is enough).
-      const size_t lines = t == 0 ? pf_lines : 0;
+      const x16::PassLines p = x16::ShareOfPass(pf, pf_lines, static_cast<size_t>(t / kMaxTokens), passes);
       switch (std::min(nt - t, kMaxTokens)) {
-        case 1: Pass<T, 1>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
-        case 2: Pass<T, 2>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
-        case 3: Pass<T, 3>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
-        default: Pass<T, 4>(group, nb, xt, x_stride, yt, y_stride, pf, lines); break;
+        case 1: Pass<T, 1>(group, nb, xt, x_stride, yt, y_stride, p.pf, p.lines); break;
+        case 2: Pass<T, 2>(group, nb, xt, x_stride, yt, y_stride, p.pf, p.lines); break;
+        case 3: Pass<T, 3>(group, nb, xt, x_stride, yt, y_stride, p.pf, p.lines); break;
+        default: Pass<T, 4>(group, nb, xt, x_stride, yt, y_stride, p.pf, p.lines); break;
       }
     }
   }

@@ -56,26 +56,23 @@ struct Avx512 {
 // four and the rest, so that only five widths are compiled (each width is
 // an instantiation per format: eight of them doubled the sanitizer build).
 struct Runner {
+  static int Width(int n) { return n >= 8 ? 8 : n >= 4 ? 4 : n; }
   template <TensorType T>
   static void Run(const uint8_t* group, size_t nb, const uint8_t* x, size_t x_stride, int nt, float* y,
                   size_t y_stride, const uint8_t* pf, size_t pf_lines) {
-    for (int t = 0; t < nt;) {
+    size_t passes = 0;
+    for (int t = 0; t < nt; t += Width(nt - t)) ++passes;
+    for (int t = 0, pass = 0; t < nt; ++pass) {
       const uint8_t* xt = x + static_cast<size_t>(t) * x_stride;
       float* yt = y + static_cast<size_t>(t) * y_stride;
-      const size_t lines = t == 0 ? pf_lines : 0;  // the next group's lines, fetched once
-      const int n = nt - t;
-      if (n >= 8) {
-        x16::Kernel<Avx512, T, 8>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
-        t += 8;
-      } else if (n >= 4) {
-        x16::Kernel<Avx512, T, 4>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
-        t += 4;
-      } else {
-        if (n == 1) x16::Kernel<Avx512, T, 1>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
-        if (n == 2) x16::Kernel<Avx512, T, 2>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
-        if (n == 3) x16::Kernel<Avx512, T, 3>(group, nb, xt, x_stride, yt, y_stride, pf, lines);
-        t += n;
-      }
+      const x16::PassLines p = x16::ShareOfPass(pf, pf_lines, static_cast<size_t>(pass), passes);
+      const int n = Width(nt - t);
+      if (n == 8) x16::Kernel<Avx512, T, 8>(group, nb, xt, x_stride, yt, y_stride, p.pf, p.lines);
+      if (n == 4) x16::Kernel<Avx512, T, 4>(group, nb, xt, x_stride, yt, y_stride, p.pf, p.lines);
+      if (n == 1) x16::Kernel<Avx512, T, 1>(group, nb, xt, x_stride, yt, y_stride, p.pf, p.lines);
+      if (n == 2) x16::Kernel<Avx512, T, 2>(group, nb, xt, x_stride, yt, y_stride, p.pf, p.lines);
+      if (n == 3) x16::Kernel<Avx512, T, 3>(group, nb, xt, x_stride, yt, y_stride, p.pf, p.lines);
+      t += n;
     }
   }
 };
@@ -91,16 +88,21 @@ struct PairRunner {
   static void Run(const uint8_t* group, size_t gb, size_t nb, const uint8_t* x, size_t x_stride, size_t nt, float* y,
                   size_t y_stride, const uint8_t* pf, size_t pf_lines) {
     constexpr size_t kWidth = 6;
-    size_t t = 0;
-    for (; t + kWidth <= nt; t += kWidth) {
-      x16::KernelGroups<Avx512, T, kWidth, 2>(group, gb, nb, x + t * x_stride, x_stride, y + t * y_stride, y_stride, pf,
-                                          t == 0 ? pf_lines : 0);
+    // The next pair's lines shared out over every pass (the rest's passes
+    // as one: x16::ShareOfPass says why).
+    const size_t passes = (nt + kWidth - 1) / kWidth;
+    size_t t = 0, pass = 0;
+    for (; t + kWidth <= nt; t += kWidth, ++pass) {
+      const x16::PassLines p = x16::ShareOfPass(pf, pf_lines, pass, passes);
+      x16::KernelGroups<Avx512, T, kWidth, 2>(group, gb, nb, x + t * x_stride, x_stride, y + t * y_stride, y_stride, p.pf,
+                                          p.lines);
     }
     if (t == nt) return;
     const int rest = static_cast<int>(nt - t);
+    const x16::PassLines p = x16::ShareOfPass(pf, pf_lines, pass, passes);
     for (size_t g = 0; g < 2; ++g) {
-      Runner::Run<T>(group + g * gb, nb, x + t * x_stride, x_stride, rest, y + t * y_stride + 16 * g, y_stride, pf,
-                     t == 0 && g == 0 ? pf_lines : 0);
+      Runner::Run<T>(group + g * gb, nb, x + t * x_stride, x_stride, rest, y + t * y_stride + 16 * g, y_stride, p.pf,
+                     g == 0 ? p.lines : 0);
     }
   }
 };
