@@ -333,6 +333,7 @@ void Engine::StartSequence(Active& a, int64_t now_ns, const std::map<std::string
 }
 
 void Engine::EmitFromMemo(std::vector<uint64_t> ids) {
+  bool emitted = false;
   for (uint64_t id : ids) {
     Active* a = nullptr;
     {
@@ -344,7 +345,9 @@ void Engine::EmitFromMemo(std::vector<uint64_t> ids) {
     const std::vector<float> logits = std::move(a->memo_logits);  // `a` may finish (and go) below
     a->memo_logits.clear();
     SampleAndEmit(*a, logits, NowNs());
+    emitted = true;
   }
+  if (emitted) model_.pool().YieldCores();  // the threads woken to write them (RunStep)
 }
 
 // The grammar past a sampled token; true when its sentence is complete. A
@@ -587,11 +590,13 @@ std::optional<StepShape> Engine::RunStep(const std::vector<WorkItem>& work, cons
   const int64_t now = NowNs();
   const size_t n_vocab = static_cast<size_t>(model_.config().n_vocab);
   size_t row = 0;
+  bool emitted = false;
   for (size_t i = 0; i < work.size(); ++i) {
     Active& a = *acts[i];
     if (drafted[i] > 0) {
       VerifyDecode(a, chunks[i], std::span<const float>(logits).subspan(row * n_vocab, chunks[i].size() * n_vocab), now);
       row += chunks[i].size();
+      emitted = true;
       continue;
     }
     {
@@ -606,8 +611,12 @@ std::optional<StepShape> Engine::RunStep(const std::vector<WorkItem>& work, cons
       }
       SampleAndEmit(a, row_logits, now);
       ++row;
+      emitted = true;
     }
   }
+  // The request threads woken to write these tokens get a core now, not at
+  // the pool's next paced yield (up to 1 ms later: thread_pool.h).
+  if (emitted) model_.pool().YieldCores();
   return shape;
 }
 

@@ -39,10 +39,18 @@ namespace {
 // How long an idle worker spins before sleeping (~100 us on current CPUs).
 constexpr int kSpinLimit = 20000;
 
-// The yield between chunks (thread_pool.h): one clock read a chunk.
-void YieldBetweenChunks() {
-  thread_local int64_t last_ns = 0;
-  if (YieldDue(NowNs(), &last_ns)) sched_yield();
+// The yield between chunks (thread_pool.h): one clock read a chunk, and
+// one more yield whenever YieldCores bumped the epoch since this thread's last.
+thread_local int64_t t_last_yield_ns = 0;
+thread_local uint64_t t_yield_epoch = 0;
+void YieldIfAsked(const std::atomic<uint64_t>& epoch) {
+  if (!YieldAsked(epoch.load(std::memory_order_relaxed), &t_yield_epoch)) return;
+  t_last_yield_ns = NowNs();
+  sched_yield();
+}
+void YieldBetweenChunks(const std::atomic<uint64_t>& epoch) {
+  YieldIfAsked(epoch);
+  if (YieldDue(NowNs(), &t_last_yield_ns)) sched_yield();
 }
 
 inline void CpuRelax() {
@@ -121,8 +129,13 @@ void ThreadPool::RunClaimable(uint64_t gen, int thread) {
     const size_t begin = job_chunk_ * c;  // read only while a claimed chunk keeps the job alive
     if (begin < job_n_) (*job_)(begin, std::min(begin + job_chunk_, job_n_), thread);
     done_.fetch_add(1);
-    YieldBetweenChunks();  // after the count: no thread waits on this chunk meanwhile
+    YieldBetweenChunks(yield_epoch_);  // after the count: no thread waits on this chunk meanwhile
   }
+}
+
+void ThreadPool::YieldCores() {
+  yield_epoch_.fetch_add(1, std::memory_order_relaxed);
+  YieldIfAsked(yield_epoch_);
 }
 
 void ThreadPool::ParallelForEach(size_t n, const std::function<void(size_t, int)>& fn) {
@@ -141,6 +154,7 @@ void ThreadPool::WorkerLoop(int index) {
   for (;;) {
     int spins = 0;
     while (generation_.load() == seen && spins < kSpinLimit) {
+      if ((spins & 63) == 0) YieldIfAsked(yield_epoch_);
       CpuRelax();
       ++spins;
     }

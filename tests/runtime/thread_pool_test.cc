@@ -111,5 +111,30 @@ TEST(ThreadPool, YieldsAtMostOncePerInterval) {
   EXPECT_FALSE(YieldDue(123 + kYieldEveryNs - 1, &fresh));
 }
 
+// YieldCores: each thread yields once per bump of the epoch, whenever it
+// looks (a bump it has seen asks nothing more).
+TEST(ThreadPool, YieldsOncePerAskedEpoch) {
+  uint64_t seen = 0;
+  EXPECT_FALSE(YieldAsked(0, &seen));
+  EXPECT_TRUE(YieldAsked(1, &seen));
+  EXPECT_EQ(seen, 1u);
+  EXPECT_FALSE(YieldAsked(1, &seen));
+  EXPECT_TRUE(YieldAsked(3, &seen));  // two bumps between looks: one yield
+  EXPECT_FALSE(YieldAsked(3, &seen));
+}
+
+// Asked between jobs (workers spinning, asleep or finishing a chunk), the
+// yields change nothing a job computes and hold nothing up.
+TEST(ThreadPool, YieldCoresBetweenJobs) {
+  ThreadPool pool(4);
+  std::atomic<size_t> covered{0};
+  for (int rep = 0; rep < 300; ++rep) {
+    pool.ParallelFor(64, 1, [&](size_t b, size_t e, int) { covered.fetch_add(e - b); });
+    pool.YieldCores();
+    if (rep % 100 == 99) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // past the spin limit
+  }
+  EXPECT_EQ(covered.load(), size_t{64} * 300);
+}
+
 }  // namespace
 }  // namespace pc
