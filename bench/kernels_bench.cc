@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include <random>
+#include <span>
 #include <vector>
 
 #include "base/fp16.h"
@@ -136,8 +137,10 @@ PC_GEMM_X16(Q6_K);
 // Attention of `rows` query rows at the end of a context of `depth`
 // positions (F16 K/V, bench-135m's heads: 9 query heads over 3 KV heads of
 // 64), one thread, every KV head: rows = 1 is a decode step, 16 a prefill
-// chunk. GB/s counts the K/V bytes streamed once per KV head.
-void BM_Attend(benchmark::State& state, Isa isa) {
+// chunk. GB/s counts the K/V bytes streamed once per KV head. `copies`
+// of the K/V at distinct addresses, taken in turn (many: K/V past any
+// cache, as a forward pass meets them after a layer's weights went by).
+void AttendBench(benchmark::State& state, Isa isa, size_t copies) {
   if (!IsaSupported(isa)) {
     state.SkipWithError("ISA not supported here");
     return;
@@ -147,33 +150,44 @@ void BM_Attend(benchmark::State& state, Isa isa) {
   const bool q8 = state.range(2) != 0;  // 8-bit K/V (Q8_0 rows), else F16
   const size_t n_head = 9, n_kv = 3, hd = 64, block = 16, kv_dim = n_kv * hd;
   const size_t blocks = (depth + num_rows + block - 1) / block;
-  std::vector<uint16_t> kh(blocks * block * kv_dim), vh(kh.size());
-  const auto kf = Random(kh.size());
-  for (size_t i = 0; i < kh.size(); ++i) kh[i] = vh[kh.size() - 1 - i] = Fp32ToFp16(kf[i]);
-  std::vector<BlockQ8_0> kq(kh.size() / 32), vq(kq.size());
+  const size_t elems = blocks * block * kv_dim;
+  std::vector<uint16_t> kh(copies * elems), vh(kh.size());
+  const auto kf = Random(elems);
+  for (size_t i = 0; i < kh.size(); ++i) kh[i] = vh[kh.size() - 1 - i] = Fp32ToFp16(kf[i % elems]);
+  std::vector<BlockQ8_0> kq(q8 ? kh.size() / 32 : 0), vq(kq.size());
   if (q8) {
-    std::vector<float> vf(kf.rbegin(), kf.rend());
-    QuantizeRowQ8_0(kf.data(), kq.data(), kf.size());
+    std::vector<float> kc(kh.size());
+    for (size_t i = 0; i < kc.size(); ++i) kc[i] = kf[i % elems];
+    std::vector<float> vf(kc.rbegin(), kc.rend());
+    QuantizeRowQ8_0(kc.data(), kq.data(), kc.size());
     QuantizeRowQ8_0(vf.data(), vq.data(), vf.size());
   }
-  std::vector<int32_t> table(blocks);
-  for (size_t b = 0; b < blocks; ++b) table[b] = static_cast<int32_t>(b);
-  const KvLayerView view = q8 ? KvLayerView{kq.data(), vq.data(), KvDtype::kQ8_0, block, kv_dim, table}
-                              : KvLayerView{kh.data(), vh.data(), KvDtype::kF16, block, kv_dim, table};
+  std::vector<int32_t> table(copies * blocks);  // copy c: blocks [c * blocks, (c + 1) * blocks)
+  for (size_t b = 0; b < table.size(); ++b) table[b] = static_cast<int32_t>(b);
+  auto view = [&](size_t c) {
+    const std::span<const int32_t> t(table.data() + c * blocks, blocks);
+    return q8 ? KvLayerView{kq.data(), vq.data(), KvDtype::kQ8_0, block, kv_dim, t}
+              : KvLayerView{kh.data(), vh.data(), KvDtype::kF16, block, kv_dim, t};
+  };
   const auto q = Random(num_rows * n_head * hd);
   const AttnHeads heads{n_head, n_kv, hd};
   std::vector<float> out(q.size()), scratch(AttendScratchFloats(num_rows, heads));
   std::vector<int32_t> pos(num_rows);
   for (size_t r = 0; r < num_rows; ++r) pos[r] = static_cast<int32_t>(depth + r);
   const AttnRows rows{q.data(), n_head * hd, pos.data(), out.data(), n_head * hd};
+  size_t c = 0;
   for (auto _ : state) {
-    AttendRows(k, view, rows, 0, num_rows, heads, scratch.data());
+    AttendRows(k, view(c), rows, 0, num_rows, heads, scratch.data());
     benchmark::DoNotOptimize(out.data());
+    c = c + 1 == copies ? 0 : c + 1;
   }
   const double positions = static_cast<double>(depth + num_rows);
-  state.counters["GB/s"] = benchmark::Counter(positions * 2 * KvBytes(view.dtype, kv_dim), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
+  state.counters["GB/s"] = benchmark::Counter(positions * 2 * KvBytes(view(0).dtype, kv_dim), benchmark::Counter::kIsIterationInvariantRate, benchmark::Counter::kIs1000);
   state.counters["GFLOP/s"] = benchmark::Counter(4.0 * positions * num_rows * n_head * hd * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
+void BM_Attend(benchmark::State& state, Isa isa) { AttendBench(state, isa, 1); }
+// 160 copies of 473 positions' F16 K/V: 58 MB.
+void BM_AttendStream(benchmark::State& state, Isa isa) { AttendBench(state, isa, 160); }
 // Args: depth, rows (1: a decode step; 25 at 448: a cache hit's suffix;
 // 256 at 4,000: compare.sh server's partial hit, its K/V tiles widened once
 // for many lane groups), 8-bit K/V (0: F16).
@@ -181,6 +195,8 @@ BENCHMARK_CAPTURE(BM_Attend, scalar, Isa::kScalar)->Args({4096, 1, 0})->Args({40
 BENCHMARK_CAPTURE(BM_Attend, avx2, Isa::kAvx2)->Args({448, 25, 0})->Args({512, 1, 0})->Args({4096, 1, 0})->Args({4096, 1, 1})->Args({4096, 16, 0})->Args({4096, 16, 1})->Args({4000, 256, 0})->Args({4000, 256, 1});
 // The avxvnni level differs from avx2 only in 8-bit K's integer dots.
 BENCHMARK_CAPTURE(BM_Attend, avxvnni, Isa::kAvxVnni)->Args({4096, 1, 1})->Args({4096, 16, 1})->Args({4000, 256, 1});
+BENCHMARK_CAPTURE(BM_AttendStream, avx2, Isa::kAvx2)->Args({448, 25, 0});
+BENCHMARK_CAPTURE(BM_AttendStream, avx512, Isa::kAvx512)->Args({448, 25, 0});
 BENCHMARK_CAPTURE(BM_Attend, avx512, Isa::kAvx512)->Args({448, 25, 0})->Args({512, 1, 0})->Args({4096, 1, 0})->Args({4096, 1, 1})->Args({4096, 16, 0})->Args({4096, 16, 1})->Args({4000, 256, 0})->Args({4000, 256, 1});
 
 // Element-wise steps of a layer over n floats (one token row of bench-1b's
