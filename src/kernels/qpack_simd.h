@@ -255,8 +255,9 @@ void KernelGroups(const uint8_t* group, size_t gb, size_t nb, const uint8_t* x, 
 // takes its share, spread over its blocks. Issued in the first pass alone,
 // they came as a burst the memory system queued while that pass waited, and
 // the later passes fetched nothing: a GEMM streaming its weights from memory
-// (kernels_bench BM_Gemm/big_q8, 25 tokens over 60 MB, a Zen 5) ran at
-// ~380 GFLOP/s with the burst and ~480-500 spread, against ~540 from cache.
+// (kernels_bench BM_Gemm/Q8_0x16_stream_Avx512, 25 tokens over 60 MB, a Zen 5)
+// ran at a median 392 GFLOP/s with the burst and 429 spread (ten alternating
+// runs; the same product from cache ~540).
 struct PassLines {
   const uint8_t* pf;
   size_t lines;
