@@ -524,9 +524,11 @@ bool Engine::Step() {
   const StepShape shape = ShapeOf(work, acts);
   NotePlannedStep(shape, lone);
   const std::string items = StepItems(work, acts);
-  const int64_t t0 = NowNs();
-  const std::optional<StepShape> done = RunStep(work, acts, shape);  // with the drafts it verified
-  const double ms = NsToMs(NowNs() - t0);
+  StepInFlight watch = Watch(work, shape);
+  const int64_t t0 = watch.t0_ns;
+  const std::optional<StepShape> done = RunStep(work, acts, shape, &watch);  // with the drafts it verified
+  // Its own time: the steps run inside it, if any, were counted apart.
+  const double ms = NsToMs(NowNs() - t0) - watch.paused_ms;
   if (!done) {
     metrics_.Add("promptcache_steps_dropped_total", "", 1);
     metrics_.Add("promptcache_dropped_step_seconds_total", "", ms / 1e3);
@@ -534,19 +536,23 @@ bool Engine::Step() {
     return true;
   }
   if (undroppable_steps_ > 0) --undroppable_steps_;
-  const StepShape& ran = *done;
-  LogStep(items, ran, t0, ms);  // before Observe: the prediction it was planned with
-  step_budget_.Observe(ran, ms);
-  metrics_.Observe("promptcache_step_seconds", "", ms / 1e3);
-  metrics_.Add("promptcache_step_tokens_total", "kind=\"decode\"", static_cast<double>(ran.n_decode));
-  metrics_.Add("promptcache_step_tokens_total", "kind=\"prefill\"", static_cast<double>(shape.n_prefill));
-  metrics_.Add("promptcache_step_tokens_total", "kind=\"draft\"", static_cast<double>(ran.n_prefill - shape.n_prefill));
+  AfterStep(items, shape, *done, t0, ms);
   {
     MutexLock lock(mu_);
     RefreshPoolSnapshot(/*between_steps=*/true);
   }
   FlushRequestLog();
   return true;
+}
+
+void Engine::AfterStep(const std::string& items, const StepShape& planned, const StepShape& ran, int64_t t0_ns,
+                       double ms) {
+  LogStep(items, ran, t0_ns, ms);  // before Observe: the prediction it was planned with
+  step_budget_.Observe(ran, ms);
+  metrics_.Observe("promptcache_step_seconds", "", ms / 1e3);
+  metrics_.Add("promptcache_step_tokens_total", "kind=\"decode\"", static_cast<double>(ran.n_decode));
+  metrics_.Add("promptcache_step_tokens_total", "kind=\"prefill\"", static_cast<double>(planned.n_prefill));
+  metrics_.Add("promptcache_step_tokens_total", "kind=\"draft\"", static_cast<double>(ran.n_prefill - planned.n_prefill));
 }
 
 // What the step holds, as the step budget prices it: decodes with their
@@ -562,7 +568,7 @@ StepShape Engine::ShapeOf(const std::vector<WorkItem>& work, const std::vector<A
 }
 
 std::optional<StepShape> Engine::RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts,
-                                         StepShape shape) {
+                                         StepShape shape, StepInFlight* watch) {
   // Blocks first: a Reserve may grow a block table, which the batch points into.
   std::vector<std::vector<int32_t>> chunks(work.size());
   for (size_t i = 0; i < work.size(); ++i) {
@@ -584,9 +590,12 @@ std::optional<StepShape> Engine::RunStep(const std::vector<WorkItem>& work, cons
                        acts[i]->seq->local_block_table()});
     }
   }
-  std::vector<float>& logits = step_logits_;
-  StepInFlight watch = Watch(work, shape);
-  if (!model_.Forward(batch, cache_.store(), &logits, [&] { return KeepStep(watch); })) return std::nullopt;
+  std::vector<float>& logits = watch ? step_logits_ : inside_logits_;
+  if (!watch) {
+    model_.Forward(batch, cache_.store(), &logits);
+  } else if (!model_.Forward(batch, cache_.store(), &logits, [&] { return KeepStep(*watch); })) {
+    return std::nullopt;
+  }
   const int64_t now = NowNs();
   const size_t n_vocab = static_cast<size_t>(model_.config().n_vocab);
   size_t row = 0;

@@ -83,12 +83,14 @@ struct EngineOptions {
   // differ between a one-token and a several-token pass, so drafts would
   // change its outputs.
   size_t draft_tokens = 0;
-  // A step in progress is dropped, between two layers, for cache hits that
-  // arrive meanwhile when that pays (DropStepPays: with a step target, under
-  // the precise numerics): they then run in a step with the decodes alone.
-  // Cache-aware admission only (first come, first served keeps arrival
-  // order in steps too). false: an arriving hit waits for the step in
-  // progress and rides a step of other prompts' chunks (--no-step-drop).
+  // A step in progress is paused or dropped, between two layers, for cache
+  // hits that arrive meanwhile when that pays (ForHitArrival: with a step
+  // target, under the precise numerics): a step without decodes runs theirs
+  // inside it and goes on; one with decodes is dropped, and they run in a
+  // step with the decodes alone. Cache-aware admission only (first come,
+  // first served keeps arrival order in steps too). false: an arriving hit
+  // waits for the step in progress and rides a step of other prompts'
+  // chunks (--no-step-drop).
   bool drop_steps_for_hits = true;
 };
 
@@ -209,29 +211,43 @@ class Engine {
   bool Step();  // false when there was nothing to do
   static StepShape ShapeOf(const std::vector<WorkItem>& work, const std::vector<Active*>& acts);
   void NotePlannedStep(const StepShape& shape, bool lone);
+  struct StepInFlight;
   // Runs the planned step (shape: what it holds) and returns what it ran,
-  // drafts included.
+  // drafts included. watch: the step as KeepStep sees it between layers
+  // (null: a step run inside a paused one, not watched).
   // nullopt: the step was dropped for an arrival (KeepStep), nothing of it kept.
   std::optional<StepShape> RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts,
-                                   StepShape shape);
+                                   StepShape shape, StepInFlight* watch);
+  // What follows a step that ran: its log line, the budget's measurement,
+  // the step metrics (items: StepItems before it ran; ms: its own time).
+  void AfterStep(const std::string& items, const StepShape& planned, const StepShape& ran, int64_t t0_ns, double ms);
   // A cache hit is not kept waiting for the step in progress nor for other
   // prompts' chunks (engine_drop.cc). A request "expedites" a step when its
   // prompt's remainder is its first chunk, ends the prompt and is no longer
   // than what the cache gave it; a step with one holds the decodes and such
   // chunks only. The forward asks KeepStep between layers; when requests
   // arrived since it last looked, they are admitted then (a fully cached
-  // prompt with kept logits gets its first token there), and the step is
-  // dropped when an expediting one's step pays (DropStepPays).
+  // prompt with kept logits gets its first token there), and, when an
+  // expediting one's step pays (ForHitArrival), the step in progress is
+  // paused for it (a step of those chunks alone runs there, the paused
+  // forward pass on its own buffers) or dropped.
   struct StepInFlight {
     int64_t t0_ns = 0;
     double predicted_ms = 0;
     uint64_t arrivals = 0;  // arrivals_ when last looked
+    bool watched = false;   // hits may pause or drop it (the engine's settings and numerics allow)
     bool droppable = false;
+    size_t decodes = 0, prompts_ending = 0;  // its decode rows; its prompts that end in it
+    double paused_ms = 0;  // time spent in the steps run inside it
     std::vector<uint64_t> ids;  // the step's requests
   };
   bool Expediting() const;
   bool KeepStep(StepInFlight& f);
-  bool DropPays(const StepInFlight& f) PC_REQUIRES(mu_);
+  // What to do for the expediting chunks the step in progress lacks; for a
+  // pause, their work (blocks reserved) in *paused_work.
+  HitArrival ArrivalAction(const StepInFlight& f, std::vector<WorkItem>* paused_work) PC_REQUIRES(mu_);
+  // Runs that work as a step of its own, inside the step in progress.
+  void RunInside(StepInFlight& f, const std::vector<WorkItem>& work);
   bool Expedites(const WorkItem& w) const PC_REQUIRES(mu_);
   void KeepExpedited(std::vector<WorkItem>& work) const PC_REQUIRES(mu_);
   StepInFlight Watch(const std::vector<WorkItem>& work, const StepShape& shape) const;
@@ -278,6 +294,7 @@ class Engine {
   PrefixCache cache_;
   LogitsMemo logits_memo_;  // loop thread only
   std::vector<float> step_logits_;  // loop thread only: a step's logits, its buffer kept between steps
+  std::vector<float> inside_logits_;  // loop thread only: the same for a step run inside a paused one
   MetricsRegistry metrics_;
 
   mutable Mutex mu_;

@@ -531,8 +531,15 @@ bool Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
                     const std::function<bool()>& keep_going) {
   const ModelConfig& c = config_;
   const size_t n = batch.size();
-  if (!scratch_) scratch_ = std::make_unique<Scratch>();
-  Scratch& s = *scratch_;
+  PC_CHECK(forward_level_ < kForwardLevels);
+  std::unique_ptr<Scratch>& mine = scratch_[forward_level_];
+  if (!mine) mine = std::make_unique<Scratch>();
+  Scratch& s = *mine;
+  struct Level {  // left on every return
+    int& level;
+    explicit Level(int& l) : level(l) { ++level; }
+    ~Level() { --level; }
+  } level(forward_level_);
   s.kernels = &ActiveDotKernels();
   {
     Result<Isa> isa = ActiveIsa();

@@ -84,6 +84,9 @@ class Model {
   // returns false, logits untouched. The batch's K/V rows are then partly
   // written, so its positions must be computed again before anything reads
   // them (the engine drops a step this way for a cache hit that just came).
+  // keep_going may itself run one Forward of other sequences (without a
+  // keep_going: one level only), its own buffers and logits apart; this
+  // batch then goes on where it stood (the engine pauses a step so).
   bool Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits,
                const std::function<bool()>& keep_going);
   ~Model();
@@ -168,7 +171,13 @@ class Model {
   ModelWeights weights_;
   PackedWeights packed_;
   std::unique_ptr<ThreadPool> pool_;
-  std::unique_ptr<Scratch> scratch_;  // Forward's buffers, made on its first call
+  // Forward's buffers, made on first use, one set per nesting level: a
+  // keep_going may run one more Forward between two layers (the engine
+  // pauses a step for a cache hit's), which must not touch the paused
+  // pass's residual rows and rotations.
+  static constexpr int kForwardLevels = 2;
+  std::unique_ptr<Scratch> scratch_[kForwardLevels];
+  int forward_level_ = 0;  // Forwards running now, on the calling thread
   Numerics numerics_ = Numerics::kPrecise;
   Hash128 fingerprint_;
   double fingerprint_ms_ = 0;

@@ -126,6 +126,30 @@ inline bool DropStepPays(double elapsed_ms, double predicted_ms, double arrival_
   return target_ms > 0 && predicted_ms - elapsed_ms > arrival_step_ms;
 }
 
+// What a step in progress does for such arrivals (ForHitArrival):
+//   kWait: nothing; they go in the next step;
+//   kPause: their step runs between two of its layers, then it goes on
+//     where it stood (nothing lost; only a step without decodes pauses:
+//     with decodes the arrivals' step would wait for them, so dropping
+//     does better when anything does);
+//   kDrop: DropStepPays (a step with decodes, when droppable).
+// A step without decodes pauses when what the arrivals gain (the rest of
+// the step, remaining_ms) exceeds what its prompts that end in it lose (the
+// arrivals' step each: their first tokens wait for it): always when none
+// ends there (a lone prompt's long step). All in ms; pure.
+enum class HitArrival { kWait, kPause, kDrop };
+inline HitArrival ForHitArrival(double elapsed_ms, double predicted_ms, size_t step_decodes, size_t prompts_ending,
+                                double pause_step_ms, double drop_step_ms, bool droppable, double target_ms) {
+  if (target_ms <= 0) return HitArrival::kWait;
+  if (step_decodes > 0) {
+    return droppable && DropStepPays(elapsed_ms, predicted_ms, drop_step_ms, target_ms) ? HitArrival::kDrop
+                                                                                          : HitArrival::kWait;
+  }
+  const double remaining_ms = predicted_ms - elapsed_ms;
+  return remaining_ms > 0 && remaining_ms > pause_step_ms * static_cast<double>(prompts_ending) ? HitArrival::kPause
+                                                                                              : HitArrival::kWait;
+}
+
 class StepBudget {
  public:
   explicit StepBudget(const StepBudgetOptions& opt) : opt_(opt) {}

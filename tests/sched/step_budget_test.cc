@@ -286,5 +286,23 @@ TEST(StepBudget, AStepIsDroppedForAHitOnlyWhenItPays) {
   EXPECT_FALSE(DropStepPays(0, 6, 6, 25));    // equal: nothing gained
 }
 
+// Pausing (a step without decodes runs the hits' step inside it, nothing
+// lost) against dropping (a step with decodes) and waiting.
+TEST(StepBudget, AStepWithoutDecodesPausesForAHitWhenItsEndingPromptsLoseLess) {
+  using H = HitArrival;
+  // elapsed, predicted, decodes, prompts ending, pause step, drop step, droppable, target
+  EXPECT_EQ(ForHitArrival(124, 130, 0, 0, 9, 9, true, 25), H::kPause);   // a lone prompt's chunk: 6 ms gained, none lose
+  EXPECT_EQ(ForHitArrival(129.9, 130, 0, 0, 9, 9, true, 25), H::kPause);
+  EXPECT_EQ(ForHitArrival(131, 130, 0, 0, 9, 9, true, 25), H::kWait);   // past its prediction: nothing to gain
+  EXPECT_EQ(ForHitArrival(124, 130, 0, 1, 9, 9, true, 25), H::kWait);   // its prompt's first token would wait 9 for 6
+  EXPECT_EQ(ForHitArrival(100, 130, 0, 1, 9, 9, true, 25), H::kPause);  // 30 gained against 9
+  EXPECT_EQ(ForHitArrival(100, 130, 0, 4, 9, 9, true, 25), H::kWait);   // 36 lost by four prompts
+  EXPECT_EQ(ForHitArrival(100, 130, 0, 0, 9, 9, false, 25), H::kPause); // pausing loses nothing: not a drop
+  EXPECT_EQ(ForHitArrival(5, 25, 2, 0, 4, 6, true, 25), H::kDrop);      // decodes: DropStepPays
+  EXPECT_EQ(ForHitArrival(20, 25, 2, 0, 4, 6, true, 25), H::kWait);
+  EXPECT_EQ(ForHitArrival(5, 25, 2, 0, 4, 6, false, 25), H::kWait);     // not droppable (just after a drop)
+  EXPECT_EQ(ForHitArrival(5, 140, 0, 0, 9, 9, true, 0), H::kWait);      // no target: no trade
+}
+
 }  // namespace
 }  // namespace pc

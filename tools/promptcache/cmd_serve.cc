@@ -280,8 +280,9 @@ void RegisterServe(CLI::App& app, int* exit_code) {
                 "still to do: a mostly cached prompt is not queued behind misses, none starves) or fifo")
       ->check(CLI::IsMember({"cache-aware", "fifo"}));
   c->add_flag("--no-step-drop", f->no_step_drop,
-              "Cache-aware admission without hits ahead of the step in progress: a mostly cached prompt that "
-              "arrives then waits for the step and rides a step of other prompts' chunks");
+              "Cache-aware admission without hits ahead of the step in progress (neither paused nor dropped for "
+              "them): a mostly cached prompt that arrives then waits for the step and rides a step of other "
+              "prompts' chunks");
   c->add_option("--max-running", f->max_running, "Sequences decoded together")->check(CLI::Range(1, 4096));
   c->add_option("--max-queue", f->max_queue, "Waiting requests before answering 429")->check(CLI::Range(0, 1 << 20));
   c->add_option("--host-cache-mem", f->host_cache_mem, "Host-RAM tier bytes for blocks evicted from the pool (0: off)");
