@@ -291,6 +291,50 @@ TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
   }
 }
 
+// A forward pass paused between two layers or two halves of one, while
+// another batch (another sequence) runs a whole forward pass from inside
+// keep_going (the engine pauses a step so for a cache hit), goes on where it
+// stood: both give the logits of undisturbed runs, bit for bit, at every
+// point the pause can take.
+TEST(MakeModel, AForwardPausedForAnotherEqualsTwoUndisturbedOnes) {
+  std::unique_ptr<Model> model = TinyQ8Model("tiny-paused.gguf", 4);
+  ASSERT_TRUE(model);
+  Model& m = *model;
+  const size_t n = 70, n_other = 20;
+  std::vector<int32_t> prompt(n), other_prompt(n_other);
+  for (size_t i = 0; i < n; ++i) prompt[i] = static_cast<int32_t>(1 + (i * 613) % 900);
+  for (size_t i = 0; i < n_other; ++i) other_prompt[i] = static_cast<int32_t>(1 + (i * 271) % 900);
+  auto batch_of = [](Session& s, const std::vector<int32_t>& p, size_t len) {
+    EXPECT_TRUE(s.Reserve(len).ok());
+    std::vector<BatchToken> b;
+    for (size_t i = 0; i < len; ++i) b.push_back({p[i], static_cast<int32_t>(i), s.block_table(), true});
+    return b;
+  };
+  std::vector<float> want, want_other;
+  {
+    Session a(m, n, KvDtype::kF16), b(m, n, KvDtype::kF16);
+    m.Forward(batch_of(a, prompt, n), a.store(), &want);
+    m.Forward(batch_of(b, other_prompt, n_other), b.store(), &want_other);
+  }
+  const int asks = 2 * m.config().n_layer - 1;
+  for (int pause_at = 1; pause_at <= asks; ++pause_at) {
+    Session paused(m, n, KvDtype::kF16), other(m, n, KvDtype::kF16);
+    std::vector<float> got, got_other;
+    int asked = 0;
+    const bool done = m.Forward(batch_of(paused, prompt, n), paused.store(), &got, [&] {
+      if (++asked == pause_at) m.Forward(batch_of(other, other_prompt, n_other), other.store(), &got_other);
+      return true;
+    });
+    EXPECT_TRUE(done);
+    EXPECT_EQ(asked, asks);
+    ASSERT_EQ(got.size(), want.size());
+    ASSERT_EQ(got_other.size(), want_other.size());
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float))) << "paused at ask " << pause_at;
+    EXPECT_EQ(0, std::memcmp(got_other.data(), want_other.data(), want_other.size() * sizeof(float)))
+        << "run at ask " << pause_at;
+  }
+}
+
 // Truncate keeps the positions before its point (bench-model's cached prefix
 // for --pp-depth): a suffix prefilled after it gives the bits of one prompt
 // of prefix and suffix, whatever was prefilled past the point before.
