@@ -45,6 +45,30 @@ std::unique_ptr<Model> TinyQ8Model(const std::string& name, int n_layer) {
   return model.ok() ? std::move(*model) : nullptr;
 }
 
+// A built-in shape of another architecture shrunk to test size: 2 layers
+// of 128, 8 experts of 64 with 2 used, an FFN of 256, windows of 8.
+ModelShape Shrunk(ModelShape shape) {
+  shape.n_embd = 128, shape.n_layer = 2, shape.n_ctx = 512;
+  if (shape.n_expert > 0) shape.n_expert = 8, shape.n_expert_used = 2, shape.n_ff_expert = 64;
+  if (shape.n_ff > 0) shape.n_ff = 256;
+  if (shape.sliding_window > 0) shape.sliding_window = 8;
+  return shape;
+}
+
+// That shape in Q8_0, written and loaded on two threads (null with a test
+// failure when either step fails).
+std::unique_ptr<Model> ShrunkQ8Model(const std::string& builtin) {
+  MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
+  opt.shape = Shrunk(*BuiltinShape(builtin));
+  const std::string path = test::TempPath("shrunk-" + builtin + ".gguf");
+  const Status made = MakeModel(opt, path);
+  EXPECT_TRUE(made.ok()) << made.message();
+  if (!made.ok()) return nullptr;
+  auto model = Model::Load(path, 2);
+  EXPECT_TRUE(model.ok()) << model.status().message();
+  return model.ok() ? std::move(*model) : nullptr;
+}
+
 class MakeModelTypes : public ::testing::TestWithParam<TensorType> {};
 
 TEST_P(MakeModelTypes, LoadsBackAndGenerates) {
@@ -296,10 +320,7 @@ TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
 // keep_going (the engine pauses a step so for a cache hit), goes on where it
 // stood: both give the logits of undisturbed runs, bit for bit, at every
 // point the pause can take.
-TEST(MakeModel, AForwardPausedForAnotherEqualsTwoUndisturbedOnes) {
-  std::unique_ptr<Model> model = TinyQ8Model("tiny-paused.gguf", 4);
-  ASSERT_TRUE(model);
-  Model& m = *model;
+void ExpectPausedEqualsUndisturbed(Model& m) {
   const size_t n = 70, n_other = 20;
   std::vector<int32_t> prompt(n), other_prompt(n_other);
   for (size_t i = 0; i < n; ++i) prompt[i] = static_cast<int32_t>(1 + (i * 613) % 900);
@@ -329,9 +350,23 @@ TEST(MakeModel, AForwardPausedForAnotherEqualsTwoUndisturbedOnes) {
     EXPECT_EQ(asked, asks);
     ASSERT_EQ(got.size(), want.size());
     ASSERT_EQ(got_other.size(), want_other.size());
-    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float))) << "paused at ask " << pause_at;
+    EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * sizeof(float)))
+        << m.config().arch << " paused at ask " << pause_at;
     EXPECT_EQ(0, std::memcmp(got_other.data(), want_other.data(), want_other.size() * sizeof(float)))
-        << "run at ask " << pause_at;
+        << m.config().arch << " run at ask " << pause_at;
+  }
+}
+
+// The same on a qwen3moe (routers, experts' buffers) and a gemma3 (windows
+// over a 70-token prompt, their own rotations, post norms).
+TEST(MakeModel, AForwardPausedForAnotherEqualsTwoUndisturbedOnes) {
+  std::unique_ptr<Model> model = TinyQ8Model("tiny-paused.gguf", 4);
+  ASSERT_TRUE(model);
+  ExpectPausedEqualsUndisturbed(*model);
+  for (const char* builtin : {"bench-moe", "bench-gemma3"}) {
+    std::unique_ptr<Model> other_arch = ShrunkQ8Model(builtin);
+    ASSERT_TRUE(other_arch);
+    ExpectPausedEqualsUndisturbed(*other_arch);
   }
 }
 
@@ -469,11 +504,7 @@ TEST(MakeModel, WritesMixturesOfExpertsAndGemma3) {
   EXPECT_EQ(moe.head_size() * moe.n_head, 2 * moe.n_embd);
   EXPECT_EQ(gemma.arch, "gemma3");
   EXPECT_EQ(gemma.n_ff, 6 * gemma.n_embd);
-  for (ModelShape shape : {moe, gemma}) {
-    shape.n_embd = 128, shape.n_layer = 2, shape.n_ctx = 512;
-    if (shape.n_expert > 0) shape.n_expert = 8, shape.n_expert_used = 2, shape.n_ff_expert = 64;
-    if (shape.n_ff > 0) shape.n_ff = 256;
-    if (shape.sliding_window > 0) shape.sliding_window = 8;
+  for (ModelShape shape : {Shrunk(moe), Shrunk(gemma)}) {
     MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
     opt.shape = shape;
     const std::string path = test::TempPath("made-" + shape.arch + ".gguf");
