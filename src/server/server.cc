@@ -180,6 +180,10 @@ Server::Server(Engine& engine, const Tokenizer& tok, ServerOptions opt)
   const size_t threads = opt_.num_http_threads ? opt_.num_http_threads : 300;
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(opt_.max_body_bytes);
+  // Clients that keep a connection open (the OpenAI SDKs, bench) keep it for
+  // up to 100 requests (cpp-httplib's own default of 5 makes every fifth
+  // request reconnect); idle ones still close after 5 s.
+  http_->set_keep_alive_max_count(100);
   if (!opt_.chat_template) {
     Result<ChatTemplate> chatml = ChatTemplate::Builtin("chatml");
     PC_CHECK(chatml.ok());

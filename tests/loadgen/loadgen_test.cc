@@ -1,6 +1,7 @@
 // The load generator: statistics on synthetic timings, the verdict rules,
 // prompt synthesis (equal keys -> equal tokens), trace loading, the ideal
-// cache simulation, the report, and a short run against our own server.
+// cache simulation, the report, connection reuse against a stub stream, and
+// a short run against our own server.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -14,6 +15,8 @@
 #include "stats.h"
 #include "test_support.h"
 #include "workload.h"
+
+#include <httplib.h>
 
 namespace pc::loadgen {
 namespace {
@@ -271,6 +274,113 @@ TEST(LoadgenReport, HtmlHasFourPlots) {
   EXPECT_GE(series, 4u + 2 + 20 + 20);
   // The page the render test opens in headless Chromium.
   if (const char* out = std::getenv("PROMPTCACHE_SAMPLE_REPORT")) std::ofstream(out) << html;
+}
+
+// A server that streams two tokens per request and notes each request's
+// client port (one port: one connection).
+class StubStream {
+ public:
+  explicit StubStream(time_t keep_alive_s) {
+    http_.set_keep_alive_timeout(keep_alive_s);
+    http_.set_keep_alive_max_count(100);
+    http_.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+      {
+        MutexLock lock(mu_);
+        ports_.push_back(req.remote_port);
+      }
+      res.set_chunked_content_provider("text/event-stream", [](size_t, httplib::DataSink& sink) {
+        const std::string events =
+            "data: {\"choices\":[{\"text\":\"a\"}]}\n\n"
+            "data: {\"choices\":[{\"text\":\"b\"}]}\n\n"
+            "data: {\"choices\":[],\"usage\":{\"completion_tokens\":2,\"prompt_tokens\":3}}\n\n"
+            "data: [DONE]\n\n";
+        sink.write(events.data(), events.size());
+        sink.done();
+        return true;
+      });
+    });
+    port_ = http_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { http_.listen_after_bind(); });  // connects queue until it accepts
+  }
+  ~StubStream() {
+    http_.stop();
+    thread_.join();
+  }
+  int port() const { return port_; }
+  std::vector<int> ports() {
+    MutexLock lock(mu_);
+    return ports_;
+  }
+
+ private:
+  httplib::Server http_;
+  int port_ = 0;
+  std::thread thread_;
+  Mutex mu_;
+  std::vector<int> ports_ PC_GUARDED_BY(mu_);
+};
+
+std::vector<BenchRequest> ThreeTokenPrompts(size_t n) {
+  std::vector<BenchRequest> reqs(n);
+  for (BenchRequest& r : reqs) r.prompt = {1, 2, 3}, r.max_tokens = 2;
+  return reqs;
+}
+
+TEST(LoadgenClient, KeepAliveReusesOneConnection) {
+  StubStream stub(5);
+  Target t;
+  t.port = stub.port();
+  RunOptions ro;
+  ro.progress = false;
+  const std::vector<RequestRecord> recs = loadgen::Run(t, ThreeTokenPrompts(6), ro);
+  ASSERT_EQ(recs.size(), 6u);
+  for (const RequestRecord& r : recs) {
+    ASSERT_TRUE(r.ok) << r.error;
+    EXPECT_EQ(r.output_tokens, 2u);
+    EXPECT_EQ(r.itl_ms.size(), 1u);
+  }
+  const std::vector<int> ports = stub.ports();
+  ASSERT_EQ(ports.size(), 6u);
+  EXPECT_EQ(std::set<int>(ports.begin(), ports.end()).size(), 1u);
+
+  t.keep_alive = false;  // --new-connections
+  ASSERT_EQ(loadgen::Run(t, ThreeTokenPrompts(4), ro).size(), 4u);
+  const std::vector<int> all = stub.ports();
+  EXPECT_EQ(std::set<int>(all.begin() + 6, all.end()).size(), 4u);
+}
+
+TEST(LoadgenClient, ConnectionClosedWhileIdleIsReplaced) {
+  StubStream stub(1);  // the server closes a connection idle for 1 s
+  Target t;
+  t.port = stub.port();
+  ConnectionPool pool(t);
+  const std::vector<BenchRequest> reqs = ThreeTokenPrompts(1);
+  ASSERT_TRUE(RunRequest(t, reqs[0], NowSeconds(), &pool).ok);
+  EXPECT_EQ(pool.idle(), 1u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(1300));
+  const RequestRecord again = RunRequest(t, reqs[0], NowSeconds(), &pool);
+  ASSERT_TRUE(again.ok) << again.error;
+  const std::vector<int> ports = stub.ports();
+  ASSERT_EQ(ports.size(), 2u);
+  EXPECT_NE(ports[0], ports[1]);
+  EXPECT_EQ(pool.idle(), 1u);
+}
+
+TEST(LoadgenClient, PoolKeepsAtMostMaxIdle) {
+  Target t;
+  ConnectionPool pool(t);
+  std::vector<std::unique_ptr<Connection>> taken;
+  for (size_t i = 0; i < ConnectionPool::kMaxIdle + 5; ++i) {
+    bool reused = true;
+    taken.push_back(pool.Take(&reused));
+    EXPECT_FALSE(reused);
+  }
+  for (auto& c : taken) pool.Give(std::move(c));
+  EXPECT_EQ(pool.idle(), ConnectionPool::kMaxIdle);
+  bool reused = false;
+  EXPECT_NE(pool.Take(&reused), nullptr);
+  EXPECT_TRUE(reused);
+  EXPECT_EQ(pool.idle(), ConnectionPool::kMaxIdle - 1);
 }
 
 // A short A/B run against our own server with stories260K.

@@ -87,7 +87,44 @@ std::string RandomSalt() {
 
 }  // namespace
 
-RequestRecord RunRequest(const Target& t, const BenchRequest& r, double run_start_s) {
+Connection::Connection(const Target& t) : cli(t.host, t.port) {
+  cli.set_read_timeout(static_cast<time_t>(t.timeout_s), 0);
+  cli.set_connection_timeout(10, 0);
+  cli.set_tcp_nodelay(true);  // the request leaves at once; timing starts at the send
+  cli.set_keep_alive(t.keep_alive);
+}
+
+ConnectionPool::ConnectionPool(const Target& t) : target_(t) {}
+ConnectionPool::~ConnectionPool() = default;
+
+std::unique_ptr<Connection> ConnectionPool::Take(bool* reused) {
+  {
+    MutexLock lock(mu_);
+    const double now = NowSeconds();
+    if (!idle_.empty() && now - idle_.back()->idle_since_s <= kMaxIdleS) {
+      std::unique_ptr<Connection> c = std::move(idle_.back());
+      idle_.pop_back();
+      *reused = true;
+      return c;
+    }
+    idle_.clear();  // the newest is too old, so are the others
+  }
+  *reused = false;
+  return std::make_unique<Connection>(target_);
+}
+
+void ConnectionPool::Give(std::unique_ptr<Connection> c) {
+  c->idle_since_s = NowSeconds();
+  MutexLock lock(mu_);
+  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(c));
+}
+
+size_t ConnectionPool::idle() const {
+  MutexLock lock(mu_);
+  return idle_.size();
+}
+
+RequestRecord RunRequest(const Target& t, const BenchRequest& r, double run_start_s, ConnectionPool* pool) {
   RequestRecord rec;
   rec.cache = r.cache;
   rec.prompt_tokens = r.prompt.size();
@@ -101,10 +138,8 @@ RequestRecord RunRequest(const Target& t, const BenchRequest& r, double run_star
     body["cache_prompt"] = false;
     body["cache_salt"] = RandomSalt();
   }
-  httplib::Client cli(t.host, t.port);
-  cli.set_read_timeout(static_cast<time_t>(t.timeout_s), 0);
-  cli.set_connection_timeout(10, 0);
-  cli.set_tcp_nodelay(true);  // the request leaves at once; timing starts at the send
+  bool reused = false;
+  std::unique_ptr<Connection> conn = pool ? pool->Take(&reused) : std::make_unique<Connection>(t);
   httplib::Headers headers;
   if (!t.api_key.empty()) headers.emplace("Authorization", "Bearer " + t.api_key);
   if (std::string key = PrefixKey(r.prompt, r.tokens_per_key, t.prefix_key_tokens); !key.empty()) {
@@ -171,7 +206,12 @@ RequestRecord RunRequest(const Target& t, const BenchRequest& r, double run_star
   };
   httplib::Response res;
   httplib::Error err = httplib::Error::Success;
-  const bool sent = cli.send(req, res, err);
+  bool sent = conn->cli.send(req, res, err);
+  if (!sent && reused && rec.http_status == 0) {  // closed by the server while idle: once more, new
+    conn = std::make_unique<Connection>(t);
+    reused = false;
+    sent = conn->cli.send(req, res, err);
+  }
   rec.e2e_ms = (NowSeconds() - t0) * 1e3;
   if (!sent) {
     rec.error = "connection failed: " + httplib::to_string(err);
@@ -187,6 +227,8 @@ RequestRecord RunRequest(const Target& t, const BenchRequest& r, double run_star
   if (rec.output_tokens == 0 && last != 0) rec.output_tokens = rec.itl_ms.size() + 1;
   rec.ok = rec.error.empty() && last != 0;
   if (rec.ok && rec.output_tokens == 0) rec.ok = false, rec.error = "no tokens";
+  // A complete response leaves the connection ready for the next request.
+  if (pool && sent && done && rec.http_status == 200 && t.keep_alive) pool->Give(std::move(conn));
   return rec;
 }
 

@@ -60,9 +60,10 @@ std::vector<RequestRecord> Run(const Target& t, const std::vector<BenchRequest>&
   Progress progress(n, opt.progress);
   const double start = NowSeconds();
   auto expired = [&] { return opt.max_seconds > 0 && NowSeconds() - start > opt.max_seconds; };
+  ConnectionPool pool(t);  // one per run: each run's connections start fresh
   auto run_one = [&](size_t i) {
     progress.Started();
-    records[i] = RunRequest(t, reqs[i], start);
+    records[i] = RunRequest(t, reqs[i], start, t.keep_alive ? &pool : nullptr);
     records[i].index = i;
     ran[i] = 1;
     progress.Done(records[i].ok);

@@ -14,6 +14,7 @@ struct BenchFlags {
   size_t requests = 0, docs = 0, doc_tokens = 0, prompt_tokens = 0, output_tokens = 0, system_tokens = 0, turns = 0;
   double rate = 0;
   int prefix_key_tokens = 0;
+  bool new_connections = false;
 };
 
 int Bench(BenchFlags f) {
@@ -22,6 +23,7 @@ int Bench(BenchFlags f) {
   target->api_key = f.api_key;
   target->model = f.model;
   target->prefix_key_tokens = f.prefix_key_tokens;
+  target->keep_alive = !f.new_connections;
   if (!f.extra_body.empty()) {
     nlohmann::json extra = nlohmann::json::parse(f.extra_body, nullptr, false);
     if (!extra.is_object()) return Fail("--extra-body: expected a JSON object");
@@ -75,6 +77,8 @@ void RegisterBench(CLI::App& app, int* exit_code) {
   c->add_option("--prefix-key-tokens", f->prefix_key_tokens,
                 "X-Prefix-Key header: a hash of the prompt's first N tokens (0: the trace's block size, else 64; "
                 "-1: no header), for prefix-affinity routers");
+  c->add_flag("--new-connections", f->new_connections,
+              "A new TCP connection per request (default: keep-alive connections reused, as SDK clients do)");
   c->add_option("-w,--workload", f->cfg.workload, "rag, quote, chat, multiturn, sysprompt or trace")
       ->check(CLI::IsMember({"rag", "quote", "chat", "multiturn", "sysprompt", "trace"}));
   c->add_option("--requests", f->requests, "Requests (shapes) or at most this many trace lines");
