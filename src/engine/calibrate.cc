@@ -34,13 +34,12 @@ CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_t
   // right after a 256-token one took 5.5 ms, after one-token steps 3.3).
   const int64_t start_ns = NowNs();
   std::vector<std::pair<double, double>> samples;
+  auto out_of_time = [&] { return NsToMs(NowNs() - start_ns) > max_ms; };
   for (size_t p : positions) {
-    if (samples.size() >= 2 && NsToMs(NowNs() - start_ns) > max_ms) break;
+    if (samples.size() >= 2 && out_of_time()) break;
     chunk_ms(p);  // also warms caches and threads
-    std::vector<double> ms;
-    for (int r = 0; r < rounds; ++r) ms.push_back(chunk_ms(p));
-    std::nth_element(ms.begin(), ms.begin() + static_cast<std::ptrdiff_t>(ms.size() / 2), ms.end());
-    samples.emplace_back(static_cast<double>(p + chunk / 2), ms[ms.size() / 2] / static_cast<double>(chunk));
+    const double ms = MedianPassMs([&] { return chunk_ms(p); }, rounds, out_of_time);
+    samples.emplace_back(static_cast<double>(p + chunk / 2), ms / static_cast<double>(chunk));
   }
   // One-token steps at depth 0 and at the deepest position: what the
   // deeper one costs more is the pass over the positions before it.
@@ -60,6 +59,16 @@ CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_t
   m.SetPrefillSamples(std::move(samples));
   m.SetKvPass(pass, chunk);
   return m;
+}
+
+double MedianPassMs(const std::function<double()>& pass, int rounds, const std::function<bool()>& out_of_time) {
+  std::vector<double> ms;
+  do {
+    ms.push_back(pass());
+  } while (static_cast<int>(ms.size()) < rounds && !out_of_time());
+  std::sort(ms.begin(), ms.end());
+  const size_t n = ms.size();
+  return n % 2 == 1 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
 }
 
 namespace {

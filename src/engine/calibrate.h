@@ -4,6 +4,8 @@
 // receives the numbers). Thread-safety: uses the model; call before the
 // engine starts.
 #pragma once
+#include <functional>
+
 #include "kvcache/tier_stack.h"
 #include "model/forward.h"
 
@@ -14,9 +16,17 @@ namespace pc {
 // deepest always, the others until max_ms have passed; then one-token steps
 // at position 0 and the deepest (the K/V pass per position). About a second
 // on a small model. rounds: timed passes per position after a warm-up one,
-// the median kept.
+// the median kept; past max_ms a position takes one (a large model's start
+// is not held up). One timed pass per position was what serve used until
+// 2026-12-06: on a 2-core Zen 5 guest its price at position 16 spread
+// 0.82-1.46 ms a token over 12 starts at the AVX2 level, and the step
+// budget keeps a share of that price for the whole run (docs/BENCHMARKS.md).
 CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_tokens = 32, double max_ms = 3000,
-                           int rounds = 1);
+                           int rounds = 3);
+
+// The median of up to `rounds` results of pass(), ms: at least one, and no
+// more once out_of_time() says so (asked after each pass).
+double MedianPassMs(const std::function<double()>& pass, int rounds, const std::function<bool()>& out_of_time);
 
 // What a step costs by how many tokens it holds, at depth 0: the weights
 // stream once per step whatever its size, and a small batch's matrix
