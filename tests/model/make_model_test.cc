@@ -31,18 +31,23 @@ MakeModelOptions TinyOptions(TensorType type) {
   return opt;
 }
 
-// The tiny shape in Q8_0 with n_layer layers, written and loaded on two
-// threads; null (with a test failure) when either step fails.
-std::unique_ptr<Model> TinyQ8Model(const std::string& name, int n_layer) {
+// opt written to the temp file `name` and loaded on two threads; null
+// (with a test failure) when either step fails.
+std::unique_ptr<Model> WriteAndLoad(const MakeModelOptions& opt, const std::string& name) {
   const std::string path = test::TempPath(name);
-  MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
-  opt.shape.n_layer = n_layer;
   const Status made = MakeModel(opt, path);
   EXPECT_TRUE(made.ok()) << made.message();
   if (!made.ok()) return nullptr;
   auto model = Model::Load(path, 2);
   EXPECT_TRUE(model.ok()) << model.status().message();
   return model.ok() ? std::move(*model) : nullptr;
+}
+
+// The tiny shape in Q8_0 with n_layer layers (WriteAndLoad).
+std::unique_ptr<Model> TinyQ8Model(const std::string& name, int n_layer) {
+  MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
+  opt.shape.n_layer = n_layer;
+  return WriteAndLoad(opt, name);
 }
 
 // A built-in shape of another architecture shrunk to test size: 2 layers
@@ -55,18 +60,11 @@ ModelShape Shrunk(ModelShape shape) {
   return shape;
 }
 
-// That shape in Q8_0, written and loaded on two threads (null with a test
-// failure when either step fails).
+// That shape in Q8_0 (WriteAndLoad).
 std::unique_ptr<Model> ShrunkQ8Model(const std::string& builtin) {
   MakeModelOptions opt = TinyOptions(TensorType::kQ8_0);
   opt.shape = Shrunk(*BuiltinShape(builtin));
-  const std::string path = test::TempPath("shrunk-" + builtin + ".gguf");
-  const Status made = MakeModel(opt, path);
-  EXPECT_TRUE(made.ok()) << made.message();
-  if (!made.ok()) return nullptr;
-  auto model = Model::Load(path, 2);
-  EXPECT_TRUE(model.ok()) << model.status().message();
-  return model.ok() ? std::move(*model) : nullptr;
+  return WriteAndLoad(opt, "shrunk-" + builtin + ".gguf");
 }
 
 class MakeModelTypes : public ::testing::TestWithParam<TensorType> {};
