@@ -196,6 +196,7 @@ size_t Scheduler::WaitingWithFirstBlock(const Hash128& h) const {
 Scheduler::PrefillSlots Scheduler::PrefillSlotsNow() const {
   PrefillSlots p;
   p.open = opt_.max_running - opt_.max_running / 4;
+  p.one_step_ms = cost_ != nullptr && cost_->knows_prefill_cost() ? cost_->target_ms() : 0;
   for (const auto& [id, r] : running_) {
     if (!r.in_prefill()) continue;
     ++p.held;

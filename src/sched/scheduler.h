@@ -201,15 +201,21 @@ class Scheduler {
   };
   // Running prompts still in prefill, against the slots they may hold: all
   // but a quarter of max_running. The reserved quarter admits only a prompt
-  // that costs no more than what each of them has left, so cheap-first
+  // that costs no more than what each of them has left, or whose whole
+  // prefill fits in one step (one_step_ms, the step target), so cheap-first
   // prefill would run it first anyway (a hit, a short prompt): long prompts that
   // cheaper ones keep passing cannot hold every slot while the cheap ones
   // queue for one (measured: hits waited 5-60 s in mooncake's overload
   // replay with 32 slots held by prompts in prefill for a minute each).
+  // The one-step rule: one prompt near its end (a 1-token prompt, another
+  // hit's last chunk) made the least left ~1 ms, and a whole-prompt hit
+  // with 8 tokens to compute waited 32 ms for it (mooncake at the AVX2
+  // level); that prompt frees its slot within the step anyway.
   struct PrefillSlots {
     size_t open = 0, held = 0;
     double least_left_ms = std::numeric_limits<double>::infinity();
-    bool Admits(double cost_ms) const { return held < open || cost_ms <= least_left_ms; }
+    double one_step_ms = 0;
+    bool Admits(double cost_ms) const { return held < open || cost_ms <= least_left_ms || cost_ms <= one_step_ms; }
     void Add(double cost_ms) {
       ++held;
       least_left_ms = std::min(least_left_ms, cost_ms);

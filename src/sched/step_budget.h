@@ -194,6 +194,8 @@ class StepBudget {
   double prefill_ms_per_token() const { return base_ms_; }
   double attention_ms_per_position() const { return attn_ms_; }
   bool knows_prefill_cost() const { return base_ms_ > 0; }
+  // The step target, ms (0: none).
+  double target_ms() const { return opt_.target_ms; }
   double kv_pass_ms_per_position() const { return pass_ms_; }
 
  private:

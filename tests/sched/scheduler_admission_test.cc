@@ -198,6 +198,37 @@ TEST(Scheduler, TheLastQuarterOfSlotsIsForPromptsThatWouldPrefillFirst) {
   }
 }
 
+// With a step target, the reserved quarter also takes a prompt whose whole
+// prefill fits in one step, though a prompt in prefill has even less left
+// (here a 1-token prompt): a hit is not held a step for it. A long prompt
+// still waits for a slot of its own.
+TEST(Scheduler, TheReservedSlotsTakeAPromptThatFitsInOneStep) {
+  StepBudget b(StepBudgetOptions{25, 4096, 16});
+  b.SetPrefillProfile({{0.0, 1.0}, {4096.0, 1.0}});  // 1 ms a prompt token at any depth
+  PoolView pool = HoldsMostOf(9);
+  pool.cost = &b;
+  Scheduler s(Opts(64, 100000, 8, 32));
+  for (uint64_t id = 1; id <= 6; ++id) s.Submit(At(id, 1000 + id, 0));
+  ASSERT_EQ(s.Admit(0, pool).size(), 6u);  // the open slots
+  s.Submit(At(7, 1, 10));
+  ASSERT_EQ(s.Admit(10 * kMs, pool), std::vector<uint64_t>{7});  // 1 ms: cheaper than any in prefill
+  s.Submit(At(8, 1000, 20));
+  s.Submit(At(9, 970, 21));  // 960 tokens cached: 10 ms left, more than the 1-token prompt's
+  EXPECT_EQ(s.Admit(22 * kMs, pool), std::vector<uint64_t>{9});
+  EXPECT_EQ(s.num_waiting(), 1u);  // the long one
+  // Without a target the quarter keeps the stricter rule.
+  StepBudget untimed(StepBudgetOptions{0, 4096, 16});
+  untimed.SetPrefillProfile({{0.0, 1.0}, {4096.0, 1.0}});
+  pool.cost = &untimed;
+  Scheduler t(Opts(64, 100000, 8, 32));
+  for (uint64_t id = 1; id <= 6; ++id) t.Submit(At(id, 1000 + id, 0));
+  t.Admit(0, pool);
+  t.Submit(At(7, 1, 10));
+  t.Admit(10 * kMs, pool);
+  t.Submit(At(9, 970, 21));
+  EXPECT_TRUE(t.Admit(22 * kMs, pool).empty());
+}
+
 // A prompt held back by the reserved slots goes as soon as one in prefill
 // is done with it, though nothing else changed (no arrival, no finish, no
 // prefix or pool change: prompts that bypass the cache).
