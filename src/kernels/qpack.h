@@ -96,8 +96,8 @@ using X16Kernel = void (*)(const uint8_t* group, size_t nb, const uint8_t* x, si
 // Two consecutive groups (group, group + gb: rows [0, 32)) against every one
 // of nt activation rows (any count); writes y[t * y_stride + r], r < 32, the
 // bits X16Kernel gives. Worth a call from kX16PairMinTokens rows (below, it
-// runs the groups one by one).
-constexpr size_t kX16PairMinTokens = 6;
+// runs the groups one by one; so does matmul.cc).
+constexpr size_t kX16PairMinTokens = 4;
 using X16PairKernel = void (*)(const uint8_t* group, size_t gb, size_t nb, const uint8_t* x, size_t x_stride,
                                size_t nt, float* y, size_t y_stride, const uint8_t* pf, size_t pf_lines);
 

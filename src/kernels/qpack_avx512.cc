@@ -77,32 +77,48 @@ struct Runner {
   }
 };
 
-// Pairs of groups: six tokens a pass (24 sums and 2 weight vectors in the
-// 32 registers; five or seven measured 10-20% slower, kernels_bench BM_Gemm
-// Q8_0 on a Zen 5), the rest group by group through Runner. Pair kernels of
-// four and two tokens measured no faster there (in noise of a few percent
-// on prompts of 8 and 25 rows) and took the sanitizer build of this file from
-// 34 to 59 s.
+// Pairs of groups: about six tokens a pass (up to 28 sums and 2 weight
+// vectors in the 32 registers). Six measured fastest as the only width
+// (five or seven 10-20% slower, kernels_bench BM_Gemm Q8_0 on a Zen 5), but
+// a count that is not a multiple of six then ended in a pass of its rest
+// group by group, which cost most of a six-token pass even for one token:
+// the weights are loaded as often, for a sixth of the products. So the
+// tokens are spread evenly over the passes that six a pass needs (4 to 6
+// a pass; seven in one). Interleaved in one process on a Zen 5 (576 x 1536
+// and 1536 x 576 Q8_0, in cache) against six a pass and the rest by
+// group: 25 tokens 7-8% faster, 23 12%, 15-16 7-14%, 7-8 15-27%, 5 30-39%
+// (from four tokens the pair runs); 6, 24 and 256 the same, same bits.
 struct PairRunner {
+  template <TensorType T, int W>
+  static void Pass(const uint8_t* group, size_t gb, size_t nb, const uint8_t* x, size_t x_stride, float* y,
+                   size_t y_stride, x16::PassLines p) {
+    x16::KernelGroups<Avx512, T, W, 2>(group, gb, nb, x, x_stride, y, y_stride, p.pf, p.lines);
+  }
   template <TensorType T>
   static void Run(const uint8_t* group, size_t gb, size_t nb, const uint8_t* x, size_t x_stride, size_t nt, float* y,
                   size_t y_stride, const uint8_t* pf, size_t pf_lines) {
-    constexpr size_t kWidth = 6;
-    // The next pair's lines shared out over every pass (the rest's passes
-    // as one: x16::ShareOfPass says why).
-    const size_t passes = (nt + kWidth - 1) / kWidth;
-    size_t t = 0, pass = 0;
-    for (; t + kWidth <= nt; t += kWidth, ++pass) {
-      const x16::PassLines p = x16::ShareOfPass(pf, pf_lines, pass, passes);
-      x16::KernelGroups<Avx512, T, kWidth, 2>(group, gb, nb, x + t * x_stride, x_stride, y + t * y_stride, y_stride, p.pf,
-                                          p.lines);
+    constexpr size_t kWidth = 6, kMinWidth = 4;
+    if (nt < kMinWidth) {  // below kX16PairMinTokens: matmul.cc calls the groups one by one
+      for (size_t g = 0; g < 2; ++g) {
+        Runner::Run<T>(group + g * gb, nb, x, x_stride, static_cast<int>(nt), y + 16 * g, y_stride, pf, g == 0 ? pf_lines : 0);
+      }
+      return;
     }
-    if (t == nt) return;
-    const int rest = static_cast<int>(nt - t);
-    const x16::PassLines p = x16::ShareOfPass(pf, pf_lines, pass, passes);
-    for (size_t g = 0; g < 2; ++g) {
-      Runner::Run<T>(group + g * gb, nb, x + t * x_stride, x_stride, rest, y + t * y_stride + 16 * g, y_stride, p.pf,
-                     g == 0 ? p.lines : 0);
+    size_t passes = (nt + kWidth - 1) / kWidth;
+    if (nt / passes < kMinWidth) passes = 1;  // seven tokens
+    for (size_t pass = 0, t = 0; pass < passes; ++pass) {
+      const size_t w = nt / passes + (pass < nt % passes ? 1 : 0);
+      // The next pair's lines shared out over every pass (x16::ShareOfPass).
+      const x16::PassLines p = x16::ShareOfPass(pf, pf_lines, pass, passes);
+      const uint8_t* xt = x + t * x_stride;
+      float* yt = y + t * y_stride;
+      switch (w) {
+        case 4: Pass<T, 4>(group, gb, nb, xt, x_stride, yt, y_stride, p); break;
+        case 5: Pass<T, 5>(group, gb, nb, xt, x_stride, yt, y_stride, p); break;
+        case 6: Pass<T, 6>(group, gb, nb, xt, x_stride, yt, y_stride, p); break;
+        default: Pass<T, 7>(group, gb, nb, xt, x_stride, yt, y_stride, p); break;
+      }
+      t += w;
     }
   }
 };

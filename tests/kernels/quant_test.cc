@@ -165,11 +165,11 @@ TEST_P(QuantFormats, X16LayoutRoundTrips) {
 }
 
 // Every SIMD table's x16 kernel gives the reference dot's bits for every
-// row, token count (1..9 through MatMulRows, so 4-token calls and their
-// remainders) and row range (ranges that cut a group included); weights
-// are random bytes (every q value, extremes included) and activations
-// reach +-127. With 67 rows every cut leaves two whole groups on one side,
-// so the pair kernels (six tokens a pass, the rest group by group) run
+// row, token count (1..9, 13, 17 and 25 through MatMulRows: 4-token calls
+// and their remainders, pair passes of 4 to 7 tokens) and row range
+// (ranges that cut a group included); weights are random bytes (every q
+// value, extremes included) and activations reach +-127. With 67 rows
+// every cut leaves two whole groups on one side, so the pair kernels run
 // wherever a table has them.
 std::vector<const X16Kernels*> X16TablesHere() {
   std::vector<const X16Kernels*> tables;
@@ -192,7 +192,7 @@ TEST_P(QuantFormats, X16KernelsEqualTheReferenceDotBitForBit) {
       std::vector<uint8_t> packed(rows / 16 * nb * l.bytes);
       for (size_t g = 0; g < rows / 16; ++g) RepackX16(t, w.data() + g * 16 * rb, rb, nb, packed.data() + g * nb * l.bytes);
       const WeightMatrix m{t, w.data(), rows, cols, packed.data()};
-      for (size_t n_tok : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 17u}) {
+      for (size_t n_tok : {1u, 2u, 3u, 4u, 5u, 6u, 7u, 8u, 9u, 13u, 17u, 25u}) {
         std::vector<float> xf = test::RandomFloats(n_tok * cols, 7, 3.0f);
         for (size_t i = 0; i < xf.size(); i += 37) xf[i] = 40.0f * (i % 2 ? 1 : -1);  // extremes -> +-127
         const std::vector<uint8_t> x = Activations(t, xf, n_tok, cols);
