@@ -148,8 +148,7 @@ void ParsePrompt(Fields& f, const ParseContext& ctx, ApiRequest* r, std::string*
     if (!PromptTextFits(f, "prompt", *prompt_text, ctx)) return;
     r->engine.prompt = tok.Encode(*prompt_text);
   } else if (p.is_array() && !p.empty() && !p[0].is_array() && !p[0].is_string()) {
-    ParseTokenArray(f, p, ctx, &r->engine.prompt);
-    *prompt_text = tok.Decode(r->engine.prompt);
+    ParseTokenArray(f, p, ctx, &r->engine.prompt);  // its text only if echoed (the end of ParseApiRequest)
   } else if (p.is_array() && p.size() > 1) {
     return f.Fail("prompt", "only one prompt per request is supported");
   } else {
@@ -600,7 +599,9 @@ std::optional<ApiRequest> ParseApiRequest(ApiKind kind, const std::string& body,
                                ctx.n_ctx, r.engine.prompt.size(), r.engine.max_tokens);
     return std::nullopt;
   }
-  if (r.echo) r.echo_text = prompt_text;
+  // Token ids are decoded only to echo them: a 456-token prompt's decode
+  // took 0.2 ms of the request thread before the engine saw the request.
+  if (r.echo) r.echo_text = prompt_text.empty() ? ctx.tok->Decode(r.engine.prompt) : prompt_text;
   return r;
 }
 

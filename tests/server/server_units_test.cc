@@ -352,6 +352,24 @@ TEST_F(ApiParse, TokenPromptsAndDefaults) {
   EXPECT_EQ(static_cast<size_t>(c->engine.max_tokens), 512 - c->engine.prompt.size());
 }
 
+// echo prepends the prompt's text: a string prompt as sent, token ids
+// decoded; without echo the ids are never decoded (no text is kept).
+TEST_F(ApiParse, EchoTextComesFromTheStringOrTheDecodedIds) {
+  const std::vector<int32_t> ids = tok_->Encode("Once upon a time");
+  const std::string ids_json = nlohmann::json(ids).dump();
+  auto t = Parse(ApiKind::kCompletion, R"({"echo":true,"prompt":)" + ids_json + "}");
+  ASSERT_TRUE(t) << err_.message;
+  EXPECT_EQ(t->echo_text, tok_->Decode(ids));
+  EXPECT_FALSE(t->echo_text.empty());
+  auto s = Parse(ApiKind::kCompletion, R"({"echo":true,"prompt":"Once upon a time"})");
+  ASSERT_TRUE(s) << err_.message;
+  EXPECT_EQ(s->echo_text, "Once upon a time");
+  auto n = Parse(ApiKind::kCompletion, R"({"prompt":)" + ids_json + "}");
+  ASSERT_TRUE(n) << err_.message;
+  EXPECT_FALSE(n->echo);
+  EXPECT_TRUE(n->echo_text.empty());
+}
+
 TEST_F(ApiParse, RejectsBadFieldsNamingThem) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {R"({"prompt":"a","max_tokens":"5"})", "max_tokens"},
