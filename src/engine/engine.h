@@ -83,7 +83,7 @@ struct EngineOptions {
   // differ between a one-token and a several-token pass, so drafts would
   // change its outputs.
   size_t draft_tokens = 0;
-  // A step in progress is paused or dropped, between two layers, for cache
+  // A step in progress is paused or dropped, between two stages of a layer, for cache
   // hits that arrive meanwhile when that pays (ForHitArrival: with a step
   // target, under the precise numerics): a step without decodes runs theirs
   // inside it and goes on; one with decodes is dropped, and they run in a
@@ -213,7 +213,7 @@ class Engine {
   void NotePlannedStep(const StepShape& shape, bool lone);
   struct StepInFlight;
   // Runs the planned step (shape: what it holds) and returns what it ran,
-  // drafts included. watch: the step as KeepStep sees it between layers
+  // drafts included. watch: the step as KeepStep sees it between layer stages
   // (null: a step run inside a paused one, not watched).
   // nullopt: the step was dropped for an arrival (KeepStep), nothing of it kept.
   std::optional<StepShape> RunStep(const std::vector<WorkItem>& work, const std::vector<Active*>& acts,
@@ -225,7 +225,7 @@ class Engine {
   // prompts' chunks (engine_drop.cc). A request "expedites" a step when its
   // prompt's remainder is its first chunk, ends the prompt and is no longer
   // than what the cache gave it; a step with one holds the decodes and such
-  // chunks only. The forward asks KeepStep between layers; when requests
+  // chunks only. The forward asks KeepStep between layer stages; when requests
   // arrived since it last looked, they are admitted then (a fully cached
   // prompt with kept logits gets its first token there), and, when an
   // expediting one's step pays (ForHitArrival), the step in progress is

@@ -64,7 +64,7 @@ Engine::StepInFlight Engine::Watch(const std::vector<WorkItem>& work, const Step
   return f;
 }
 
-// On the loop thread between two layers of the step's forward pass; false
+// On the loop thread between two stages of a layer of the step's forward pass; false
 // drops the step. Only requests that arrived since the last look cost more
 // than an atomic load.
 bool Engine::KeepStep(StepInFlight& f) {

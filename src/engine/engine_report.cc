@@ -152,11 +152,11 @@ void Engine::DescribeMetrics() {
              "budget allows it) by cause: the decodes alone exceed it, or the one prompt token a step always advances does.",
              {"cause=\"decodes\"", "cause=\"prefill_floor\""});
   m.Describe("promptcache_steps_dropped_total", "counter",
-             "Steps dropped between two layers so that cache hits that arrived got a step of their own first "
+             "Steps dropped between two stages of a layer so that cache hits that arrived got a step of their own first "
              "(serve --no-step-drop: never).");
   m.Describe("promptcache_dropped_step_seconds_total", "counter", "Compute time lost in dropped steps.");
   m.Describe("promptcache_steps_paused_total", "counter",
-             "Steps without decodes paused between two layers while the prompts of cache hits that arrived ran "
+             "Steps without decodes paused between two stages of a layer while the prompts of cache hits that arrived ran "
              "in a step of their own; nothing is lost (serve --no-step-drop: never).");
   m.Describe("promptcache_step_predicted_ms", "gauge", "The step budget's prediction for the last step planned.");
   m.Describe("promptcache_prefill_cost_ms", "gauge",

@@ -314,6 +314,7 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
       kv.Write(layer, batch[t].tables(), batch[t].pos, k, v);
     }
   });
+  if (!KeepGoing(s)) return;
   // Soft-caps take the per-head path (the tiled kernels have none); so do
   // windows and sinks in the ggml numerics, whose orders it reproduces.
   const bool default_scale = c.attn_scale == 0 || c.attn_scale == 1.0f / std::sqrt(static_cast<float>(c.head_dim));
@@ -325,6 +326,7 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
   } else {
     AttendTiled(layer, batch, kv, s);
   }
+  if (!KeepGoing(s)) return;
   Linear(w.wo, s.att.data(), n, s.out.data(), s);
   if (!w.bo.empty()) {
     ForTokens(n, [&](size_t t0, size_t t1) {
@@ -492,14 +494,21 @@ void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {
   });
   if (c.n_expert > 0) {
     ExpertsBlock(layer, n, s);
+    if (!KeepGoing(s)) return;
   } else {
     const Projection gate_up[] = {{&w.w_gate, s.hb.data()}, {&w.w_up, s.hb2.data()}};
     LinearMany(gate_up, s.xb.data(), n, s);
+    if (!KeepGoing(s)) return;
     GatedActivation(s.hb.data(), s.hb2.data(), n, static_cast<size_t>(c.n_ff));
     Linear(w.w_down, s.hb.data(), n, s.out.data(), s);
   }
   PostNorm(w.post_ffn_norm, n, s);
   Residual(n, s);
+}
+
+bool Model::KeepGoing(Scratch& s) {
+  if (!s.dropped && s.keep_going != nullptr && *s.keep_going && !(*s.keep_going)()) s.dropped = true;
+  return !s.dropped;
 }
 
 size_t Model::KeepLogitRows(std::span<const BatchToken> batch, Scratch& s) {
@@ -535,11 +544,19 @@ bool Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
   std::unique_ptr<Scratch>& mine = scratch_[forward_level_];
   if (!mine) mine = std::make_unique<Scratch>();
   Scratch& s = *mine;
-  struct Level {  // left on every return
+  struct Level {  // left on every return, the pass's keep_going with it
     int& level;
-    explicit Level(int& l) : level(l) { ++level; }
-    ~Level() { --level; }
-  } level(forward_level_);
+    Scratch& s;
+    Level(int& l, Scratch& scratch, const std::function<bool()>& keep) : level(l), s(scratch) {
+      ++level;
+      s.keep_going = &keep;
+      s.dropped = false;
+    }
+    ~Level() {
+      --level;
+      s.keep_going = nullptr;
+    }
+  } level(forward_level_, s, keep_going);
   s.kernels = &ActiveDotKernels();
   {
     Result<Isa> isa = ActiveIsa();
@@ -565,13 +582,15 @@ bool Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
   }
   size_t m = n;
   for (int l = 0; l < c.n_layer; ++l) {
-    if (l > 0 && keep_going && !keep_going()) return false;
+    if (l > 0 && !KeepGoing(s)) return false;
     AttentionBlock(l, batch, kv, s);
+    if (s.dropped) return false;
     // Past the last attention only the rows that want logits matter: the
     // last FFN runs on those alone (a prefill chunk's other rows are done).
     if (l == c.n_layer - 1) m = KeepLogitRows(batch, s);
-    if (keep_going && !keep_going()) return false;  // twice a layer: an arrival waits half as long
+    if (!KeepGoing(s)) return false;
     FeedForwardBlock(l, m, s);
+    if (s.dropped) return false;
   }
   Output(m, s, logits);
   return true;

@@ -3,6 +3,7 @@
 // Forward call owns one.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "kernels/dot.h"
@@ -54,6 +55,10 @@ struct Model::Scratch {
   // every layer of a forward pass plans the same items, so it is made once.
   std::vector<AttnItem> plan_in, plan_out;
   const DotKernels* kernels = nullptr;
+  // The pass's keep_going (Forward; null or empty: none) and whether it
+  // has said no.
+  const std::function<bool()>* keep_going = nullptr;
+  bool dropped = false;
 };
 
 }  // namespace pc

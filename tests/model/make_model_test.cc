@@ -258,10 +258,10 @@ TEST(MakeModel, ThreadCountDoesNotChangeTheBits) {
   }
 }
 
-// A forward pass dropped between two layers or two halves of one (the
-// engine drops a step so a cache hit runs first) asks before every layer
-// after the first and before every feed-forward half, returns
-// false at once, and leaves partly written K/V that the same batch run again
+// A forward pass dropped between two stages of a layer (the engine drops a
+// step so a cache hit runs first) asks five times a layer (Forward says
+// where; the first layer's attention half excepted), returns false at
+// once, and leaves partly written K/V that the same batch run again
 // overwrites: its logits and cache then equal an undisturbed run's, bit for
 // bit, and the batch that ran in between (another sequence) is unaffected.
 TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
@@ -285,7 +285,7 @@ TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
   m.Forward(batch_of(undisturbed, 0, 30), undisturbed.store(), &want);
   m.Forward(batch_of(undisturbed, 30, n - 30), undisturbed.store(), &want);
   m.Forward(batch_of(dropped, 0, 30), dropped.store(), &got);
-  const int asks = 2 * layers - 1;  // before each half of a layer but the first attention
+  const int asks = Model::kAsksPerLayer * layers - 1;  // between a layer's stages but before the first attention
   for (int stop_at = 1; stop_at <= asks; ++stop_at) {
     int asked = 0;
     const bool done = m.Forward(batch_of(dropped, 30, n - 30), dropped.store(), &scratch, [&] { return ++asked < stop_at; });
@@ -313,7 +313,7 @@ TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
   }
 }
 
-// A forward pass paused between two layers or two halves of one, while
+// A forward pass paused between two stages of a layer, while
 // another batch (another sequence) runs a whole forward pass from inside
 // keep_going (the engine pauses a step so for a cache hit), goes on where it
 // stood: both give the logits of undisturbed runs, bit for bit, at every
@@ -335,7 +335,7 @@ void ExpectPausedEqualsUndisturbed(Model& m) {
     m.Forward(batch_of(a, prompt, n), a.store(), &want);
     m.Forward(batch_of(b, other_prompt, n_other), b.store(), &want_other);
   }
-  const int asks = 2 * m.config().n_layer - 1;
+  const int asks = Model::kAsksPerLayer * m.config().n_layer - 1;
   for (int pause_at = 1; pause_at <= asks; ++pause_at) {
     Session paused(m, n, KvDtype::kF16), other(m, n, KvDtype::kF16);
     std::vector<float> got, got_other;
