@@ -94,6 +94,30 @@ double StepMs(Model& model, KvStore& kv, const std::vector<int32_t>& table, size
 
 }  // namespace
 
+void WarmNestedPass(Model& model, const CacheOptions& opt, size_t tokens) {
+  const ModelConfig& c = model.config();
+  tokens = std::clamp<size_t>(tokens, 1, static_cast<size_t>(std::max(c.n_ctx - 1, 1)));
+  // Positions [0, tokens) for the nested pass, the outer one's token after them.
+  KvStore kv(static_cast<size_t>(c.n_layer), static_cast<size_t>(c.kv_dim()), opt.block_size,
+             (tokens + 1 + opt.block_size - 1) / opt.block_size, opt.dtype);
+  std::vector<int32_t> table(kv.num_blocks());
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int32_t>(i);
+  std::vector<BatchToken> inner;
+  for (size_t i = 0; i < tokens; ++i) inner.push_back({static_cast<int32_t>(1 + i % 100), static_cast<int32_t>(i), table, i + 1 == tokens});
+  const std::vector<BatchToken> outer = {{1, static_cast<int32_t>(tokens), table, true}};
+  std::vector<float> logits, inner_logits;
+  bool ran = false;
+  // The nested pass stops before its second layer: one layer grows and
+  // touches every buffer a layer uses (a large model's start is not held up
+  // by a whole pass); the engine sizes its own logits.
+  model.Forward(outer, kv, &logits, [&] {
+    int asked = 0;
+    if (!ran) model.Forward(inner, kv, &inner_logits, [&] { return ++asked < Model::kAsksPerLayer; });
+    ran = true;
+    return true;
+  });
+}
+
 BatchCurve CalibrateBatchSizes(Model& model, const CacheOptions& opt, size_t max_tokens) {
   const ModelConfig& c = model.config();
   max_tokens = std::clamp<size_t>(max_tokens, 1, static_cast<size_t>(std::max(c.n_ctx, 1)));

@@ -60,6 +60,10 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
                                   std::max<size_t>(1, static_cast<size_t>(cache_.pool().num_blocks()) / 100), opt.admission,
                                   model.prompt_tail_tokens()}),
       step_budget_(StepBudgetOptions{opt.max_step_ms, opt.max_batch_tokens, cache_.block_size()}) {
+  // A row of logits each, touched now: grown inside a step, a fresh row
+  // (128 KB at 32k tokens) costs that step its page faults.
+  step_logits_.assign(static_cast<size_t>(model.config().n_vocab), 0.0f);
+  inside_logits_.assign(static_cast<size_t>(model.config().n_vocab), 0.0f);
   step_budget_.SetKvPass(opt_.kv_pass_ms_per_position, opt_.prefill_profile_chunk);
   step_budget_.SetPrefillProfile(opt_.prefill_profile);
   if (opt_.tiers) cache_.set_listener(opt_.tiers);

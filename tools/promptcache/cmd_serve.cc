@@ -204,6 +204,9 @@ int Serve(const ServeFlags& f) {
     // refine them): about a second on a small model.
     costs = CalibratePrefill(**model, eo.cache);
   }
+  // A cache hit's step may run inside a paused one: its pass's buffers are
+  // made now, not in its step (WarmNestedPass).
+  if (f.max_step_ms > 0 && !f.no_step_drop) WarmNestedPass(**model, eo.cache, eo.max_batch_tokens);
   if (costs) {
     eo.prefill_profile = costs->prefill_samples();
     eo.kv_pass_ms_per_position = costs->kv_pass_ms_per_position();
