@@ -25,12 +25,12 @@ CostModel CalibratePrefill(Model& model, const CacheOptions& opt, size_t chunk_t
                            int rounds = 3);
 
 // Runs a pass of `tokens` tokens, its first layer, from inside another
-// pass's keep_going, so the buffers a nested pass uses (Model::Forward keeps a set per level:
-// the engine runs a cache hit's step inside a paused one) are grown and
-// touched before the first such step instead of during it: made at first
-// use they cost that step page faults (an 8-token hit at depth 448 ran in
-// 10.7 ms inside a paused step, 7.3-8.4 ms after, 6.7-7.9 outside one, on
-// a 2-core Zen 5 guest).
+// pass's keep_going, so the buffers a nested pass uses (Model::Forward
+// keeps a set per level: the engine runs a cache hit's step inside a
+// paused one) are grown and touched before the first such step instead of
+// during it: made at first use they cost that step page faults (an 8-token
+// hit at depth 448 ran in 10.7 ms inside a paused step, 7.3-8.4 ms after,
+// 6.7-7.9 outside one, on a 2-core Zen 5 guest).
 void WarmNestedPass(Model& model, const CacheOptions& opt, size_t tokens);
 
 // The median of up to `rounds` results of pass(), ms: at least one, and no

@@ -89,9 +89,10 @@ class Model {
   // returns false, logits untouched. The batch's K/V rows are then partly
   // written, so its positions must be computed again before anything reads
   // them (the engine drops a step this way for a cache hit that just came).
-  // keep_going may itself run one Forward of other sequences (without a
-  // keep_going: one level only), its own buffers and logits apart; this
-  // batch then goes on where it stood (the engine pauses a step so).
+  // keep_going may itself run one Forward of other sequences (one level
+  // only: that pass's own keep_going, if any, runs none), its own buffers
+  // and logits apart; this batch then goes on where it stood (the engine
+  // pauses a step so).
   bool Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits,
                const std::function<bool()>& keep_going);
   // How many times a layer keep_going is asked (the first layer's attention
