@@ -431,9 +431,11 @@ void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, uint8_t* ze
   ForEachTile(a.k, a.kv, hd, a.begin, a.last, a.g0, a.g1, kt, vt, [&](size_t p0, size_t n) {
     if (q8k) TileRows(a.kv, p0, n, zero, &rows);
     for (size_t g = a.g0; g < a.g1; ++g) {
-      // The head's groups with a position in this tile, two per call.
-      LaneGroup batch[2];
-      int32_t nvs[2][kLaneTile], firsts[2][kLaneTile];
+      // The head's groups with a position in this tile, up to six per call
+      // (the kernels share each K/V load among two or three of them).
+      constexpr size_t kBatch = 6;
+      LaneGroup batch[kBatch];
+      int32_t nvs[kBatch][kLaneTile], firsts[kBatch][kLaneTile];
       const uint8_t* krows[kLaneTile];
       if (q8k) {
         for (size_t j = 0; j < kLaneTile; ++j) krows[j] = rows.k[j] + KvBytes(a.kv.dtype, g * hd);
@@ -447,7 +449,7 @@ void SpanLanes(const SpanArgs& a, float* kt, float* vt, float* work, uint8_t* ze
       for (size_t gi = 0; gi < ls.groups; ++gi) {
         if (!ls.Visible(gi, p0, n, firsts[nb], nvs[nb])) continue;
         batch[nb] = ls.Group(g, gi, firsts[nb], nvs[nb]);
-        if (++nb == 2) flush();
+        if (++nb == kBatch) flush();
       }
       flush();
     }

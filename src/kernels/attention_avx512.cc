@@ -42,13 +42,16 @@ inline __m512 Exp16(__m512 x) {
 
 using avx512::TreeSum;
 
-// G lane groups (1 or 2) against one tile. Two groups share every K and V
-// load: the scores take J = 16 / G positions per pass over d (G x J = 16
-// accumulators), the accumulation 8 dimensions of each group at a time.
-// Per query the operations are those of the scalar twin, in its order.
+// G lane groups (1 to 3) against one tile. The groups share every K and V
+// load: the scores take J positions per pass over d (G x J = 16 or 12
+// accumulators), the accumulation 8 dimensions of each group at a time
+// (G x 8 accumulators). Per query the operations are those of the scalar
+// twin, in its order, whatever G.
 template <int G>
 void LaneScoresF32(const LaneGroup* g, const float* k, size_t head_dim, float (*sbuf)[kT][kT]) {
-  constexpr int J = kT / G;
+  static_assert(G >= 1 && G <= 3);
+  constexpr int J = G == 3 ? 4 : kT / G;
+  static_assert(kT % J == 0);
   for (int j0 = 0; j0 < kT; j0 += J) {
     __m512 s[G][J];
     for (int x = 0; x < G; ++x) {
@@ -193,8 +196,12 @@ void LanesQ8Impl(const LaneGroup* g, const uint8_t* const* krows, const float* v
   LaneSoftmaxAccum<G>(g, sbuf, v, head_dim);
 }
 
+// Three groups a call where that leaves no single one (a K/V head of a
+// GQA model with three query heads and 16 rows has exactly three): each K
+// and V load then feeds three FMAs. Four go as two pairs.
 void AttendLanes(const LaneGroup* groups, size_t n, const float* k, const float* v, size_t head_dim) {
   size_t i = 0;
+  for (; n - i >= 3 && n - i != 4; i += 3) LanesImpl<3>(groups + i, k, v, head_dim);
   for (; i + 2 <= n; i += 2) LanesImpl<2>(groups + i, k, v, head_dim);
   if (i < n) LanesImpl<1>(groups + i, k, v, head_dim);
 }

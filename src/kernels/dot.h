@@ -125,7 +125,7 @@ struct DotKernels {
   //   per lane (LaneGroup: qt[d * 16 + i] is query i's element d; first[i] <=
   //   nv[i] in 0..16, equal leaving the lane as it is; m[16], l[16] and acct[d * 16 + i]
   //   the lanes' state). For prefill, where a K/V head has many queries;
-  //   groups taken two at a time share each K and V load.
+  //   groups taken two or three at a time share each K and V load.
   // attend_cols: nq query vectors q[i * head_dim + d], query i reading K/V
   //   head i / group of the tile's rows (KvTile, widened to F32 exactly as
   //   f16_to_f32 / q8_0_to_f32 would; 8-bit K below), all seeing positions

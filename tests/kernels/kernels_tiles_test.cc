@@ -87,7 +87,7 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
         // Several groups in one call (taken in pairs): group x holds the
         // queries with its lanes rotated by 5x, and must give what the scalar
         // twin gives for that group alone.
-        for (size_t n_groups : {1u, 2u, 3u}) {
+        for (size_t n_groups : {1u, 2u, 3u, 4u, 5u, 6u, 7u}) {
           struct Group {
             std::vector<float> qt, m, l, acct;
             std::vector<int32_t> first, nv;
