@@ -50,7 +50,7 @@ using avx512::TreeSum;
 template <int G>
 void LaneScoresF32(const LaneGroup* g, const float* k, size_t head_dim, float (*sbuf)[kT][kT]) {
   static_assert(G >= 1 && G <= 3);
-  constexpr int J = G == 3 ? 4 : kT / G;
+  constexpr int J = G == 3 ? 8 : kT / G;
   static_assert(kT % J == 0);
   for (int j0 = 0; j0 < kT; j0 += J) {
     __m512 s[G][J];
