@@ -1,5 +1,7 @@
 #include "engine/engine.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -76,6 +78,7 @@ Engine::Engine(Model& model, const Tokenizer& tok, const EngineOptions& opt)
 }
 
 Engine::~Engine() {
+  stopping_.store(true, std::memory_order_relaxed);
   CancelAll();
   {
     MutexLock lock(mu_);
@@ -170,6 +173,7 @@ bool Engine::Idle() const {
 
 void Engine::Loop() {
   for (;;) {
+    IdleSpin();
     {
       MutexLock lock(mu_);
       while (!stop_ && active_.empty()) lock.Wait(wake_);
@@ -180,6 +184,27 @@ void Engine::Loop() {
       lock.WaitFor(wake_, std::chrono::milliseconds(2));
     }
   }
+}
+
+void Engine::IdleSpin() {
+  if (opt_.idle_spin_ms <= 0) return;
+  uint64_t seen = 0;
+  {
+    MutexLock lock(mu_);
+    if (stop_ || !active_.empty()) return;
+    seen = arrivals_.load(std::memory_order_acquire);
+  }
+  const int64_t t0 = NowNs(), deadline = t0 + static_cast<int64_t>(opt_.idle_spin_ms * 1e6);
+  model_.pool().KeepAwakeUntil(deadline);
+  metrics_.Add("promptcache_idle_spins_total", "", 1);
+  int64_t now = t0, last_yield = t0;
+  while (arrivals_.load(std::memory_order_acquire) == seen && !stopping_.load(std::memory_order_relaxed)) {
+    for (int i = 0; i < 64; ++i) CpuPause();
+    now = NowNs();
+    if (now >= deadline) break;
+    if (YieldDue(now, &last_yield, kAwakeYieldNs)) sched_yield();
+  }
+  metrics_.Add("promptcache_idle_spin_seconds_total", "", NsToMs(now - t0) / 1e3);
 }
 
 // Requires mu_. Ends the request: done event, scheduler and metrics, blocks freed.

@@ -158,6 +158,11 @@ void Engine::DescribeMetrics() {
   m.Describe("promptcache_steps_paused_total", "counter",
              "Steps without decodes paused between two stages of a layer while the prompts of cache hits that arrived ran "
              "in a step of their own; nothing is lost (serve --no-step-drop: never).");
+  m.Describe("promptcache_idle_spins_total", "counter",
+             "Idle spins begun: times the step loop ran out of work with serve --idle-spin-ms above 0.");
+  m.Describe("promptcache_idle_spin_seconds_total", "counter",
+             "Time the step loop spun with nothing to run, keeping the pool's threads awake for the next request "
+             "(serve --idle-spin-ms; each pool thread spun about as long).");
   m.Describe("promptcache_step_predicted_ms", "gauge", "The step budget's prediction for the last step planned.");
   m.Describe("promptcache_prefill_cost_ms", "gauge",
              "The step budget's prefill price: ms per prompt token at position 0, and its growth per 1,000 positions "

@@ -1,7 +1,7 @@
 // Persistent worker pool. Between the jobs of one forward pass (microseconds
 // apart) workers spin briefly on an atomic generation counter; after
 // kSpinLimit they sleep on a condition variable, so an idle pool never keeps a
-// core busy (the HTTP threads need it).
+// core busy (the HTTP threads need it), unless KeepAwakeUntil asks for a while.
 // A job is split into one chunk per thread; each thread claims its own chunk
 // first, then any chunk nobody has started. So a worker that the OS has not
 // scheduled (another process on the cores, a sleeping worker waking late)
@@ -64,6 +64,15 @@ class ThreadPool {
   // From the thread that calls ParallelFor, between jobs.
   void YieldCores();
 
+  // Idle workers go on spinning until deadline_ns (NowNs's clock) before
+  // they sleep, giving their core away (sched_yield) every kAwakeYieldNs
+  // meanwhile: the next job then finds them, and their cores, awake
+  // (Engine's idle spin, docs/SERVER.md). Any thread; a later call replaces
+  // the deadline.
+  void KeepAwakeUntil(int64_t deadline_ns) { awake_until_ns_.store(deadline_ns, std::memory_order_relaxed); }
+  // Workers asleep on the condition variable now (tests, reports).
+  int num_sleeping() const { return sleeping_.load(); }
+
  private:
   void WorkerLoop(int index);
   // Claims chunk c for job generation gen; false if it is taken (or gen is
@@ -87,13 +96,25 @@ class ThreadPool {
   std::atomic<int> sleeping_{0};
   std::atomic<uint64_t> yield_epoch_{0};  // bumped by YieldCores
   std::atomic<bool> stop_{false};
+  std::atomic<int64_t> awake_until_ns_{0};  // KeepAwakeUntil
 };
+
+// A spin-wait hint to the core (x86 `pause`); nothing elsewhere.
+inline void CpuPause() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
 
 // Number of physical cores (distinct core ids), at least 1.
 int PhysicalCoreCount();
 
 // How often at most a pool thread yields its core between chunks, ns.
 constexpr int64_t kYieldEveryNs = 1'000'000;
+// How often a thread spinning while idle on purpose (KeepAwakeUntil,
+// Engine's idle spin) gives its core away: a thread woken meanwhile (an
+// HTTP thread with a request) waits at most about this long for it, ns.
+constexpr int64_t kAwakeYieldNs = 50'000;
 // Whether a thread that last yielded at *last_ns (0: never) should yield at
 // now_ns; if so, *last_ns becomes now_ns. Pure (the clock is passed in).
 inline bool YieldDue(int64_t now_ns, int64_t* last_ns, int64_t every_ns = kYieldEveryNs) {

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
+
 namespace pc {
 namespace {
 
@@ -134,6 +136,36 @@ TEST(ThreadPool, YieldCoresBetweenJobs) {
     if (rep % 100 == 99) std::this_thread::sleep_for(std::chrono::milliseconds(2));  // past the spin limit
   }
   EXPECT_EQ(covered.load(), size_t{64} * 300);
+}
+
+// Waits up to 10 s for the pool's sleeping workers to number `want`.
+bool SleepingBecomes(const ThreadPool& pool, int want) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pool.num_sleeping() != want) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Idle workers sleep soon after a job unless KeepAwakeUntil asks them to
+// spin on; past its deadline they sleep again, and a job finds them either way.
+TEST(ThreadPool, KeepAwakeUntilHoldsIdleWorkersAwakeUntilItsDeadline) {
+  ThreadPool pool(3);
+  std::atomic<size_t> ran{0};
+  auto job = [&] { pool.ParallelFor(90, 1, [&](size_t b, size_t e, int) { ran += e - b; }); };
+  job();
+  EXPECT_TRUE(SleepingBecomes(pool, 2));
+  pool.KeepAwakeUntil(NowNs() + int64_t{60'000'000'000});  // a minute
+  job();  // wakes them; now they spin
+  EXPECT_TRUE(SleepingBecomes(pool, 0));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // hundreds of times the plain spin
+  EXPECT_EQ(pool.num_sleeping(), 0);
+  job();
+  pool.KeepAwakeUntil(0);  // over: they sleep again
+  EXPECT_TRUE(SleepingBecomes(pool, 2));
+  job();
+  EXPECT_EQ(ran.load(), 4u * 90u);
 }
 
 }  // namespace

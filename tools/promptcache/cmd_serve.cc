@@ -29,6 +29,7 @@ struct ServeFlags {
   double max_step_ms = 25;
   std::string admission = "cache-aware";
   bool no_step_drop = false;
+  double idle_spin_ms = 50;
   double drain_timeout_s = 30;
   size_t host_cache_mem = 0, disk_cache_size = size_t{8} << 30;
   std::string disk_cache, redis, redis_ns = "promptcache";
@@ -196,6 +197,7 @@ int Serve(const ServeFlags& f) {
   eo.tiers = tiers->get();  // declared before the engine: destroyed (and flushed) after it
   eo.admission = f.admission == "fifo" ? Admission::kFifo : Admission::kCacheAware;
   eo.drop_steps_for_hits = !f.no_step_drop;
+  eo.idle_spin_ms = f.idle_spin_ms;
   std::optional<CostModel> costs;
   if (eo.tiers) {
     costs = eo.tiers->costs();
@@ -286,6 +288,10 @@ void RegisterServe(CLI::App& app, int* exit_code) {
               "Cache-aware admission without hits ahead of the step in progress (neither paused nor dropped for "
               "them): a mostly cached prompt that arrives then waits for the step and rides a step of other "
               "prompts' chunks");
+  c->add_option("--idle-spin-ms", f->idle_spin_ms,
+                "Once the last request has ended, the step loop and compute threads spin this long (yielding "
+                "their cores every 50 us) before sleeping, so the next request finds them awake; 0: sleep at once")
+      ->check(CLI::Range(0.0, 60000.0));
   c->add_option("--max-running", f->max_running, "Sequences decoded together")->check(CLI::Range(1, 4096));
   c->add_option("--max-queue", f->max_queue, "Waiting requests before answering 429")->check(CLI::Range(0, 1 << 20));
   c->add_option("--host-cache-mem", f->host_cache_mem, "Host-RAM tier bytes for blocks evicted from the pool (0: off)");
