@@ -86,6 +86,9 @@ Engine::~Engine() {
   }
   wake_.notify_all();
   loop_.join();
+  // The model (and its pool) outlives the engine: its workers sleep now
+  // rather than at the end of a spin nobody waits on.
+  if (opt_.idle_spin_ms > 0) model_.pool().KeepAwakeUntil(0);
   FlushRequestLog();  // the loop has stopped: this thread owns the log now
   MutexLock lock(mu_);
   for (auto& [id, a] : active_) {
@@ -197,6 +200,7 @@ void Engine::IdleSpin() {
   const int64_t t0 = NowNs(), deadline = t0 + static_cast<int64_t>(opt_.idle_spin_ms * 1e6);
   model_.pool().KeepAwakeUntil(deadline);
   metrics_.Add("promptcache_idle_spins_total", "", 1);
+  metrics_.Set("promptcache_idle_spinning", "", 1);
   int64_t now = t0, last_yield = t0;
   while (arrivals_.load(std::memory_order_acquire) == seen && !stopping_.load(std::memory_order_relaxed)) {
     for (int i = 0; i < 64; ++i) CpuPause();
@@ -205,6 +209,7 @@ void Engine::IdleSpin() {
     if (YieldDue(now, &last_yield, kAwakeYieldNs)) sched_yield();
   }
   metrics_.Add("promptcache_idle_spin_seconds_total", "", NsToMs(now - t0) / 1e3);
+  metrics_.Set("promptcache_idle_spinning", "", 0);
 }
 
 // Requires mu_. Ends the request: done event, scheduler and metrics, blocks freed.

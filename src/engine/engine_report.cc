@@ -160,6 +160,7 @@ void Engine::DescribeMetrics() {
              "in a step of their own; nothing is lost (serve --no-step-drop: never).");
   m.Describe("promptcache_idle_spins_total", "counter",
              "Idle spins begun: times the step loop ran out of work with serve --idle-spin-ms above 0.");
+  m.Describe("promptcache_idle_spinning", "gauge", "1 while the step loop spins with nothing to run, else 0.");
   m.Describe("promptcache_idle_spin_seconds_total", "counter",
              "Time the step loop spun with nothing to run, keeping the pool's threads awake for the next request "
              "(serve --idle-spin-ms; each pool thread spun about as long).");

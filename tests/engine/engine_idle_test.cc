@@ -1,7 +1,7 @@
 // The step loop's idle spin (EngineOptions::idle_spin_ms): with nothing to
 // run it keeps itself and the pool awake for a while; a request arriving
 // meanwhile is served as it would be otherwise, the spin ends at it, and an
-// engine destroyed mid-spin stops at once.
+// engine destroyed mid-spin stops at once and lets the model's workers sleep.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -50,20 +50,29 @@ TEST(EngineIdle, ARequestArrivingDuringTheIdleSpinIsServedAsWithout) {
   const auto t0 = std::chrono::steady_clock::now();
   {
     Engine e(*l.model, *l.tok, eo);
+    // (The loop may already have spun once, at start, until this arrival.)
     const Output got_first = Drain(*e.Submit(test::Greedy(first, 5, 3)).stream);
-    // Once the loop spins, the next arrival ends the spin and is served.
-    ASSERT_TRUE(Becomes(e, "promptcache_idle_spins_total", 1));
-    EXPECT_EQ(Metric(e, "promptcache_idle_spin_seconds_total"), 0);  // counted when a spin ends
+    // Once the loop spins again, the next arrival ends the spin and is served.
+    ASSERT_TRUE(Becomes(e, "promptcache_idle_spinning", 1));
+    const double spins = Metric(e, "promptcache_idle_spins_total");
+    const double spun = Metric(e, "promptcache_idle_spin_seconds_total");  // counted when a spin ends
     const Output got_second = Drain(*e.Submit(test::Greedy(second, 5, 3)).stream);
     EXPECT_EQ(got_first.ids, want_first.ids);
     EXPECT_EQ(got_first.tops, want_first.tops);
     EXPECT_EQ(got_second.ids, want_second.ids);
     EXPECT_EQ(got_second.tops, want_second.tops);
-    EXPECT_GT(Metric(e, "promptcache_idle_spin_seconds_total"), 0);  // the first spin, ended by the arrival
-    ASSERT_TRUE(Becomes(e, "promptcache_idle_spins_total", 2));
+    EXPECT_GT(Metric(e, "promptcache_idle_spin_seconds_total"), spun);  // that spin, ended by the arrival
+    ASSERT_TRUE(Becomes(e, "promptcache_idle_spins_total", spins + 1));  // and spins again
   }  // destroyed while spinning again
   // Not a speed bound: the spin would have held the destructor for a minute.
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(50));
+  // Nor do the model's workers spin on for a minute: they sleep again.
+  const ThreadPool& pool = l.model->pool();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (pool.num_sleeping() != pool.num_threads() - 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(pool.num_sleeping(), pool.num_threads() - 1);
 }
 
 }  // namespace

@@ -84,7 +84,7 @@ TEST(TileKernels, LaneAndColumnAttentionEqualTheScalarTwinBitForBit) {
       const LaneGroup want{qt.data(), first, nv, want_m.data(), want_l.data(), want_acct.data()};
       ref.attend_lanes(&want, 1, k.data(), v.data(), hd);
       for (const DotKernels* t : tables) {
-        // Several groups in one call (taken in pairs): group x holds the
+        // Several groups in one call (taken in pairs or threes): group x holds the
         // queries with its lanes rotated by 5x, and must give what the scalar
         // twin gives for that group alone.
         for (size_t n_groups : {1u, 2u, 3u, 4u, 5u, 6u, 7u}) {
