@@ -85,8 +85,9 @@ struct EngineOptions {
   size_t draft_tokens = 0;
   // A step in progress is paused or dropped, between two stages of a layer, for cache
   // hits that arrive meanwhile when that pays (ForHitArrival: with a step
-  // target, under the precise numerics): a step without decodes runs theirs
-  // inside it and goes on; one with decodes is dropped, and they run in a
+  // target, under the precise numerics): paused, the step runs theirs
+  // inside it and goes on (when they gain more than its decodes and ending
+  // prompts wait); else one with decodes may be dropped, and they run in a
   // step with the decodes alone. Cache-aware admission only (first come,
   // first served keeps arrival order in steps too). false: an arriving hit
   // waits for the step in progress and rides a step of other prompts'

@@ -6,9 +6,9 @@
 // against 112 ms at p50) though their own prefill is a few milliseconds.
 // Dropping a step loses its work so far, and was worth it only when the
 // rest of the step was longer than the hit's own: a hit 124 ms into a lone
-// prompt's 139 ms step waited the remaining 15 ms. A step without decodes
-// is now paused instead (nothing lost), whenever what the hit gains
-// exceeds what the step's ending prompts lose.
+// prompt's 139 ms step waited the remaining 15 ms. A step is now paused
+// instead (nothing lost) whenever what the hit gains exceeds what the
+// step's decodes and ending prompts lose (ForHitArrival).
 #include <algorithm>
 #include <utility>
 

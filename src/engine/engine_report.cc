@@ -156,7 +156,7 @@ void Engine::DescribeMetrics() {
              "(serve --no-step-drop: never).");
   m.Describe("promptcache_dropped_step_seconds_total", "counter", "Compute time lost in dropped steps.");
   m.Describe("promptcache_steps_paused_total", "counter",
-             "Steps without decodes paused between two stages of a layer while the prompts of cache hits that arrived ran "
+             "Steps paused between two stages of a layer while the prompts of cache hits that arrived ran "
              "in a step of their own; nothing is lost (serve --no-step-drop: never).");
   m.Describe("promptcache_idle_spins_total", "counter",
              "Idle spins begun: times the step loop ran out of work with serve --idle-spin-ms above 0.");

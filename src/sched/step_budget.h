@@ -129,25 +129,27 @@ inline bool DropStepPays(double elapsed_ms, double predicted_ms, double arrival_
 // What a step in progress does for such arrivals (ForHitArrival):
 //   kWait: nothing; they go in the next step;
 //   kPause: their step runs between two of its layers, then it goes on
-//     where it stood (nothing lost; only a step without decodes pauses:
-//     with decodes the arrivals' step would wait for them, so dropping
-//     does better when anything does);
+//     where it stood (nothing lost);
 //   kDrop: DropStepPays (a step with decodes, when droppable).
-// A step without decodes pauses when what the arrivals gain (the rest of
-// the step, remaining_ms) exceeds what its prompts that end in it lose (the
-// arrivals' step each: their first tokens wait for it): always when none
-// ends there (a lone prompt's long step). All in ms; pure.
+// A step pauses when what the arrivals gain (the rest of the step,
+// remaining_ms) exceeds what those it holds lose: each decode's next token
+// and each ending prompt's first token waits for the arrivals' step
+// (pause_step_ms). Always, then, when it holds neither (a lone prompt's long
+// step); with decodes too, early in a step (2026-12-06: a hit 26 ms into a
+// 49 ms step with one decode was dropped, and its 8 tokens then rode that
+// decode in a step of 15.5 ms, twice its own). Where pausing does not pay, a
+// step with decodes is dropped when that pays. All in ms; pure.
 enum class HitArrival { kWait, kPause, kDrop };
 inline HitArrival ForHitArrival(double elapsed_ms, double predicted_ms, size_t step_decodes, size_t prompts_ending,
                                 double pause_step_ms, double drop_step_ms, bool droppable, double target_ms) {
   if (target_ms <= 0) return HitArrival::kWait;
-  if (step_decodes > 0) {
-    return droppable && DropStepPays(elapsed_ms, predicted_ms, drop_step_ms, target_ms) ? HitArrival::kDrop
-                                                                                          : HitArrival::kWait;
-  }
   const double remaining_ms = predicted_ms - elapsed_ms;
-  return remaining_ms > 0 && remaining_ms > pause_step_ms * static_cast<double>(prompts_ending) ? HitArrival::kPause
-                                                                                              : HitArrival::kWait;
+  const double waiting = static_cast<double>(step_decodes + prompts_ending);
+  if (remaining_ms > 0 && remaining_ms > pause_step_ms * waiting) return HitArrival::kPause;
+  if (step_decodes > 0 && droppable && DropStepPays(elapsed_ms, predicted_ms, drop_step_ms, target_ms)) {
+    return HitArrival::kDrop;
+  }
+  return HitArrival::kWait;
 }
 
 class StepBudget {

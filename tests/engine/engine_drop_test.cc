@@ -1,8 +1,8 @@
 // A cache hit ahead of the step in progress (engine.h, StepInFlight): a
-// mostly cached prompt that arrives during a long prefill step without
-// decodes has the step paused between two layers, gets its first token in a
-// step of its own run there, and neither its output nor the paused
-// prompt's changes.
+// mostly cached prompt that arrives during a long prefill step, with or
+// without a decode in it, has the step paused between two layers, gets its
+// first token in a step of its own run there, and neither its output nor
+// the paused requests' changes.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -80,6 +80,57 @@ TEST(EngineDrop, AHitArrivingDuringALongPrefillStepGoesFirst) {
   EXPECT_EQ(got_hit.tops, want_hit.tops);
   EXPECT_EQ(got_miss.ids, want_miss.ids);
   EXPECT_EQ(got_miss.tops, want_miss.tops);
+}
+
+TEST(EngineDrop, AHitArrivingDuringALongStepWithADecodeGoesFirst) {
+  test::MadeModel l = test::MakeTestModel({"engine-drop", 256, 6, 8, 4, 512, true, 4096}, TensorType::kQ8_0, 512);
+  const std::vector<int32_t> cached = test::Prompt(1, 200), miss = test::Prompt(2, 2000), talk = test::Prompt(4, 20);
+  std::vector<int32_t> hit = cached;
+  for (int32_t t : test::Prompt(3, 17)) hit.push_back(t);
+  EngineOptions eo;
+  eo.max_batch_tokens = 2048;
+  eo.max_step_ms = 2000;  // the decode and all of the miss in one step
+  eo.prefill_profile = {{0, 0.05}, {2000, 0.08}};
+  Output want_cached, want_hit, want_miss, want_talk;
+  {
+    EngineOptions plain = eo;
+    plain.drop_steps_for_hits = false;
+    Engine e(*l.model, *l.tok, plain);
+    want_cached = Drain(*e.Submit(Greedy(cached, 4)).stream);
+    want_hit = Drain(*e.Submit(Greedy(hit, 4)).stream);
+    want_miss = Drain(*e.Submit(Greedy(miss, 4)).stream);
+    want_talk = Drain(*e.Submit(Greedy(talk, 400)).stream);
+  }
+  Engine e(*l.model, *l.tok, eo);
+  EXPECT_EQ(Drain(*e.Submit(Greedy(cached, 4)).stream).ids, want_cached.ids);
+  std::shared_ptr<RequestStream> talk_stream = e.Submit(Greedy(talk, 400)).stream;
+  const std::optional<StreamEvent> talk_first = talk_stream->Next(60000);  // decoding from here on
+  ASSERT_TRUE(talk_first.has_value() && !talk_first->done);
+  std::shared_ptr<RequestStream> miss_stream = e.Submit(Greedy(miss, 4)).stream;
+  // Decode steps are priced at a few milliseconds at most; the step that
+  // takes the miss's 2,000 tokens, well above.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (Metric(e, "promptcache_step_predicted_ms") < 10 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  std::shared_ptr<RequestStream> hit_stream = e.Submit(Greedy(hit, 4)).stream;
+  const std::optional<StreamEvent> first = hit_stream->Next(60000);
+  ASSERT_TRUE(first.has_value() && !first->done);
+  EXPECT_FALSE(miss_stream->Next(0).has_value());  // its step was paused, not ended
+  Output got_hit = Drain(*hit_stream);
+  got_hit.ids.insert(got_hit.ids.begin(), first->token);
+  got_hit.tops.insert(got_hit.tops.begin(), first->top);
+  const Output got_miss = Drain(*miss_stream);
+  Output got_talk = Drain(*talk_stream);
+  got_talk.ids.insert(got_talk.ids.begin(), talk_first->token);
+  got_talk.tops.insert(got_talk.tops.begin(), talk_first->top);
+  EXPECT_EQ(Metric(e, "promptcache_steps_paused_total"), 1);
+  EXPECT_EQ(Metric(e, "promptcache_steps_dropped_total"), 0);
+  EXPECT_EQ(got_hit.ids, want_hit.ids);
+  EXPECT_EQ(got_hit.tops, want_hit.tops);
+  EXPECT_EQ(got_miss.ids, want_miss.ids);
+  EXPECT_EQ(got_talk.ids, want_talk.ids);
+  EXPECT_EQ(got_talk.tops, want_talk.tops);
 }
 
 }  // namespace

@@ -286,9 +286,10 @@ TEST(StepBudget, AStepIsDroppedForAHitOnlyWhenItPays) {
   EXPECT_FALSE(DropStepPays(0, 6, 6, 25));    // equal: nothing gained
 }
 
-// Pausing (a step without decodes runs the hits' step inside it, nothing
-// lost) against dropping (a step with decodes) and waiting.
-TEST(StepBudget, AStepWithoutDecodesPausesForAHitWhenItsEndingPromptsLoseLess) {
+// Pausing (the hits' step runs inside the step in progress, nothing lost)
+// when what the hits gain exceeds what the step's decodes and ending prompts
+// lose; else dropping (a step with decodes, when that pays) or waiting.
+TEST(StepBudget, AStepPausesForAHitWhenItsDecodesAndEndingPromptsLoseLess) {
   using H = HitArrival;
   // elapsed, predicted, decodes, prompts ending, pause step, drop step, droppable, target
   EXPECT_EQ(ForHitArrival(124, 130, 0, 0, 9, 9, true, 25), H::kPause);   // a lone prompt's chunk: 6 ms gained, none lose
@@ -298,9 +299,14 @@ TEST(StepBudget, AStepWithoutDecodesPausesForAHitWhenItsEndingPromptsLoseLess) {
   EXPECT_EQ(ForHitArrival(100, 130, 0, 1, 9, 9, true, 25), H::kPause);  // 30 gained against 9
   EXPECT_EQ(ForHitArrival(100, 130, 0, 4, 9, 9, true, 25), H::kWait);   // 36 lost by four prompts
   EXPECT_EQ(ForHitArrival(100, 130, 0, 0, 9, 9, false, 25), H::kPause); // pausing loses nothing: not a drop
-  EXPECT_EQ(ForHitArrival(5, 25, 2, 0, 4, 6, true, 25), H::kDrop);      // decodes: DropStepPays
-  EXPECT_EQ(ForHitArrival(20, 25, 2, 0, 4, 6, true, 25), H::kWait);
-  EXPECT_EQ(ForHitArrival(5, 25, 2, 0, 4, 6, false, 25), H::kWait);     // not droppable (just after a drop)
+  // With decodes: each one's next token waits for the hits' step too.
+  EXPECT_EQ(ForHitArrival(5, 25, 2, 0, 4, 6, true, 25), H::kPause);     // 20 gained against 2 x 4
+  EXPECT_EQ(ForHitArrival(5, 25, 2, 0, 4, 6, false, 25), H::kPause);    // not droppable (just after a drop): still pauses
+  EXPECT_EQ(ForHitArrival(18, 25, 2, 0, 4, 6, true, 25), H::kDrop);     // 7 gained against 8 paused; dropped, 1
+  EXPECT_EQ(ForHitArrival(20, 25, 2, 0, 4, 6, true, 25), H::kWait);     // 5: neither pays
+  EXPECT_EQ(ForHitArrival(5, 25, 4, 1, 6, 8, true, 25), H::kDrop);      // 20 against 30 paused; dropped, the hit waits 8 not 20
+  EXPECT_EQ(ForHitArrival(5, 25, 4, 1, 6, 8, false, 25), H::kWait);
+  EXPECT_EQ(ForHitArrival(26, 49, 1, 0, 8.5, 9, true, 25), H::kPause);  // the replay's 8-token hit (step_budget.h)
   EXPECT_EQ(ForHitArrival(5, 140, 0, 0, 9, 9, true, 0), H::kWait);      // no target: no trade
 }
 
