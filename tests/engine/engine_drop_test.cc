@@ -5,6 +5,7 @@
 // the paused requests' changes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -115,11 +116,19 @@ TEST(EngineDrop, AHitArrivingDuringALongStepWithADecodeGoesFirst) {
   std::shared_ptr<RequestStream> talk_stream = e.Submit(Greedy(c.talk, 400)).stream;
   const std::optional<StreamEvent> talk_first = talk_stream->Next(60000);  // decoding from here on
   ASSERT_TRUE(talk_first.has_value() && !talk_first->done);
+  // The step that takes the miss's 2,000 tokens is priced far above the
+  // decode steps before it, whatever the build's speed (under sanitizers,
+  // two tests at a time, decode steps were priced 9-15 ms).
+  double decode_ms = 0;
+  for (const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(20);
+       std::chrono::steady_clock::now() < until;) {
+    decode_ms = std::max(decode_ms, Metric(e, "promptcache_step_predicted_ms"));
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
   std::shared_ptr<RequestStream> miss_stream = e.Submit(Greedy(c.miss, 4)).stream;
-  // Decode steps are priced at a few milliseconds at most; the step that
-  // takes the miss's 2,000 tokens, well above.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (Metric(e, "promptcache_step_predicted_ms") < 10 && std::chrono::steady_clock::now() < deadline) {
+  while (Metric(e, "promptcache_step_predicted_ms") < std::max(10.0, 4 * decode_ms) &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
   std::shared_ptr<RequestStream> hit_stream = e.Submit(Greedy(c.hit, 4)).stream;
