@@ -8,11 +8,15 @@
 namespace pc {
 namespace {
 
-// A head's K and V tile widened, in lane-group tile passes (attn_plan.h).
-constexpr double kWidenCost = 1.0 / 6;
+// A head's K and V tile widened, in lane-group tile passes (attn_plan.h):
+// read as whole rows (an item of every head) or as one head's slice of each
+// row (an item of some heads).
+constexpr double kWidenWholeRows = 0.5;
+constexpr double kWidenHeadSlice = 1.5;
 
 size_t Groups(size_t rows, const AttnHeads& h) { return (rows * h.group() + kLaneTile - 1) / kLaneTile; }
 size_t Heads(const AttnItem& it, const AttnHeads& h) { return it.heads.End(h) - it.heads.begin; }
+bool WholeRows(const AttnItem& it, const AttnHeads& h) { return Heads(it, h) == h.n_kv_head; }
 // The fewest rows whose queries of one head still run on the lane kernels.
 size_t MinPieceRows(const AttnHeads& h) { return (kLanesMinQueries + h.group() - 1) / h.group(); }
 
@@ -30,11 +34,9 @@ void InsertByCost(std::vector<AttnItem>* items, const AttnItem& x, const AttnHea
   items->insert(at, x);
 }
 
-// Whether item `it` may be cut in rows: a head range (its queries run on
-// the lane kernels) with rows for two pieces of MinPieceRows.
-bool Cuttable(const AttnItem& it, const AttnHeads& h) {
-  return it.heads.end != 0 && it.r1 - it.r0 >= 2 * MinPieceRows(h);
-}
+// Whether item `it` may be cut in rows: rows for two pieces of MinPieceRows
+// (each piece's queries still run on the lane kernels).
+bool Cuttable(const AttnItem& it, const AttnHeads& h) { return it.r1 - it.r0 >= 2 * MinPieceRows(h); }
 
 // Its two pieces: cut after a multiple of the rows that fill whole lane
 // groups, or at half its rows (every piece keeps MinPieceRows), whichever
@@ -61,11 +63,38 @@ std::pair<AttnItem, AttnItem> BestCut(const AttnItem& it, const AttnHeads& h) {
   return best;
 }
 
+// The costliest cuttable item's rows in two, again and again (BestCut), of
+// the plans met on the way the one with the shortest longest thread (at a
+// tie the earlier); at most 4 * threads items. Cutting across a plateau:
+// one head of three cut on four threads gains nothing until the other two
+// are cut too; so up to as many cuts without gain as there are items.
+std::vector<AttnItem> CutRows(std::vector<AttnItem> out, const AttnHeads& h, size_t threads) {
+  SortByCost(&out, h);
+  std::vector<AttnItem> best = out;
+  double best_span = AttnMakespan(out, h, threads);
+  for (size_t idle = 0; out.size() < 4 * threads && idle < out.size(); ++idle) {
+    auto it = std::find_if(out.begin(), out.end(), [&](const AttnItem& x) { return Cuttable(x, h); });
+    if (it == out.end()) break;
+    const std::pair<AttnItem, AttnItem> pieces = BestCut(*it, h);
+    out.erase(it);
+    InsertByCost(&out, pieces.first, h);
+    InsertByCost(&out, pieces.second, h);
+    const double span = AttnMakespan(out, h, threads);
+    if (span < best_span * 0.995) {
+      best = out;
+      best_span = span;
+      idle = static_cast<size_t>(-1);  // the loop's ++ makes it 0
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 double AttnItemCost(const AttnItem& it, const AttnHeads& h) {
   const double tiles = static_cast<double>((it.positions + kAttnTile - 1) / kAttnTile);
-  return tiles * static_cast<double>(Heads(it, h)) * (static_cast<double>(Groups(it.r1 - it.r0, h)) + kWidenCost);
+  const double widen = WholeRows(it, h) ? kWidenWholeRows : kWidenHeadSlice;
+  return tiles * static_cast<double>(Heads(it, h)) * (static_cast<double>(Groups(it.r1 - it.r0, h)) + widen);
 }
 
 double AttnMakespan(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads) {
@@ -99,28 +128,13 @@ std::vector<AttnItem> CutAttnItemsByHead(const std::vector<AttnItem>& items, con
 }
 
 std::vector<AttnItem> BalanceAttnItems(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads) {
-  std::vector<AttnItem> out = CutAttnItemsByHead(items, h);
-  SortByCost(&out, h);
-  std::vector<AttnItem> best = out;
-  double best_span = AttnMakespan(out, h, threads);
-  // Cutting across a plateau: one head of three cut on four threads gains
-  // nothing until the other two are cut too; so up to as many cuts without
-  // gain as there are items.
-  for (size_t idle = 0; out.size() < 4 * threads && idle < out.size(); ++idle) {
-    auto it = std::find_if(out.begin(), out.end(), [&](const AttnItem& x) { return Cuttable(x, h); });
-    if (it == out.end()) break;
-    const std::pair<AttnItem, AttnItem> pieces = BestCut(*it, h);
-    out.erase(it);
-    InsertByCost(&out, pieces.first, h);
-    InsertByCost(&out, pieces.second, h);
-    const double span = AttnMakespan(out, h, threads);
-    if (span < best_span * 0.995) {
-      best = out;
-      best_span = span;
-      idle = static_cast<size_t>(-1);  // the loop's ++ makes it 0
-    }
-  }
-  return best;
+  // Two starts: every head in its own item (the K/V heads spread over the
+  // threads), and the items as they are (each reads whole K/V rows); each
+  // then has its costliest rows cut while that shortens the longest thread.
+  std::vector<AttnItem> by_head = CutRows(CutAttnItemsByHead(items, h), h, threads);
+  std::vector<AttnItem> whole = CutRows(items, h, threads);
+  // At a tie the whole rows: their widening was the cheaper measured.
+  return AttnMakespan(by_head, h, threads) < AttnMakespan(whole, h, threads) ? by_head : whole;
 }
 
 }  // namespace pc

@@ -25,10 +25,16 @@ struct AttnItem {
 
 // What an item costs, in units of one lane group's pass over one tile of
 // 16 positions: per K/V head of the item, its lane groups plus the
-// widening of that head's K and V tile (2 x 16 x head_dim conversions,
-// about a sixth of a group's 2 x 16 x head_dim x 16 multiply-adds and
-// their softmax; the ratio is of instruction counts, the same at every
-// vector width).
+// widening of that head's K and V tile. The widening is priced by how the
+// item reads K/V, not by its instruction count (which is a sixth of a
+// group pass): an item of every head reads whole rows, one stream of
+// contiguous memory (half a group pass a head); an item of some heads
+// reads each row's slice of its heads, a strided stream that was the
+// slowest part of a cache hit's attention (1.5 group passes a head). On
+// the 2-core Zen 5 guest, `bench-model -t 2`, 8 rows at depth 448 ran
+// 4-7% faster as two items of 4 rows and every head than as heads 1 and 2
+// whole and head 0 in two 4-row pieces, 15 rows at depth 272 3-7%
+// (docs/BENCHMARKS.md, twenty-sixth session).
 double AttnItemCost(const AttnItem& it, const AttnHeads& h);
 
 // The longest a thread works when `threads` threads claim `items` in order,
@@ -40,20 +46,22 @@ double AttnMakespan(const std::vector<AttnItem>& items, const AttnHeads& h, size
 // they are.
 std::vector<AttnItem> CutAttnItemsByHead(const std::vector<AttnItem>& items, const AttnHeads& h);
 
-// Items of one span each, cut so `threads` threads finish together: first
-// by K/V head (each head's queries still fill whole lane groups and each item
-// widens only its head's K/V), then the costliest item's rows in two, again
-// and again: at a multiple of the rows that fill whole lane groups, or in
-// halves, each piece keeping at least kLanesMinQueries queries a head (the
-// lane kernels take head ranges; fewer queries run every head a row at a
-// time). Items whose queries fill no lane group stay whole. Of the plans
-// met on the way (at most 4 * threads items; the cutting stops after as
-// many cuts without gain as there are items, enough to cut every item of
-// the costliest level), the one with the shortest longest thread by the cost model
-// above, at a tie the earlier. Returned costliest first, so claiming them in
-// order is longest-first scheduling. A head's or a row's results never
-// depend on which item computes them (AttendSpan), so the cut changes no
-// bits.
+// Items of one span each, cut so `threads` threads finish together. Two
+// starts are cut and compared: every item whose queries fill lane groups
+// cut by K/V head (CutAttnItemsByHead: the heads spread over the threads,
+// each reading its heads' slices), and the items as they are (each reading
+// whole rows). From each start, the costliest item's rows are cut in two,
+// again and again: at a multiple of the rows that fill whole lane groups,
+// or in halves, each piece keeping at least kLanesMinQueries queries a
+// head (the lane kernels take head ranges; fewer queries run every head a
+// row at a time). Items whose queries fill no lane group stay whole. Of
+// the plans met on the way (at most 4 * threads items; the cutting stops
+// after as many cuts without gain as there are items, enough to cut every
+// item of the costliest level), the one with the shortest longest thread
+// by the cost model above; between the two starts' best the cheaper, at a
+// tie the whole rows. Returned costliest first, so claiming them in order
+// is longest-first scheduling. A head's or a row's results never depend on
+// which item computes them (AttendSpan), so the cut changes no bits.
 std::vector<AttnItem> BalanceAttnItems(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads);
 
 }  // namespace pc

@@ -75,30 +75,69 @@ TEST(AttnPlan, SeveralSequences) {
 
 // bench-135m's heads (9 over 3 K/V heads) on two threads: a cache hit's 8
 // new rows at depth 448 cut by head alone leave one thread two heads and
-// the other one; cutting a head's rows in two (4 + 4 rows: still one lane
-// group each, 12 queries) evens them.
+// the other one. Two items of 4 rows and every head (12 queries a head:
+// one lane group each) even them and read whole K/V rows; cutting a head's
+// rows in two instead (heads 1 and 2 whole, head 0 as 4 + 4 rows) evens
+// them too, but reads head slices, priced higher.
 TEST(AttnPlan, EvensThreeHeadsOnTwoThreads) {
   const AttnHeads h{9, 3, 64};
   const std::vector<AttnItem> in = OneItem(8, 448);
   const std::vector<AttnItem> heads = ByHeads(in, h), out = BalanceAttnItems(in, h, 2);
   ASSERT_EQ(heads.size(), 3u);
-  EXPECT_EQ(out.size(), 4u);
+  ASSERT_EQ(out.size(), 2u);
+  for (const AttnItem& it : out) {
+    EXPECT_EQ(it.heads.End(h) - it.heads.begin, h.n_kv_head);
+    EXPECT_EQ(it.r1 - it.r0, 4u);
+  }
   const double before = AttnMakespan(heads, h, 2), after = AttnMakespan(out, h, 2);
   EXPECT_LT(after, 0.8 * before) << before << " -> " << after;
-  // The lane groups in all do not grow: 2 a head before, 2 (1 + 1) for the cut head.
+  // The head cut the plan used before: dearer by the model.
+  AttnItem a = heads[0], b = heads[0];
+  a.r1 = b.r0 = 4;
+  const std::vector<AttnItem> head_cut = {heads[1], heads[2], a, b};
+  EXPECT_LT(after, AttnMakespan(head_cut, h, 2));
+  // The lane groups in all do not grow: one a head in each item.
   size_t groups = 0;
-  for (const AttnItem& it : out) groups += (it.r1 - it.r0) * h.group() > kLaneTile ? 2 : 1;
+  for (const AttnItem& it : out) groups += (it.heads.End(h) - it.heads.begin) * ((it.r1 - it.r0) * h.group() > kLaneTile ? 2 : 1);
   EXPECT_EQ(groups, 6u);
 }
 
-// On eight threads the same rows gain only once every head is cut (one cut
-// head leaves the two others as long as before): all three are.
+// A head's slice of each row costs more to widen than its share of whole
+// rows: an item of every head is cheaper than its heads as items of their own.
+TEST(AttnPlan, WholeRowsWidenCheaperThanHeadSlices) {
+  for (const AttnHeads h : {AttnHeads{9, 3, 64}, AttnHeads{32, 8, 128}, AttnHeads{14, 2, 64}}) {
+    for (size_t rows : {4, 8, 16, 32}) {
+      const std::vector<AttnItem> in = OneItem(rows, 448);
+      double sum = 0;
+      for (const AttnItem& it : ByHeads(in, h)) sum += AttnItemCost(it, h);
+      if (ByHeads(in, h).size() == 1) continue;  // too few queries to cut by head
+      EXPECT_LT(AttnItemCost(in[0], h), sum) << h.n_head << "/" << h.n_kv_head << " heads, " << rows << " rows";
+    }
+  }
+}
+
+// 15 rows at depth 272 (a hit of the Mooncake replay) on two threads: two
+// items of every head, 7 and 8 rows (two lane groups a head each).
+TEST(AttnPlan, FifteenRowsAsTwoItemsOfWholeRows) {
+  const AttnHeads h{9, 3, 64};
+  const std::vector<AttnItem> out = BalanceAttnItems(OneItem(15, 272), h, 2);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].heads.End(h) - out[0].heads.begin, h.n_kv_head);
+  EXPECT_EQ(out[1].heads.End(h) - out[1].heads.begin, h.n_kv_head);
+  EXPECT_EQ((out[0].r1 - out[0].r0) + (out[1].r1 - out[1].r0), 15u);
+  EXPECT_DOUBLE_EQ(AttnItemCost(out[0], h), AttnItemCost(out[1], h));
+}
+
+// On eight threads whole-row pieces run out (8 rows give two of 4 rows at
+// most): the same rows gain more once every head is cut in two rows (one
+// cut head leaves the two others as long as before): all three are.
 TEST(AttnPlan, CutsAcrossAPlateau) {
   const AttnHeads h{9, 3, 64};
   const std::vector<AttnItem> in = OneItem(8, 448);
   const std::vector<AttnItem> out = BalanceAttnItems(in, h, 8);
   EXPECT_EQ(out.size(), 6u);
-  EXPECT_LT(AttnMakespan(out, h, 8), 0.7 * AttnMakespan(ByHeads(in, h), h, 8));
+  for (const AttnItem& it : out) EXPECT_EQ(it.heads.End(h) - it.heads.begin, 1u);
+  EXPECT_LT(AttnMakespan(out, h, 8), 0.75 * AttnMakespan(ByHeads(in, h), h, 8));
 }
 
 // A lone decode row with 3 queries a head stays one item over every head
@@ -112,10 +151,14 @@ TEST(AttnPlan, DecodeRows) {
   EXPECT_EQ(wide.size(), 8u);
 }
 
-// One thread: nothing to even; the cut by heads stands.
-TEST(AttnPlan, OneThreadNoRowCuts) {
+// One thread: nothing to even; the item stays whole (every head, whole rows).
+TEST(AttnPlan, OneThreadNoCuts) {
   const AttnHeads h{9, 3, 64};
-  for (size_t rows : {8, 25, 32}) EXPECT_EQ(BalanceAttnItems(OneItem(rows, 448), h, 1).size(), 3u) << rows;
+  for (size_t rows : {8, 25, 32}) {
+    const std::vector<AttnItem> out = BalanceAttnItems(OneItem(rows, 448), h, 1);
+    ASSERT_EQ(out.size(), 1u) << rows;
+    EXPECT_EQ(out[0].heads.end, 0u);
+  }
 }
 
 }  // namespace
