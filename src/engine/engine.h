@@ -87,7 +87,8 @@ struct EngineOptions {
   // hits that arrive meanwhile when that pays (ForHitArrival: with a step
   // target, under the precise numerics): paused, the step runs theirs
   // inside it and goes on (when they gain more than its decodes and ending
-  // prompts wait); else one with decodes may be dropped, and they run in a
+  // prompts wait, or its decodes' next token, the pause included, still
+  // comes within twice the target); else one with decodes may be dropped, and they run in a
   // step with the decodes alone. Cache-aware admission only (first come,
   // first served keeps arrival order in steps too). false: an arriving hit
   // waits for the step in progress and rides a step of other prompts'

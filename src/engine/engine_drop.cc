@@ -8,7 +8,8 @@
 // rest of the step was longer than the hit's own: a hit 124 ms into a lone
 // prompt's 139 ms step waited the remaining 15 ms. A step is now paused
 // instead (nothing lost) whenever what the hit gains exceeds what the
-// step's decodes and ending prompts lose (ForHitArrival).
+// step's decodes and ending prompts lose, or the pause keeps the decodes'
+// next token within twice the step target (ForHitArrival).
 #include <algorithm>
 #include <utility>
 
@@ -107,7 +108,7 @@ HitArrival Engine::ArrivalAction(const StepInFlight& f, std::vector<WorkItem>* p
   }
   if (fresh.empty()) return HitArrival::kWait;
   const double elapsed_ms = NsToMs(NowNs() - f.t0_ns) - f.paused_ms;
-  const HitArrival action = ForHitArrival(elapsed_ms, f.predicted_ms, f.decodes, f.prompts_ending,
+  const HitArrival action = ForHitArrival(elapsed_ms, f.predicted_ms, f.paused_ms, f.decodes, f.prompts_ending,
                                           step_budget_.StepMs(ShapeOf(fresh, new_acts)),
                                           step_budget_.StepMs(ShapeOf(plan, acts)), f.droppable, opt_.max_step_ms);
   if (action != HitArrival::kPause) return action;

@@ -137,15 +137,26 @@ inline bool DropStepPays(double elapsed_ms, double predicted_ms, double arrival_
 // (pause_step_ms). Always, then, when it holds neither (a lone prompt's long
 // step); with decodes too, early in a step (2026-12-06: a hit 26 ms into a
 // 49 ms step with one decode was dropped, and its 8 tokens then rode that
-// decode in a step of 15.5 ms, twice its own). Where pausing does not pay, a
-// step with decodes is dropped when that pays. All in ms; pure.
+// decode in a step of 15.5 ms, twice its own). It pauses too whenever its
+// decodes' next token, the pauses so far and this one included
+// (paused_ms + pause_step_ms on top of predicted_ms), still comes within
+// twice the target, the bound the step budget is held to on average
+// (kPauseBudgetTargets): a wait inside that budget is what a step may cost
+// its decodes anyway, while the hit would wait the whole rest of the step
+// (2026-12-07: hits of 8 and 15 tokens waited 6.4 and 7.5 ms for steps
+// with one decode whose pause would have stretched them from about 25 to
+// 36 ms). Where pausing does not pay, a step with decodes is dropped when
+// that pays. All in ms; pure.
 enum class HitArrival { kWait, kPause, kDrop };
-inline HitArrival ForHitArrival(double elapsed_ms, double predicted_ms, size_t step_decodes, size_t prompts_ending,
-                                double pause_step_ms, double drop_step_ms, bool droppable, double target_ms) {
+inline constexpr double kPauseBudgetTargets = 2.0;
+inline HitArrival ForHitArrival(double elapsed_ms, double predicted_ms, double paused_ms, size_t step_decodes,
+                                size_t prompts_ending, double pause_step_ms, double drop_step_ms, bool droppable,
+                                double target_ms) {
   if (target_ms <= 0) return HitArrival::kWait;
   const double remaining_ms = predicted_ms - elapsed_ms;
   const double waiting = static_cast<double>(step_decodes + prompts_ending);
-  if (remaining_ms > 0 && remaining_ms > pause_step_ms * waiting) return HitArrival::kPause;
+  const bool within_budget = predicted_ms + paused_ms + pause_step_ms <= kPauseBudgetTargets * target_ms;
+  if (remaining_ms > 0 && (within_budget || remaining_ms > pause_step_ms * waiting)) return HitArrival::kPause;
   if (step_decodes > 0 && droppable && DropStepPays(elapsed_ms, predicted_ms, drop_step_ms, target_ms)) {
     return HitArrival::kDrop;
   }

@@ -289,25 +289,45 @@ TEST(StepBudget, AStepIsDroppedForAHitOnlyWhenItPays) {
 // Pausing (the hits' step runs inside the step in progress, nothing lost)
 // when what the hits gain exceeds what the step's decodes and ending prompts
 // lose; else dropping (a step with decodes, when that pays) or waiting.
+// Steps here run past twice the target with the pause (the budget below).
 TEST(StepBudget, AStepPausesForAHitWhenItsDecodesAndEndingPromptsLoseLess) {
   using H = HitArrival;
-  // elapsed, predicted, decodes, prompts ending, pause step, drop step, droppable, target
-  EXPECT_EQ(ForHitArrival(124, 130, 0, 0, 9, 9, true, 25), H::kPause);   // a lone prompt's chunk: 6 ms gained, none lose
-  EXPECT_EQ(ForHitArrival(129.9, 130, 0, 0, 9, 9, true, 25), H::kPause);
-  EXPECT_EQ(ForHitArrival(131, 130, 0, 0, 9, 9, true, 25), H::kWait);   // past its prediction: nothing to gain
-  EXPECT_EQ(ForHitArrival(124, 130, 0, 1, 9, 9, true, 25), H::kWait);   // its prompt's first token would wait 9 for 6
-  EXPECT_EQ(ForHitArrival(100, 130, 0, 1, 9, 9, true, 25), H::kPause);  // 30 gained against 9
-  EXPECT_EQ(ForHitArrival(100, 130, 0, 4, 9, 9, true, 25), H::kWait);   // 36 lost by four prompts
-  EXPECT_EQ(ForHitArrival(100, 130, 0, 0, 9, 9, false, 25), H::kPause); // pausing loses nothing: not a drop
+  // elapsed, predicted, paused so far, decodes, prompts ending, pause step, drop step, droppable, target
+  EXPECT_EQ(ForHitArrival(124, 130, 0, 0, 0, 9, 9, true, 25), H::kPause);   // a lone prompt's chunk: 6 ms gained, none lose
+  EXPECT_EQ(ForHitArrival(129.9, 130, 0, 0, 0, 9, 9, true, 25), H::kPause);
+  EXPECT_EQ(ForHitArrival(131, 130, 0, 0, 0, 9, 9, true, 25), H::kWait);   // past its prediction: nothing to gain
+  EXPECT_EQ(ForHitArrival(124, 130, 0, 0, 1, 9, 9, true, 25), H::kWait);   // its prompt's first token would wait 9 for 6
+  EXPECT_EQ(ForHitArrival(100, 130, 0, 0, 1, 9, 9, true, 25), H::kPause);  // 30 gained against 9
+  EXPECT_EQ(ForHitArrival(100, 130, 0, 0, 4, 9, 9, true, 25), H::kWait);   // 36 lost by four prompts
+  EXPECT_EQ(ForHitArrival(100, 130, 0, 0, 0, 9, 9, false, 25), H::kPause); // pausing loses nothing: not a drop
   // With decodes: each one's next token waits for the hits' step too.
-  EXPECT_EQ(ForHitArrival(5, 25, 2, 0, 4, 6, true, 25), H::kPause);     // 20 gained against 2 x 4
-  EXPECT_EQ(ForHitArrival(5, 25, 2, 0, 4, 6, false, 25), H::kPause);    // not droppable (just after a drop): still pauses
-  EXPECT_EQ(ForHitArrival(18, 25, 2, 0, 4, 6, true, 25), H::kDrop);     // 7 gained against 8 paused; dropped, 1
-  EXPECT_EQ(ForHitArrival(20, 25, 2, 0, 4, 6, true, 25), H::kWait);     // 5: neither pays
-  EXPECT_EQ(ForHitArrival(5, 25, 4, 1, 6, 8, true, 25), H::kDrop);      // 20 against 30 paused; dropped, the hit waits 8 not 20
-  EXPECT_EQ(ForHitArrival(5, 25, 4, 1, 6, 8, false, 25), H::kWait);
-  EXPECT_EQ(ForHitArrival(26, 49, 1, 0, 8.5, 9, true, 25), H::kPause);  // the replay's 8-token hit (step_budget.h)
-  EXPECT_EQ(ForHitArrival(5, 140, 0, 0, 9, 9, true, 0), H::kWait);      // no target: no trade
+  EXPECT_EQ(ForHitArrival(5, 48, 0, 2, 0, 4, 6, true, 25), H::kPause);     // 43 gained against 2 x 4
+  EXPECT_EQ(ForHitArrival(5, 48, 0, 2, 0, 4, 6, false, 25), H::kPause);    // not droppable (just after a drop): still pauses
+  EXPECT_EQ(ForHitArrival(41, 48, 0, 2, 0, 4, 6, true, 25), H::kDrop);     // 7 gained against 8 paused; dropped, 1
+  EXPECT_EQ(ForHitArrival(43, 48, 0, 2, 0, 4, 6, true, 25), H::kWait);     // 5: neither pays
+  EXPECT_EQ(ForHitArrival(28, 48, 0, 4, 1, 6, 8, true, 25), H::kDrop);     // 20 against 30 paused; dropped, the hit waits 8 not 20
+  EXPECT_EQ(ForHitArrival(28, 48, 0, 4, 1, 6, 8, false, 25), H::kWait);
+  EXPECT_EQ(ForHitArrival(26, 49, 0, 1, 0, 8.5, 9, true, 25), H::kPause);  // the replay's 8-token hit (step_budget.h)
+  EXPECT_EQ(ForHitArrival(5, 140, 0, 0, 0, 9, 9, true, 0), H::kWait);      // no target: no trade
+}
+
+// A pause that brings the step's decodes their next token within twice the
+// target (kPauseBudgetTargets), the pauses so far counted, is taken whatever
+// the decodes lose: that wait is inside what a step may cost them, and the
+// hit would wait the rest of the step.
+TEST(StepBudget, AStepPausesForAHitWhileItsDecodesStayWithinTheBudget) {
+  using H = HitArrival;
+  // elapsed, predicted, paused so far, decodes, prompts ending, pause step, drop step, droppable, target
+  EXPECT_EQ(ForHitArrival(18.6, 25, 0, 1, 0, 10.5, 13, true, 25), H::kPause);  // 2026-12-07: the hit waited 6.4 ms
+  EXPECT_EQ(ForHitArrival(18, 25, 0, 2, 0, 4, 6, true, 25), H::kPause);       // tokens at 29 ms, not 25: nothing lost
+  EXPECT_EQ(ForHitArrival(20, 25, 0, 2, 0, 4, 6, true, 25), H::kPause);       // 5 gained
+  EXPECT_EQ(ForHitArrival(5, 25, 0, 4, 1, 6, 8, true, 25), H::kPause);        // 31 ms, not a drop of 5 ms of work
+  EXPECT_EQ(ForHitArrival(18, 25, 0, 2, 0, 25, 27, true, 25), H::kPause);     // exactly twice the target
+  EXPECT_EQ(ForHitArrival(18, 25, 0, 2, 0, 25.5, 27, true, 25), H::kWait);    // past it: 7 gained against 51
+  EXPECT_EQ(ForHitArrival(18, 25, 20, 1, 0, 10, 12, true, 25), H::kWait);     // two pauses so far: 55 ms; 7 against 10
+  EXPECT_EQ(ForHitArrival(10, 25, 20, 1, 0, 10, 12, true, 25), H::kPause);    // 15 gained against 10
+  EXPECT_EQ(ForHitArrival(26, 25, 0, 1, 0, 4, 6, true, 25), H::kWait);        // past its prediction
+  EXPECT_EQ(ForHitArrival(5, 25, 0, 1, 0, 4, 6, true, 0), H::kWait);          // no target
 }
 
 }  // namespace
