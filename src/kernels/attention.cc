@@ -572,10 +572,20 @@ void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows
 
 namespace {
 
+// Four floats as one value (GCC's vector extension: SSE2 on every x86-64;
+// -ffp-contract=off keeps a * b + c two roundings, as in scalar code).
+typedef float F4 __attribute__((vector_size(16)));
+inline F4 LoadF4(const float* p) {
+  F4 v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+inline void StoreF4(float* p, F4 v) { std::memcpy(p, &v, sizeof v); }
+
 void MergeQuery(AttnState into, AttnState part, size_t qi, size_t head_dim) {
   if (part.l[qi] == 0.0f) return;  // the span held none of this row's positions
-  float* a = into.acc + qi * head_dim;
-  const float* b = part.acc + qi * head_dim;
+  float* __restrict a = into.acc + qi * head_dim;
+  const float* __restrict b = part.acc + qi * head_dim;
   if (into.l[qi] == 0.0f) {  // nothing seen yet (a window starting past span 0)
     std::copy(b, b + head_dim, a);
     into.l[qi] = part.l[qi];
@@ -584,7 +594,12 @@ void MergeQuery(AttnState into, AttnState part, size_t qi, size_t head_dim) {
   }
   const float m = std::max(into.m[qi], part.m[qi]);
   const float ca = ExpPoly(into.m[qi] - m), cb = ExpPoly(part.m[qi] - m);
-  for (size_t d = 0; d < head_dim; ++d) a[d] = a[d] * ca + b[d] * cb;
+  // Four at a time (F4), the same two roundings per element as the scalar
+  // tail: a split-KV decode or a hit's few rows merge every span of every
+  // layer, and the scalar loop was a fifth of such a step's attention.
+  size_t d = 0;
+  for (; d + 4 <= head_dim; d += 4) StoreF4(a + d, LoadF4(a + d) * ca + LoadF4(b + d) * cb);
+  for (; d < head_dim; ++d) a[d] = a[d] * ca + b[d] * cb;
   into.l[qi] = into.l[qi] * ca + part.l[qi] * cb;
   into.m[qi] = m;
 }
@@ -606,7 +621,7 @@ void FinishAttnState(AttnState st, const AttnRows& rows, size_t r0, size_t r1, c
   for (size_t r = r0; r < r1; ++r) {
     for (size_t head = only.begin * h.group(); head < only.End(h) * h.group(); ++head) {
       const size_t qi = (r - r0) * h.n_head + head;
-      float* out = rows.out + r * rows.out_stride + head * h.head_dim;
+      float* __restrict out = rows.out + r * rows.out_stride + head * h.head_dim;
       float l = st.l[qi], c = 1.0f;
       if (rows.sinks != nullptr) {  // the sink's share of the softmax, no value
         const float sink = rows.sinks[head], m = st.m[qi];
@@ -618,7 +633,10 @@ void FinishAttnState(AttnState st, const AttnRows& rows, size_t r0, size_t r1, c
         }
       }
       const float inv = c / l;
-      for (size_t d = 0; d < h.head_dim; ++d) out[d] = st.acc[qi * h.head_dim + d] * inv;
+      const float* __restrict acc = st.acc + qi * h.head_dim;
+      size_t d = 0;
+      for (; d + 4 <= h.head_dim; d += 4) StoreF4(out + d, LoadF4(acc + d) * inv);  // (as in MergeQuery)
+      for (; d < h.head_dim; ++d) out[d] = acc[d] * inv;
     }
   }
 }

@@ -62,6 +62,11 @@ inline size_t AttnStateFloats(size_t nq, size_t head_dim) { return nq * (head_di
 inline AttnState AttnStateAt(float* base, size_t nq, size_t head_dim) {
   return {base + nq * head_dim, base + nq * head_dim + nq, base};
 }
+// The part of st from query vector `first` on (a row's queries are
+// consecutive: row r's start at r * n_head).
+inline AttnState AttnStateFrom(AttnState st, size_t first, size_t head_dim) {
+  return {st.m + first, st.l + first, st.acc + first * head_dim};
+}
 
 // K/V heads [begin, end) of a call and the query heads of their groups
 // (end 0: every head). A call over some heads writes only their queries'

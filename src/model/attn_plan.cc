@@ -137,4 +137,14 @@ std::vector<AttnItem> BalanceAttnItems(const std::vector<AttnItem>& items, const
   return AttnMakespan(by_head, h, threads) < AttnMakespan(whole, h, threads) ? by_head : whole;
 }
 
+std::vector<AttnMergePiece> CutMergePieces(const std::vector<AttnItem>& items, size_t threads) {
+  std::vector<AttnMergePiece> pieces;
+  const size_t parts = std::max<size_t>(threads, 1);
+  for (size_t i = 0; i < items.size(); ++i) {
+    const size_t rows = items[i].r1 - items[i].r0, cut = std::max<size_t>((rows + parts - 1) / parts, 1);
+    for (size_t r = items[i].r0; r < items[i].r1; r += cut) pieces.push_back({i, r, std::min(items[i].r1, r + cut)});
+  }
+  return pieces;
+}
+
 }  // namespace pc

@@ -64,4 +64,13 @@ std::vector<AttnItem> CutAttnItemsByHead(const std::vector<AttnItem>& items, con
 // which item computes them (AttendSpan), so the cut changes no bits.
 std::vector<AttnItem> BalanceAttnItems(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads);
 
+// Rows [r0, r1) of items[item]: where a split-KV pass merges each item's
+// spans, its rows cut in `threads` pieces of nearly equal size (in item
+// order, each item's rows in order). A query's merge reads only its own
+// states, so any cut gives the same bits.
+struct AttnMergePiece {
+  size_t item = 0, r0 = 0, r1 = 0;
+};
+std::vector<AttnMergePiece> CutMergePieces(const std::vector<AttnItem>& items, size_t threads);
+
 }  // namespace pc

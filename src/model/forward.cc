@@ -405,10 +405,18 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
     AttendSpan(k, view(it), rows, it.r0, it.r1, h, work[w].second,
                s.attn_scratch.data() + static_cast<size_t>(thread) * scratch_floats, state(it, work[w].second), it.heads);
   });
-  pool_->ParallelForEach(items.size(), [&](size_t i, int) {
-    const Item& it = items[i];
-    for (size_t sp = 1; sp < it.num_spans; ++sp) MergeAttnStateHeads(state(it, 0), state(it, sp), it.r1 - it.r0, h, it.heads);
-    FinishAttnState(state(it, 0), rows, it.r0, it.r1, h, it.heads);
+  // The merges, in row pieces across the threads (a hit's one item merged
+  // on one thread while the others waited).
+  const std::vector<AttnMergePiece> pieces = CutMergePieces(items, threads);
+  pool_->ParallelForEach(pieces.size(), [&](size_t p, int) {
+    const AttnMergePiece& pc = pieces[p];
+    const Item& it = items[pc.item];
+    const size_t first = (pc.r0 - it.r0) * h.n_head;
+    const AttnState total = AttnStateFrom(state(it, 0), first, h.head_dim);
+    for (size_t sp = 1; sp < it.num_spans; ++sp) {
+      MergeAttnStateHeads(total, AttnStateFrom(state(it, sp), first, h.head_dim), pc.r1 - pc.r0, h, it.heads);
+    }
+    FinishAttnState(total, rows, pc.r0, pc.r1, h, it.heads);
   });
 }
 

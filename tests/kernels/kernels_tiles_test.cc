@@ -694,6 +694,54 @@ TEST(AttentionSpans, RowResultIsIndependentOfBatchAndOfSplitting) {
 // kernels (25 rows, 75 queries per K/V head) and too few (2 rows, one at a
 // time), across spans, with a window and sinks, F16 and 8-bit K/V, at the
 // scalar and the active table.
+// Merging two spans' states and finishing them (four floats at a time,
+// then a scalar tail) give the formula's bits for every head size:
+// m = max(ma, mb), a = a * exp(ma - m) + b * exp(mb - m) (ExpPoly, two
+// roundings), l likewise; a state with l = 0 is nothing seen (taken as it
+// is, or skipped); then out = acc * (1 / l).
+TEST(AttentionSpans, MergeAndFinishMatchTheirFormula) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+  for (size_t hd : {size_t{1}, size_t{7}, size_t{64}, size_t{80}, size_t{130}}) {
+    const AttnHeads h{2, 1, hd};
+    const size_t rows = 3, nq = rows * h.n_head;
+    std::vector<float> a(AttnStateFloats(nq, hd)), b(a.size());
+    for (float& x : a) x = u(rng);
+    for (float& x : b) x = u(rng);
+    AttnState sa = AttnStateAt(a.data(), nq, hd), sb = AttnStateAt(b.data(), nq, hd);
+    for (size_t q = 0; q < nq; ++q) sa.l[q] = 1.0f + std::fabs(sa.l[q]), sb.l[q] = 1.0f + std::fabs(sb.l[q]);
+    sa.l[1] = 0.0f;  // nothing seen yet: takes b's
+    sb.l[2] = 0.0f;  // b saw none of this query's positions: a stays
+    std::vector<float> want = a;
+    const AttnState sw = AttnStateAt(want.data(), nq, hd);
+    for (size_t q = 0; q < nq; ++q) {
+      if (sb.l[q] == 0.0f) continue;
+      if (sa.l[q] == 0.0f) {
+        for (size_t d = 0; d < hd; ++d) sw.acc[q * hd + d] = sb.acc[q * hd + d];
+        sw.l[q] = sb.l[q], sw.m[q] = sb.m[q];
+        continue;
+      }
+      const float m = std::max(sa.m[q], sb.m[q]), ca = ExpPoly(sa.m[q] - m), cb = ExpPoly(sb.m[q] - m);
+      for (size_t d = 0; d < hd; ++d) {
+        const float x = sa.acc[q * hd + d] * ca, y = sb.acc[q * hd + d] * cb;
+        sw.acc[q * hd + d] = x + y;
+      }
+      const float lx = sa.l[q] * ca, ly = sb.l[q] * cb;
+      sw.l[q] = lx + ly, sw.m[q] = m;
+    }
+    MergeAttnStateHeads(sa, sb, rows, h, {});
+    ASSERT_EQ(0, std::memcmp(a.data(), want.data(), a.size() * sizeof(float))) << hd;
+    std::vector<float> out(nq * hd, -1.0f), q(nq * hd);
+    std::vector<int32_t> pos(rows, 5);
+    const AttnRows ar{q.data(), h.n_head * hd, pos.data(), out.data(), h.n_head * hd};
+    FinishAttnState(sa, ar, 0, rows, h);
+    for (size_t i = 0; i < nq; ++i) {
+      const float inv = 1.0f / sa.l[i];
+      for (size_t d = 0; d < hd; ++d) ASSERT_EQ(out[i * hd + d], sa.acc[i * hd + d] * inv) << hd << " " << i << " " << d;
+    }
+  }
+}
+
 TEST(AttentionSpans, HeadsSplitAcrossCallsEqualOneCall) {
   const size_t n_pos = 2 * kAttnSpan + 37;
   const PagedKv kv(n_pos, 16, 32);  // 8-bit K/V blocks are 32 elements

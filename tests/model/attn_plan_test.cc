@@ -161,5 +161,42 @@ TEST(AttnPlan, OneThreadNoCuts) {
   }
 }
 
+// The split-KV merges: every row of every item in exactly one piece, in
+// order; each item in at most `threads` pieces whose sizes differ by at
+// most one cut (a hit's 16 rows over 2 threads: 8 and 8; 25 over 3: 9, 9, 7).
+TEST(AttnPlan, MergePiecesCoverEachItemsRowsOnce) {
+  const std::vector<AttnItem> items = {{0, 16, 3, 0, {}, 1088}, {16, 41, 2, 3, {}, 900}, {41, 42, 4, 5, {}, 2000}};
+  for (size_t threads : {1, 2, 3, 8}) {
+    const std::vector<AttnMergePiece> pieces = CutMergePieces(items, threads);
+    std::map<size_t, size_t> per_item;
+    size_t next_item = 0, next_row = 0;
+    for (const AttnMergePiece& p : pieces) {
+      ASSERT_LT(p.item, items.size());
+      if (p.item != next_item) {
+        EXPECT_EQ(next_row, items[next_item].r1) << threads;  // the previous item ended whole
+        EXPECT_EQ(p.item, next_item + 1) << threads;
+        next_item = p.item;
+        next_row = items[p.item].r0;
+      }
+      EXPECT_EQ(p.r0, next_row) << threads;
+      EXPECT_LT(p.r0, p.r1) << threads;
+      next_row = p.r1;
+      ++per_item[p.item];
+    }
+    EXPECT_EQ(next_item, items.size() - 1);
+    EXPECT_EQ(next_row, items.back().r1);
+    for (const auto& [item, n] : per_item) EXPECT_LE(n, std::max<size_t>(threads, 1)) << item;
+  }
+  const std::vector<AttnMergePiece> two = CutMergePieces({items[0]}, 2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].r1 - two[0].r0, 8u);
+  EXPECT_EQ(two[1].r1 - two[1].r0, 8u);
+  const std::vector<AttnMergePiece> three = CutMergePieces({items[1]}, 3);
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_EQ(three[0].r1 - three[0].r0, 9u);
+  EXPECT_EQ(three[2].r1 - three[2].r0, 7u);
+  EXPECT_TRUE(CutMergePieces({}, 2).empty());
+}
+
 }  // namespace
 }  // namespace pc
