@@ -48,9 +48,10 @@ void YieldIfAsked(const std::atomic<uint64_t>& epoch) {
   t_last_yield_ns = NowNs();
   sched_yield();
 }
-void YieldBetweenChunks(const std::atomic<uint64_t>& epoch) {
+void YieldBetweenChunks(const std::atomic<uint64_t>& epoch, const std::atomic<int64_t>& fast_until_ns) {
   YieldIfAsked(epoch);
-  if (YieldDue(NowNs(), &t_last_yield_ns)) sched_yield();
+  const int64_t now = NowNs();
+  if (YieldDue(now, &t_last_yield_ns, YieldPaceNs(now, fast_until_ns.load(std::memory_order_relaxed)))) sched_yield();
 }
 
 }  // namespace
@@ -123,11 +124,12 @@ void ThreadPool::RunClaimable(uint64_t gen, int thread) {
     const size_t begin = job_chunk_ * c;  // read only while a claimed chunk keeps the job alive
     if (begin < job_n_) (*job_)(begin, std::min(begin + job_chunk_, job_n_), thread);
     done_.fetch_add(1);
-    YieldBetweenChunks(yield_epoch_);  // after the count: no thread waits on this chunk meanwhile
+    YieldBetweenChunks(yield_epoch_, fast_yield_until_ns_);  // after the count: no thread waits on this chunk meanwhile
   }
 }
 
 void ThreadPool::YieldCores() {
+  fast_yield_until_ns_.store(NowNs() + kFastYieldWindowNs, std::memory_order_relaxed);
   yield_epoch_.fetch_add(1, std::memory_order_relaxed);
   YieldIfAsked(yield_epoch_);
 }

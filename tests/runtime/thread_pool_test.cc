@@ -125,6 +125,23 @@ TEST(ThreadPool, YieldsOncePerAskedEpoch) {
   EXPECT_FALSE(YieldAsked(3, &seen));
 }
 
+// For a while after YieldCores (its window) the pace is the fast one, then
+// the usual: a thread that yielded 0.3 ms ago yields again inside the
+// window and not outside it.
+TEST(ThreadPool, YieldsFasterRightAfterTokensAreHandedOut) {
+  const int64_t t = 5'000'000, until = t + kFastYieldWindowNs;
+  EXPECT_LT(kFastYieldEveryNs, kYieldEveryNs);
+  EXPECT_EQ(YieldPaceNs(t, until), kFastYieldEveryNs);
+  EXPECT_EQ(YieldPaceNs(until - 1, until), kFastYieldEveryNs);
+  EXPECT_EQ(YieldPaceNs(until, until), kYieldEveryNs);
+  EXPECT_EQ(YieldPaceNs(t, 0), kYieldEveryNs);  // never asked
+  int64_t last = t;
+  const int64_t later = t + 300'000;
+  EXPECT_TRUE(YieldDue(later, &last, YieldPaceNs(later, until)));
+  last = until + 1;
+  EXPECT_FALSE(YieldDue(until + 1 + 300'000, &last, YieldPaceNs(until + 1 + 300'000, until)));
+}
+
 // Asked between jobs (workers spinning, asleep or finishing a chunk), the
 // yields change nothing a job computes and hold nothing up.
 TEST(ThreadPool, YieldCoresBetweenJobs) {
