@@ -537,6 +537,14 @@ size_t AttnSpanCount(const AttnRows& rows, size_t r0, size_t r1) {
   return static_cast<size_t>(max_pos) / kAttnSpan + 1;
 }
 
+size_t AttnSpanPositions(const AttnRows& rows, size_t r0, size_t r1, size_t span) {
+  const size_t begin = std::max(span * kAttnSpan, MinVisible(rows, r0, r1) / kAttnTile * kAttnTile);
+  size_t end = 0;
+  for (size_t r = r0; r < r1; ++r) end = std::max(end, static_cast<size_t>(rows.pos[r]) + 1);
+  end = std::min(end, (span + 1) * kAttnSpan);
+  return end > begin ? end - begin : 0;
+}
+
 void AttendSpan(const DotKernels& k, const KvLayerView& kv, const AttnRows& rows, size_t r0, size_t r1,
                 const AttnHeads& h, size_t span, float* scratch, AttnState out, KvHeadRange only) {
   const size_t hd = h.head_dim, nq = (r1 - r0) * h.n_head, kv_dim = kv.kv_dim;

@@ -113,6 +113,11 @@ void FinishAttnState(AttnState st, const AttnRows& rows, size_t r0, size_t r1, c
                      KvHeadRange only = {});
 // Spans of rows [r0, r1): up to their largest position.
 size_t AttnSpanCount(const AttnRows& rows, size_t r0, size_t r1);
+// Positions AttendSpan reads for rows [r0, r1) in span `span`: from the
+// span's start (or the first tile of the earliest row's window) to their
+// largest position, within the span; 0 when it reads none. What a split-KV
+// plan prices a span by.
+size_t AttnSpanPositions(const AttnRows& rows, size_t r0, size_t r1, size_t span);
 
 // Every span of the rows in order on this thread (AttendSpan, merge), then
 // the outputs: what the split-KV path computes, bit for bit.

@@ -64,6 +64,18 @@ std::vector<AttnItem> CutAttnItemsByHead(const std::vector<AttnItem>& items, con
 // which item computes them (AttendSpan), so the cut changes no bits.
 std::vector<AttnItem> BalanceAttnItems(const std::vector<AttnItem>& items, const AttnHeads& h, size_t threads);
 
+// Split-KV: `units` are the spans of some items, one unit each (num_spans
+// 1, first_part the span's part, positions those it reads in its span:
+// AttnSpanPositions). Returned costliest first, the costliest units' rows
+// cut in two (as BalanceAttnItems cuts, whole rows only) while that
+// shortens the longest thread. A short chunk just past a span boundary is
+// one full span and one short one: whole, one thread ran nearly all of it
+// (`bench-model -t 2`, 22 rows at depth 512: 17.1 ms against 14.3 at depth
+// 488). Cut only where the cost model gains: every span of 16 rows at
+// depth 1072 cut in two ran 1.2x slower (docs/BENCHMARKS.md). Pieces keep
+// their unit's first_part; each writes its rows' part of the span's state.
+std::vector<AttnItem> BalanceSpanUnits(const std::vector<AttnItem>& units, const AttnHeads& h, size_t threads);
+
 // Rows [r0, r1) of items[item]: where a split-KV pass merges each item's
 // spans, its rows cut in `threads` pieces of nearly equal size (in item
 // order, each item's rows in order). A query's merge reads only its own

@@ -393,17 +393,33 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   // what AttendRows does on one thread, so the bits do not change.
   const size_t part_floats = AttnStateFloats(kRows * h.n_head, h.head_dim);
   Fit(s.attn_parts, num_parts * part_floats);
-  std::vector<std::pair<size_t, size_t>> work;  // (item, span)
+  // Units: one per (item, span), priced by the positions each reads; the
+  // costliest cut in rows where that evens out the threads (a short chunk
+  // just past a span boundary: one full span and a short one).
+  std::vector<Item> units;
+  std::vector<size_t> part_item(num_parts);
   for (size_t i = 0; i < items.size(); ++i) {
-    for (size_t sp = 0; sp < items[i].num_spans; ++sp) work.emplace_back(i, sp);
+    for (size_t sp = 0; sp < items[i].num_spans; ++sp) {
+      part_item[items[i].first_part + sp] = i;
+      units.push_back({items[i].r0, items[i].r1, 1, items[i].first_part + sp, items[i].heads,
+                       AttnSpanPositions(rows, items[i].r0, items[i].r1, sp)});
+    }
   }
+  if (units != s.split_in) {
+    s.split_in = units;
+    s.split_out = BalanceSpanUnits(units, h, threads);
+  }
+  const std::vector<Item>& work = s.split_out;
   auto state = [&](const Item& it, size_t span) {
     return AttnStateAt(s.attn_parts.data() + (it.first_part + span) * part_floats, (it.r1 - it.r0) * h.n_head, h.head_dim);
   };
   pool_->ParallelForEach(work.size(), [&](size_t w, int thread) {
-    const Item& it = items[work[w].first];
-    AttendSpan(k, view(it), rows, it.r0, it.r1, h, work[w].second,
-               s.attn_scratch.data() + static_cast<size_t>(thread) * scratch_floats, state(it, work[w].second), it.heads);
+    const Item& piece = work[w];
+    const Item& it = items[part_item[piece.first_part]];
+    const size_t span = piece.first_part - it.first_part;
+    const AttnState out = AttnStateFrom(state(it, span), (piece.r0 - it.r0) * h.n_head, h.head_dim);
+    AttendSpan(k, view(it), rows, piece.r0, piece.r1, h, span,
+               s.attn_scratch.data() + static_cast<size_t>(thread) * scratch_floats, out, piece.heads);
   });
   // The merges, in row pieces across the threads (a hit's one item merged
   // on one thread while the others waited).

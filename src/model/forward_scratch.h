@@ -54,6 +54,8 @@ struct Model::Scratch {
   // The last attention plan (BalanceAttnItems) and what it was made from:
   // every layer of a forward pass plans the same items, so it is made once.
   std::vector<AttnItem> plan_in, plan_out;
+  // The same for split-KV's span units (BalanceSpanUnits).
+  std::vector<AttnItem> split_in, split_out;
   const DotKernels* kernels = nullptr;
   // The pass's keep_going (Forward; null or empty: none) and whether it
   // has said no.

@@ -793,6 +793,23 @@ TEST(AttentionSpans, LaneRowsFillWholeLaneGroups) {
   }
 }
 
+// What a split-KV plan prices a span by: the positions its rows read there.
+// Rows at 500 .. 521: span 0 whole, span 1 up to 521; with a window of 100
+// span 0 from the tile holding 401 (400) on; a span past the rows: none.
+TEST(AttentionSpans, SpanPositionsAreWhatTheRowsRead) {
+  std::vector<int32_t> pos(22);
+  for (size_t r = 0; r < pos.size(); ++r) pos[r] = static_cast<int32_t>(500 + r);
+  AttnRows rows{nullptr, 0, pos.data(), nullptr, 0};
+  EXPECT_EQ(AttnSpanPositions(rows, 0, 22, 0), 512u);
+  EXPECT_EQ(AttnSpanPositions(rows, 0, 22, 1), 10u);
+  EXPECT_EQ(AttnSpanPositions(rows, 0, 12, 1), 0u);  // rows 500 .. 511
+  EXPECT_EQ(AttnSpanPositions(rows, 0, 22, 2), 0u);
+  rows.window = 100;
+  EXPECT_EQ(AttnSpanPositions(rows, 0, 22, 0), 112u);
+  EXPECT_EQ(AttnSpanPositions(rows, 21, 22, 0), 96u);  // row 521 sees 422 on: from tile 416
+  EXPECT_EQ(AttnSpanPositions(rows, 21, 22, 1), 10u);
+}
+
 // Windows and sinks in the tiled path (serve's numerics for gemma's windowed
 // layers and gpt-oss) against the definition in double precision: rows
 // before, at and past the window's length, windows shorter than a tile and

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <utility>
 #include <vector>
@@ -159,6 +160,61 @@ TEST(AttnPlan, OneThreadNoCuts) {
     ASSERT_EQ(out.size(), 1u) << rows;
     EXPECT_EQ(out[0].heads.end, 0u);
   }
+}
+
+// Split-KV units of one item of `rows` rows at positions depth .. depth +
+// rows - 1: one unit a span, priced by the positions it reads there.
+std::vector<AttnItem> SpanUnits(size_t rows, size_t depth) {
+  std::vector<AttnItem> units;
+  const size_t end = depth + rows;
+  for (size_t sp = 0; sp * kAttnSpan < end; ++sp) {
+    units.push_back({0, rows, 1, sp, {}, std::min(end, (sp + 1) * kAttnSpan) - sp * kAttnSpan});
+  }
+  return units;
+}
+
+// Every row of every unit (span) in exactly one piece, each piece whole in
+// heads and keeping its unit's span and pricing.
+void ExpectCoversUnits(const std::vector<AttnItem>& units, const std::vector<AttnItem>& out) {
+  std::map<std::pair<size_t, size_t>, int> seen;  // (span, row)
+  for (const AttnItem& it : out) {
+    ASSERT_LT(it.r0, it.r1);
+    EXPECT_EQ(it.heads.end, 0u);
+    EXPECT_EQ(it.num_spans, 1u);
+    ASSERT_LT(it.first_part, units.size());
+    EXPECT_EQ(it.positions, units[it.first_part].positions);
+    for (size_t r = it.r0; r < it.r1; ++r) ++seen[{it.first_part, r}];
+  }
+  size_t want = 0;
+  for (const AttnItem& u : units) {
+    for (size_t r = u.r0; r < u.r1; ++r, ++want) EXPECT_EQ((seen[std::make_pair(u.first_part, r)]), 1) << u.first_part << " " << r;
+  }
+  EXPECT_EQ(seen.size(), want);
+}
+
+// A short chunk just past a span boundary (22 rows at depth 512: a full
+// span and 22 positions) has its full span cut so two threads share it;
+// 16 rows at depth 1072 (two full spans and one of 64) stay whole, as any
+// cut widens more lane groups than it evens out (measured 1.2x slower);
+// one thread cuts nothing; decode rows are never cut. Costliest first.
+TEST(AttnPlan, SpanUnitsCutOnlyWhereTheThreadsEvenOut) {
+  const AttnHeads h{9, 3, 64};
+  const std::vector<AttnItem> boundary = SpanUnits(22, 512);
+  ASSERT_EQ(boundary.size(), 2u);
+  const std::vector<AttnItem> cut = BalanceSpanUnits(boundary, h, 2);
+  ExpectCoversUnits(boundary, cut);
+  EXPECT_GT(cut.size(), boundary.size());
+  EXPECT_LT(AttnMakespan(cut, h, 2), 0.7 * AttnMakespan(boundary, h, 2));
+  for (size_t i = 1; i < cut.size(); ++i) EXPECT_GE(AttnItemCost(cut[i - 1], h), AttnItemCost(cut[i], h)) << i;
+  const std::vector<AttnItem> deep = SpanUnits(16, 1072);
+  ASSERT_EQ(deep.size(), 3u);
+  const std::vector<AttnItem> kept = BalanceSpanUnits(deep, h, 2);
+  ExpectCoversUnits(deep, kept);
+  EXPECT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept.back().first_part, 2u);  // the short span last
+  EXPECT_EQ(BalanceSpanUnits(boundary, h, 1).size(), boundary.size());
+  const std::vector<AttnItem> decode = SpanUnits(1, 2000);
+  EXPECT_EQ(BalanceSpanUnits(decode, h, 2).size(), decode.size());
 }
 
 // The split-KV merges: every row of every item in exactly one piece, in

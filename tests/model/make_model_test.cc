@@ -226,7 +226,7 @@ INSTANTIATE_TEST_SUITE_P(Types, ChunkedPrefill,
 TEST(MakeModel, ThreadCountDoesNotChangeTheBits) {
   const std::string path = test::TempPath("tiny-threads.gguf");
   ASSERT_TRUE(MakeModel(TinyOptions(TensorType::kQ8_0), path).ok());
-  for (size_t first : {size_t{400}, size_t{600}}) {
+  for (size_t first : {size_t{400}, size_t{500}, size_t{600}}) {
     const size_t n = first + 25 + 9 + 1;
     std::vector<int32_t> prompt(n);
     for (size_t i = 0; i < n; ++i) prompt[i] = static_cast<int32_t>(1 + (i * 389) % 1000);
