@@ -133,9 +133,17 @@ inline bool DropStepPays(double elapsed_ms, double predicted_ms, double arrival_
 //   kDrop: DropStepPays (a step with decodes, when droppable).
 // A step pauses when what the arrivals gain (the rest of the step,
 // remaining_ms) exceeds what those it holds lose: each decode's next token
-// and each ending prompt's first token waits for the arrivals' step
-// (pause_step_ms). Always, then, when it holds neither (a lone prompt's long
-// step); with decodes too, early in a step (2026-12-06: a hit 26 ms into a
+// waits for the arrivals' step (pause_step_ms). So does each ending
+// prompt's first token, but that one has already waited at least the whole
+// step (its chunk is in it from the start), so each side is weighed by its
+// own latency: the arrivals' wait as a share of their step (remaining_ms /
+// pause_step_ms) against the prompt's as a share of its first token's
+// (pause_step_ms / predicted_ms, each). (2026-12-07: a hit of 6 tokens
+// waited 9.9 ms for the end of a 72 ms step ending a 457-token miss, its
+// first token 15.8 ms where its own step took 6.0; pausing would have
+// delayed the miss's first token, 1 s into its prefill, by 6 ms.) Always,
+// then, when it holds neither (a lone prompt's long step); with decodes
+// too, early in a step (2026-12-06: a hit 26 ms into a
 // 49 ms step with one decode was dropped, and its 8 tokens then rode that
 // decode in a step of 15.5 ms, twice its own). It pauses too whenever its
 // decodes' next token, the pauses so far and this one included
@@ -154,9 +162,11 @@ inline HitArrival ForHitArrival(double elapsed_ms, double predicted_ms, double p
                                 double target_ms) {
   if (target_ms <= 0) return HitArrival::kWait;
   const double remaining_ms = predicted_ms - elapsed_ms;
-  const double waiting = static_cast<double>(step_decodes + prompts_ending);
   const bool within_budget = predicted_ms + paused_ms + pause_step_ms <= kPauseBudgetTargets * target_ms;
-  if (remaining_ms > 0 && (within_budget || remaining_ms > pause_step_ms * waiting)) return HitArrival::kPause;
+  const bool decodes_pay = remaining_ms > pause_step_ms * static_cast<double>(step_decodes);
+  const bool prompts_pay =
+      remaining_ms * predicted_ms > static_cast<double>(prompts_ending) * pause_step_ms * pause_step_ms;
+  if (remaining_ms > 0 && (within_budget || (decodes_pay && prompts_pay))) return HitArrival::kPause;
   if (step_decodes > 0 && droppable && DropStepPays(elapsed_ms, predicted_ms, drop_step_ms, target_ms)) {
     return HitArrival::kDrop;
   }

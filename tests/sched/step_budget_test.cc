@@ -296,9 +296,18 @@ TEST(StepBudget, AStepPausesForAHitWhenItsDecodesAndEndingPromptsLoseLess) {
   EXPECT_EQ(ForHitArrival(124, 130, 0, 0, 0, 9, 9, true, 25), H::kPause);   // a lone prompt's chunk: 6 ms gained, none lose
   EXPECT_EQ(ForHitArrival(129.9, 130, 0, 0, 0, 9, 9, true, 25), H::kPause);
   EXPECT_EQ(ForHitArrival(131, 130, 0, 0, 0, 9, 9, true, 25), H::kWait);   // past its prediction: nothing to gain
-  EXPECT_EQ(ForHitArrival(124, 130, 0, 0, 1, 9, 9, true, 25), H::kWait);   // its prompt's first token would wait 9 for 6
-  EXPECT_EQ(ForHitArrival(100, 130, 0, 0, 1, 9, 9, true, 25), H::kPause);  // 30 gained against 9
-  EXPECT_EQ(ForHitArrival(100, 130, 0, 0, 4, 9, 9, true, 25), H::kWait);   // 36 lost by four prompts
+  // An ending prompt's first token has waited at least the step (130 ms):
+  // 9 ms more is 7% of it, while the hit would wait 6 ms on its own 9
+  // (67%): paused; so with four such prompts (28% against 333%). The hit
+  // gaining 0.5 ms (6%) is not worth one prompt's 7%; 3 ms (33%) is worth
+  // four prompts' 28%, 2.4 ms (27%) is not.
+  EXPECT_EQ(ForHitArrival(124, 130, 0, 0, 1, 9, 9, true, 25), H::kPause);
+  EXPECT_EQ(ForHitArrival(100, 130, 0, 0, 1, 9, 9, true, 25), H::kPause);
+  EXPECT_EQ(ForHitArrival(100, 130, 0, 0, 4, 9, 9, true, 25), H::kPause);
+  EXPECT_EQ(ForHitArrival(129.5, 130, 0, 0, 1, 9, 9, true, 25), H::kWait);
+  EXPECT_EQ(ForHitArrival(127, 130, 0, 0, 4, 9, 9, true, 25), H::kPause);  // 3 * 130 = 390 > 4 * 81 = 324
+  EXPECT_EQ(ForHitArrival(127.6, 130, 0, 0, 4, 9, 9, true, 25), H::kWait); // 2.4 * 130 = 312 < 324
+  EXPECT_EQ(ForHitArrival(62.4, 68.9, 0, 0, 1, 6.9, 6.9, true, 25), H::kPause);  // the replay's 6-token hit (step_budget.h)
   EXPECT_EQ(ForHitArrival(100, 130, 0, 0, 0, 9, 9, false, 25), H::kPause); // pausing loses nothing: not a drop
   // With decodes: each one's next token waits for the hits' step too.
   EXPECT_EQ(ForHitArrival(5, 48, 0, 2, 0, 4, 6, true, 25), H::kPause);     // 43 gained against 2 x 4
