@@ -6,6 +6,7 @@
 
 #include "base/check.h"
 #include "base/fp16.h"
+#include "kernels/ops_simd.h"
 
 namespace pc {
 
@@ -188,6 +189,30 @@ void LogSoftmax(const float* logits, float* out, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     out[i] = static_cast<float>(static_cast<double>(logits[i]) - max - log_sum);
   }
+}
+
+namespace {
+constexpr RowOps kScalarOps = {
+    .name = "scalar",
+    .rms_norm_rows = RmsNormRows,
+    .add = AddInPlace,
+    .rope = RopeWith,
+    .quantize_q8a = QuantizeRowQ8A,
+};
+}  // namespace
+
+const RowOps& ScalarRowOps() { return kScalarOps; }
+
+const RowOps& RowOpsFor(Isa isa) {
+  if (isa >= Isa::kAvx2) {
+    if (const RowOps* ops = Avx2RowOps()) return *ops;
+  }
+  return kScalarOps;
+}
+
+const RowOps& ActiveRowOps() {
+  Result<Isa> isa = ActiveIsa();
+  return RowOpsFor(isa.ok() ? *isa : Isa::kScalar);
 }
 
 }  // namespace pc

@@ -106,13 +106,8 @@ std::pair<const uint8_t*, size_t> Model::ConvertActivations(TensorType at, const
   c.live = true;
   Fit(c.data, n * c.row_bytes);
   // Rows split across the pool for prompts (a serial conversion took 6% of
-  // a Q4_K_M prefill on 2 threads); one row per thread-local Q8_0 buffer.
-  // Two spare blocks (68 bytes) between the threads' rows: adjacent, a row's
-  // last cache line was the next thread's first, and both wrote it.
-  const size_t q8_stride = cols / kQuantBlock + 2;
-  Fit(s.q8_rows, static_cast<size_t>(pool_->num_threads()) * q8_stride);
-  auto convert = [&](size_t t0, size_t t1, int thread) {
-    BlockQ8_0* q8 = s.q8_rows.data() + static_cast<size_t>(thread) * q8_stride;
+  // a Q4_K_M prefill on 2 threads).
+  auto convert = [&](size_t t0, size_t t1, int) {
     for (size_t t = t0; t < t1; ++t) {
       uint8_t* dst = c.data.data() + t * c.row_bytes;
       const float* xt = x + t * cols;
@@ -121,8 +116,7 @@ std::pair<const uint8_t*, size_t> Model::ConvertActivations(TensorType at, const
         case TensorType::kQ8A:
           // Activations as the reference quantizes them (ties to even) in both
           // numerics: no reason to differ from it where precision is equal.
-          s.kernels->quantize_q8_0(xt, q8, cols);
-          Q8_0ToQ8A(q8, reinterpret_cast<BlockQ8A*>(dst), cols / kQuantBlock);
+          s.ops->quantize_q8a(xt, reinterpret_cast<BlockQ8A*>(dst), cols);
           break;
         case TensorType::kQ8_K: s.kernels->quantize_q8_k(xt, reinterpret_cast<BlockQ8_K*>(dst), cols); break;
         default: QuantizeRow(at, xt, dst, cols); break;
@@ -261,7 +255,7 @@ void Model::ForTokens(size_t n, const std::function<void(size_t, size_t)>& fn) {
 // 512-token chunk's rows left the other threads waiting).
 void Model::Residual(size_t n, Scratch& s) {
   const size_t dim = static_cast<size_t>(config_.n_embd);
-  ForTokens(n, [&](size_t t0, size_t t1) { AddInPlace(&s.x[t0 * dim], &s.out[t0 * dim], (t1 - t0) * dim); });
+  ForTokens(n, [&](size_t t0, size_t t1) { s.ops->add(&s.x[t0 * dim], &s.out[t0 * dim], (t1 - t0) * dim); });
 }
 
 RopeParams Model::RopeParamsOf(bool swa) const {
@@ -287,7 +281,7 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
   const LayerWeights& w = weights_.layers[layer];
   const size_t n = batch.size();
   ForTokens(n, [&](size_t t0, size_t t1) {
-    RmsNormRows(&s.x[t0 * c.n_embd], w.attn_norm.data(), &s.xb[t0 * c.n_embd], t1 - t0, c.n_embd, c.rms_eps);
+    s.ops->rms_norm_rows(&s.x[t0 * c.n_embd], w.attn_norm.data(), &s.xb[t0 * c.n_embd], t1 - t0, c.n_embd, c.rms_eps);
   });
   const Projection qkv[] = {{&w.wq, s.q.data()}, {&w.wk, s.k.data()}, {&w.wv, s.v.data()}};
   LinearMany(qkv, s.xb.data(), n, s);
@@ -301,16 +295,16 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
       float* k = &s.k[t * c.kv_dim()];
       float* v = &s.v[t * c.kv_dim()];
       // Optional steps of the recipe: biases (qwen2), per-head norms (qwen3).
-      if (!w.bq.empty()) AddInPlace(q, w.bq.data(), w.bq.size());
-      if (!w.bk.empty()) AddInPlace(k, w.bk.data(), w.bk.size());
-      if (!w.bv.empty()) AddInPlace(v, w.bv.data(), w.bv.size());
+      if (!w.bq.empty()) s.ops->add(q, w.bq.data(), w.bq.size());
+      if (!w.bk.empty()) s.ops->add(k, w.bk.data(), w.bk.size());
+      if (!w.bv.empty()) s.ops->add(v, w.bv.data(), w.bv.size());
       if (!w.q_norm.empty()) {
-        RmsNormRows(q, w.q_norm.data(), q, static_cast<size_t>(c.n_head), c.head_dim, c.rms_eps);
-        RmsNormRows(k, w.k_norm.data(), k, static_cast<size_t>(c.n_kv_head), c.head_dim, c.rms_eps);
+        s.ops->rms_norm_rows(q, w.q_norm.data(), q, static_cast<size_t>(c.n_head), c.head_dim, c.rms_eps);
+        s.ops->rms_norm_rows(k, w.k_norm.data(), k, static_cast<size_t>(c.n_kv_head), c.head_dim, c.rms_eps);
       }
       const float* angles = &angle_table[t * rope.rope_dim];  // computed once per forward
-      RopeWith(q, static_cast<size_t>(c.n_head), angles, rope);
-      RopeWith(k, static_cast<size_t>(c.n_kv_head), angles, rope);
+      s.ops->rope(q, static_cast<size_t>(c.n_head), angles, rope);
+      s.ops->rope(k, static_cast<size_t>(c.n_kv_head), angles, rope);
       kv.Write(layer, batch[t].tables(), batch[t].pos, k, v);
     }
   });
@@ -330,7 +324,7 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
   Linear(w.wo, s.att.data(), n, s.out.data(), s);
   if (!w.bo.empty()) {
     ForTokens(n, [&](size_t t0, size_t t1) {
-      for (size_t t = t0; t < t1; ++t) AddInPlace(&s.out[t * c.n_embd], w.bo.data(), w.bo.size());
+      for (size_t t = t0; t < t1; ++t) s.ops->add(&s.out[t * c.n_embd], w.bo.data(), w.bo.size());
     });
   }
   PostNorm(w.post_attn_norm, n, s);
@@ -487,7 +481,7 @@ void Model::PostNorm(const std::vector<float>& w, size_t n, Scratch& s) {
   if (w.empty()) return;
   const ModelConfig& c = config_;
   ForTokens(n, [&](size_t t0, size_t t1) {
-    RmsNormRows(&s.out[t0 * c.n_embd], w.data(), &s.out[t0 * c.n_embd], t1 - t0, c.n_embd, c.rms_eps);
+    s.ops->rms_norm_rows(&s.out[t0 * c.n_embd], w.data(), &s.out[t0 * c.n_embd], t1 - t0, c.n_embd, c.rms_eps);
   });
 }
 
@@ -514,7 +508,7 @@ void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   ForTokens(n, [&](size_t t0, size_t t1) {
-    RmsNormRows(&s.x[t0 * c.n_embd], w.ffn_norm.data(), &s.xb[t0 * c.n_embd], t1 - t0, c.n_embd, c.rms_eps);
+    s.ops->rms_norm_rows(&s.x[t0 * c.n_embd], w.ffn_norm.data(), &s.xb[t0 * c.n_embd], t1 - t0, c.n_embd, c.rms_eps);
   });
   if (c.n_expert > 0) {
     ExpertsBlock(layer, n, s);
@@ -548,7 +542,7 @@ size_t Model::KeepLogitRows(std::span<const BatchToken> batch, Scratch& s) {
 
 void Model::Output(size_t m, Scratch& s, std::vector<float>* logits) {
   const ModelConfig& c = config_;
-  RmsNormRows(s.x.data(), weights_.output_norm.data(), s.xb.data(), m, c.n_embd, c.rms_eps);
+  s.ops->rms_norm_rows(s.x.data(), weights_.output_norm.data(), s.xb.data(), m, c.n_embd, c.rms_eps);
   logits->resize(m * c.n_vocab);
   if (m > 0) Linear(weights_.output, s.xb.data(), m, logits->data(), s);
   if (c.final_softcap != 0) SoftCap(logits->data(), logits->size(), c.final_softcap);
@@ -585,6 +579,7 @@ bool Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
   {
     Result<Isa> isa = ActiveIsa();
     s.x16 = X16KernelsFor(isa.ok() ? *isa : Isa::kScalar);
+    s.ops = &RowOpsFor(isa.ok() ? *isa : Isa::kScalar);
   }
   Fit(s.x, n * c.n_embd);
   Fit(s.xb, n * c.n_embd);

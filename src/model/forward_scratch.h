@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/dot.h"
+#include "kernels/ops_simd.h"
 #include "kernels/qpack_kernels.h"
 #include "kernels/quant.h"
 #include "model/attn_plan.h"
@@ -47,7 +48,6 @@ struct Model::Scratch {
   void ClearActs() {
     for (Converted& c : acts) c.live = false;
   }
-  std::vector<BlockQ8_0> q8_rows;  // one row per thread, on its way to Q8A
   const X16Kernels* x16 = nullptr;
   std::vector<float> attn_scratch;  // per-thread attention tiles
   std::vector<float> attn_parts;    // split-KV: one softmax state per span
@@ -57,6 +57,7 @@ struct Model::Scratch {
   // The same for split-KV's span units (BalanceSpanUnits).
   std::vector<AttnItem> split_in, split_out;
   const DotKernels* kernels = nullptr;
+  const RowOps* ops = nullptr;  // the per-token passes at the same level
   // The pass's keep_going (Forward; null or empty: none) and whether it
   // has said no.
   const std::function<bool()>* keep_going = nullptr;
