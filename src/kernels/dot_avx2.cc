@@ -9,6 +9,7 @@
 
 #include "kernels/dot.h"
 #include "kernels/exp_avx2.h"
+#include "kernels/quantize_avx2.h"
 
 namespace pc {
 namespace {
@@ -132,30 +133,13 @@ void ToF16(const float* x, uint16_t* y, size_t n) {
   for (; i < n; ++i) y[i] = F2H(x[i]);
 }
 
-// GgmlQuantizeRowQ8_0 in 8 lanes: max|x| is order-free, the scale and d are
-// the same scalar operations, and cvtps rounds ties to even like nearbyint
-// under the default rounding mode.
+// GgmlQuantizeRowQ8_0 in 8 lanes (quantize_avx2.h).
 void QuantizeQ8_0(const float* x, BlockQ8_0* y, size_t n) {
-  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (size_t b = 0; b < n / 32; ++b) {
-    const float* xb = x + b * 32;
-    __m256 v[4];
-    __m256 amax = _mm256_setzero_ps();
-    for (int i = 0; i < 4; ++i) {
-      v[i] = _mm256_loadu_ps(xb + 8 * i);
-      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[i]));
-    }
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    const float a = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-    y[b].d = F2H(a / 127.0f);
-    const __m256 scale = _mm256_set1_ps(a != 0.0f ? 127.0f / a : 0.0f);
     __m256i q[4];
-    for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], scale));
-    // Pack 32 int32 to int8; the packs interleave 128-bit lanes, the permute restores order.
-    const __m256i q16 = _mm256_packs_epi32(q[0], q[1]), r16 = _mm256_packs_epi32(q[2], q[3]);
-    const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16, r16), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), q8);
+    const float a = avx2::QuantizeBlock32(x + b * 32, q);
+    y[b].d = F2H(a / 127.0f);
+    avx2::StorePacked32(q, y[b].qs);
   }
 }
 

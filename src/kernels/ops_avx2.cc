@@ -9,6 +9,7 @@
 #include <immintrin.h>
 
 #include "kernels/ops_simd.h"
+#include "kernels/quantize_avx2.h"
 #include "kernels/quant.h"
 
 namespace pc {
@@ -146,35 +147,20 @@ void RopeAvx2(float* x, size_t n_heads, const float* cs, const RopeParams& p) {
   for (size_t h = 0; h < n_heads; ++h) RopeHead(x + h * p.head_dim, cs, p);
 }
 
-// QuantizeQ8A in 8 lanes: the AVX2 Q8_0 quantizer's arithmetic (the
-// reference's, ties to even), the scale through F16 and back, and the
-// block's sum taken from the integers before they are packed (|q| <= 127:
-// the packs never saturate).
+// QuantizeQ8A in 8 lanes: the AVX2 Q8_0 quantizer's block (quantize_avx2.h),
+// the scale through F16 and back, and the block's sum taken from the
+// integers before they are packed (|q| <= 127: the packs never saturate).
 void QuantizeQ8AAvx2(const float* x, BlockQ8A* y, size_t n) {
-  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (size_t b = 0; b < n / 32; ++b) {
-    const float* xb = x + b * 32;
-    __m256 v[4];
-    __m256 amax = _mm256_setzero_ps();
-    for (int i = 0; i < 4; ++i) {
-      v[i] = _mm256_loadu_ps(xb + 8 * i);
-      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[i]));
-    }
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(amax), _mm256_extractf128_ps(amax, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    const float a = _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-    y[b].d = _cvtsh_ss(_cvtss_sh(a / 127.0f, _MM_FROUND_TO_NEAREST_INT));
-    const __m256 scale = _mm256_set1_ps(a != 0.0f ? 127.0f / a : 0.0f);
     __m256i q[4];
-    for (int i = 0; i < 4; ++i) q[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], scale));
+    const float a = avx2::QuantizeBlock32(x + b * 32, q);
+    y[b].d = _cvtsh_ss(_cvtss_sh(a / 127.0f, _MM_FROUND_TO_NEAREST_INT));
     const __m256i s4 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
     y[b].sum = _mm_cvtsi128_si32(s);
-    const __m256i q16 = _mm256_packs_epi32(q[0], q[1]), r16 = _mm256_packs_epi32(q[2], q[3]);
-    const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16, r16), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), q8);
+    avx2::StorePacked32(q, y[b].qs);
   }
 }
 
