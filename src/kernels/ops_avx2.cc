@@ -148,19 +148,23 @@ void RopeAvx2(float* x, size_t n_heads, const float* cs, const RopeParams& p) {
 }
 
 // QuantizeQ8A in 8 lanes: the AVX2 Q8_0 quantizer's block (quantize_avx2.h),
-// the scale through F16 and back, and the block's sum taken from the
-// integers before they are packed (|q| <= 127: the packs never saturate).
+// the scale through F16 and back, and the block's sum taken from the packed
+// bytes, as Q8_0ToQ8A takes it: for a block with a NaN or an infinity the
+// packs saturate, and the sum stays that of the bytes the kernels multiply
+// (an int32 sum before packing would not). Signed bytes summed as unsigned
+// (x ^ 0x80, psadbw) less 32 x 128.
 void QuantizeQ8AAvx2(const float* x, BlockQ8A* y, size_t n) {
+  const __m256i bias = _mm256_set1_epi8(static_cast<char>(0x80));
   for (size_t b = 0; b < n / 32; ++b) {
     __m256i q[4];
     const float a = avx2::QuantizeBlock32(x + b * 32, q);
     y[b].d = _cvtsh_ss(_cvtss_sh(a / 127.0f, _MM_FROUND_TO_NEAREST_INT));
-    const __m256i s4 = _mm256_add_epi32(_mm256_add_epi32(q[0], q[1]), _mm256_add_epi32(q[2], q[3]));
-    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(s4), _mm256_extracti128_si256(s4, 1));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4E));
-    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xB1));
-    y[b].sum = _mm_cvtsi128_si32(s);
     avx2::StorePacked32(q, y[b].qs);
+    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].qs));
+    const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(bytes, bias), _mm256_setzero_si256());
+    const __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
+    const int64_t total = _mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1);
+    y[b].sum = static_cast<int32_t>(total - 32 * 128);
   }
 }
 

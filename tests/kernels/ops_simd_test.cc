@@ -2,8 +2,11 @@
 // scalar functions, bit for bit: row counts around the eight-row groups and
 // their pairs, sizes around the vector width, in place and misaligned.
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <limits>
 
+#include "kernels/dot.h"
 #include "kernels/ops_simd.h"
 #include "test_support.h"
 
@@ -115,6 +118,38 @@ TEST(RowOps, Q8AQuantizerEqualsScalarBlockForBlock) {
         ASSERT_EQ(0, std::memcmp(&got[b].d, &want[b].d, sizeof(float))) << ops->name << " n=" << n << " block " << b;
         ASSERT_EQ(got[b].sum, want[b].sum) << ops->name << " n=" << n << " block " << b;
         ASSERT_EQ(0, std::memcmp(got[b].qs, want[b].qs, 32)) << ops->name << " n=" << n << " block " << b;
+      }
+    }
+  }
+}
+
+// Where a row holds a NaN or an infinity (a broken file's activations: the
+// fuzz tests feed random tensor bytes) the SIMD quantizer must give what
+// the forward pass gave before it existed, the table's Q8_0 quantizer and
+// Q8_0ToQ8A: its sums bounded by the saturated bytes (an unbounded sum
+// overflowed in the matmul kernels' integer arithmetic).
+TEST(RowOps, Q8AQuantizerOfNonFiniteRowsEqualsTheTwoStepPath) {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (Isa isa : SupportedIsas()) {
+    const RowOps& ops = RowOpsFor(isa);
+    const DotKernels& k = DotKernelsFor(isa);
+    if (&ops == &ScalarRowOps()) continue;
+    for (float bad : {nan, inf, -inf}) {
+      for (size_t at : {0, 5, 31, 33}) {
+        std::vector<float> x = RandomFloats(64, 41, 3.0f);
+        x[at] = bad;
+        if (at == 5) x[7] = -bad;  // two of them, either sign
+        std::vector<BlockQ8_0> q8(2);
+        std::vector<BlockQ8A> want(2), got(2);
+        k.quantize_q8_0(x.data(), q8.data(), 64);
+        Q8_0ToQ8A(q8.data(), want.data(), 2);
+        ops.quantize_q8a(x.data(), got.data(), 64);
+        for (size_t b = 0; b < 2; ++b) {
+          ASSERT_EQ(0, std::memcmp(&got[b].d, &want[b].d, sizeof(float))) << ops.name << " at " << at << " block " << b;
+          ASSERT_EQ(got[b].sum, want[b].sum) << ops.name << " at " << at << " block " << b;
+          ASSERT_EQ(0, std::memcmp(got[b].qs, want[b].qs, 32)) << ops.name << " at " << at << " block " << b;
+          ASSERT_LE(std::abs(got[b].sum), 32 * 128);
+        }
       }
     }
   }
