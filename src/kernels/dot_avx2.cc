@@ -139,7 +139,7 @@ void QuantizeQ8_0(const float* x, BlockQ8_0* y, size_t n) {
     __m256i q[4];
     const float a = avx2::QuantizeBlock32(x + b * 32, q);
     y[b].d = F2H(a / 127.0f);
-    avx2::StorePacked32(q, y[b].qs);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), avx2::Pack32(q));
   }
 }
 

@@ -159,8 +159,8 @@ void QuantizeQ8AAvx2(const float* x, BlockQ8A* y, size_t n) {
     __m256i q[4];
     const float a = avx2::QuantizeBlock32(x + b * 32, q);
     y[b].d = _cvtsh_ss(_cvtss_sh(a / 127.0f, _MM_FROUND_TO_NEAREST_INT));
-    avx2::StorePacked32(q, y[b].qs);
-    const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(y[b].qs));
+    const __m256i bytes = avx2::Pack32(q);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(y[b].qs), bytes);
     const __m256i sad = _mm256_sad_epu8(_mm256_xor_si256(bytes, bias), _mm256_setzero_si256());
     const __m128i s2 = _mm_add_epi64(_mm256_castsi256_si128(sad), _mm256_extracti128_si256(sad, 1));
     const int64_t total = _mm_cvtsi128_si64(s2) + _mm_extract_epi64(s2, 1);

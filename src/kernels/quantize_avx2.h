@@ -28,12 +28,11 @@ inline float QuantizeBlock32(const float* xb, __m256i q[4]) {
   return a;
 }
 
-// q[0..3] packed to 32 int8 in order (the packs interleave 128-bit lanes;
-// the permute restores the order).
-inline void StorePacked32(const __m256i q[4], void* out) {
+// q[0..3] packed to 32 int8 in order, saturated (the packs interleave
+// 128-bit lanes; the permute restores the order).
+inline __m256i Pack32(const __m256i q[4]) {
   const __m256i q16 = _mm256_packs_epi32(q[0], q[1]), r16 = _mm256_packs_epi32(q[2], q[3]);
-  const __m256i q8 = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16, r16), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-  _mm256_storeu_si256(static_cast<__m256i*>(out), q8);
+  return _mm256_permutevar8x32_epi32(_mm256_packs_epi16(q16, r16), _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
 }
 
 }  // namespace pc::avx2
