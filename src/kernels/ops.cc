@@ -210,9 +210,4 @@ const RowOps& RowOpsFor(Isa isa) {
   return kScalarOps;
 }
 
-const RowOps& ActiveRowOps() {
-  Result<Isa> isa = ActiveIsa();
-  return RowOpsFor(isa.ok() ? *isa : Isa::kScalar);
-}
-
 }  // namespace pc

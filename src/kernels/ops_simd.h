@@ -30,6 +30,5 @@ const RowOps* Avx2RowOps();  // ops_avx2.cc
 // The table for a level (AVX2's for every level above it: these passes
 // gain nothing measurable from wider registers).
 const RowOps& RowOpsFor(Isa isa);
-const RowOps& ActiveRowOps();
 
 }  // namespace pc
