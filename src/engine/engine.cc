@@ -627,7 +627,7 @@ std::optional<StepShape> Engine::RunStep(const std::vector<WorkItem>& work, cons
   std::vector<float>& logits = watch ? step_logits_ : inside_logits_;
   if (!watch) {
     model_.Forward(batch, cache_.store(), &logits);
-  } else if (!model_.Forward(batch, cache_.store(), &logits, [&] { return KeepStep(*watch); })) {
+  } else if (!model_.Forward(batch, cache_.store(), &logits, [&] { return KeepStep(*watch); }, &arrivals_)) {
     return std::nullopt;
   }
   const int64_t now = NowNs();

@@ -374,8 +374,9 @@ void Model::AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& k
   const DotKernels& k = *s.kernels;
   auto view = [&](const Item& it) { return kv.View(layer, batch[it.r0].tables()); };
   // Enough items to keep every thread busy: each runs its spans in order.
+  // A chunk's items may ask keep_going between them (Forward's news).
   if (items.size() >= 4 * threads || one_span_each) {
-    pool_->ParallelForEach(items.size(), [&](size_t i, int thread) {
+    ForEachAskingOnNews(items.size(), s, [&](size_t i, int thread) {
       const Item& it = items[i];
       AttendRows(k, view(it), rows, it.r0, it.r1, h, s.attn_scratch.data() + static_cast<size_t>(thread) * scratch_floats,
                  it.heads);
@@ -525,8 +526,36 @@ void Model::FeedForwardBlock(int layer, size_t n, Scratch& s) {
 }
 
 bool Model::KeepGoing(Scratch& s) {
+  // The counter read before the ask: news during the ask shows next time.
+  if (s.news != nullptr) s.news_seen = s.news->load(std::memory_order_acquire);
   if (!s.dropped && s.keep_going != nullptr && *s.keep_going && !(*s.keep_going)()) s.dropped = true;
   return !s.dropped;
+}
+
+bool Model::NewsSinceAsk(const Scratch& s) {
+  return s.news != nullptr && !s.dropped && s.keep_going != nullptr && *s.keep_going &&
+         s.news->load(std::memory_order_relaxed) != s.news_seen;
+}
+
+bool Model::ForEachAskingOnNews(size_t n, Scratch& s, const std::function<void(size_t, int)>& fn) {
+  const size_t threads = static_cast<size_t>(pool_->num_threads());
+  for (size_t first = 0; first < n;) {
+    // Items are handed out in order, so those run are [first, next).
+    std::atomic<size_t> next{first};
+    pool_->ParallelFor(std::min(n - first, threads), 1, [&](size_t, size_t, int thread) {
+      // Every thread runs one item a round before looking: a round makes
+      // progress however often the counter moves.
+      for (bool looked = false;; looked = true) {
+        if (looked && NewsSinceAsk(s)) return;
+        const size_t i = next.fetch_add(1, std::memory_order_relaxed);
+        if (i >= n) return;
+        fn(i, thread);
+      }
+    });
+    first = std::min(next.load(), n);
+    if (first < n && !KeepGoing(s)) return false;
+  }
+  return true;
 }
 
 size_t Model::KeepLogitRows(std::span<const BatchToken> batch, Scratch& s) {
@@ -555,7 +584,7 @@ void Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
 }
 
 bool Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits,
-                    const std::function<bool()>& keep_going) {
+                    const std::function<bool()>& keep_going, const std::atomic<uint64_t>* news) {
   const ModelConfig& c = config_;
   const size_t n = batch.size();
   PC_CHECK(forward_level_ < kForwardLevels);
@@ -575,6 +604,8 @@ bool Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
       s.keep_going = nullptr;
     }
   } level(forward_level_, s, keep_going);
+  s.news = news;
+  if (news != nullptr) s.news_seen = news->load(std::memory_order_acquire);
   s.kernels = &ActiveDotKernels();
   {
     Result<Isa> isa = ActiveIsa();

@@ -6,6 +6,7 @@
 // Thread-safety: Forward is not reentrant (it uses the model's pool and
 // activation buffers).
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <span>
@@ -93,8 +94,15 @@ class Model {
   // only: that pass's own keep_going, if any, runs none), its own buffers
   // and logits apart; this batch then goes on where it stood (the engine
   // pauses a step so).
+  // news (optional, with keep_going): a counter the caller bumps whenever
+  // keep_going may answer otherwise (a request arrived). Where it moved
+  // since the last ask, the longest stage, a prompt chunk's attention,
+  // stops between its work items and asks then rather than at its end: a
+  // 256-token chunk's attention at depth 1,024 runs 2.5 ms a layer on a
+  // 2-core Zen 5, and the median hit of a Mooncake replay waited 2.6-2.9
+  // ms for it (docs/BENCHMARKS.md). Unmoved, it costs a relaxed load per item.
   bool Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<float>* logits,
-               const std::function<bool()>& keep_going);
+               const std::function<bool()>& keep_going, const std::atomic<uint64_t>* news = nullptr);
   // How many times a layer keep_going is asked (the first layer's attention
   // half excepted: once less there).
   static constexpr int kAsksPerLayer = 5;
@@ -121,6 +129,13 @@ class Model {
   // Asks the batch's keep_going (Forward) unless it already said no; false
   // once it has: the block returns and Forward drops the batch.
   bool KeepGoing(Scratch& s);
+  // Whether the pass's news counter moved since its last ask (Forward).
+  // Any thread of the pool during a stage; false without keep_going.
+  static bool NewsSinceAsk(const Scratch& s);
+  // fn(i, thread) over items [0, n) as ParallelForEach does, in rounds that
+  // end early when NewsSinceAsk, each followed by an ask: false if the
+  // pass was dropped there (items left undone).
+  bool ForEachAskingOnNews(size_t n, Scratch& s, const std::function<void(size_t, int)>& fn);
   // s.out's n rows := RmsNorm(row, w) when w is not empty (gemma's post norms).
   void PostNorm(const std::vector<float>& w, size_t n, Scratch& s);
   // gate (in place) := act(gate) * up over n rows of n_ff, as the numerics do it.

@@ -2,6 +2,7 @@
 // files of the recipe (forward.cc, forward_experts.cc). Not thread-safe: one
 // Forward call owns one.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -62,6 +63,10 @@ struct Model::Scratch {
   // has said no.
   const std::function<bool()>* keep_going = nullptr;
   bool dropped = false;
+  // The pass's news counter (Forward; null: none) and its value at the last
+  // ask; written on the calling thread between pool jobs only.
+  const std::atomic<uint64_t>* news = nullptr;
+  uint64_t news_seen = 0;
 };
 
 }  // namespace pc

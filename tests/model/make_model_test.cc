@@ -1,6 +1,7 @@
 // make-model output loads back and runs, in every weight type, with the
 // built-in vocabulary and with a copied one.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 #include <cstring>
@@ -264,10 +265,10 @@ TEST(MakeModel, ThreadCountDoesNotChangeTheBits) {
 // once, and leaves partly written K/V that the same batch run again
 // overwrites: its logits and cache then equal an undisturbed run's, bit for
 // bit, and the batch that ran in between (another sequence) is unaffected.
-TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
-  std::unique_ptr<Model> model = TinyQ8Model("tiny-dropped.gguf", 4);
-  ASSERT_TRUE(model);
-  Model& m = *model;
+// With a news counter that every ask moves (a request arriving each time),
+// the attention stages ask between their work items too, and a drop there
+// is the same.
+void ExpectDroppedRunAgainEqualsUndisturbed(Model& m, bool with_news) {
   const int layers = m.config().n_layer;
   ASSERT_EQ(layers, 4);
   const size_t n = 70;
@@ -285,10 +286,22 @@ TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
   m.Forward(batch_of(undisturbed, 0, 30), undisturbed.store(), &want);
   m.Forward(batch_of(undisturbed, 30, n - 30), undisturbed.store(), &want);
   m.Forward(batch_of(dropped, 0, 30), dropped.store(), &got);
-  const int asks = Model::kAsksPerLayer * layers - 1;  // between a layer's stages but before the first attention
+  std::atomic<uint64_t> news{0};
+  const std::atomic<uint64_t>* counter = with_news ? &news : nullptr;
+  int asks = Model::kAsksPerLayer * layers - 1;  // between a layer's stages but before the first attention
+  if (with_news) {
+    Session probe(m, n, KvDtype::kF16);
+    std::vector<float> logits;
+    m.Forward(batch_of(probe, 0, 30), probe.store(), &logits);
+    int asked = 0;
+    EXPECT_TRUE(m.Forward(batch_of(probe, 30, n - 30), probe.store(), &logits, [&] { return ++news > 0 && ++asked > 0; }, &news));
+    EXPECT_GT(asked, asks) << "the attention stages asked between their items";
+    asks = asked;
+  }
   for (int stop_at = 1; stop_at <= asks; ++stop_at) {
     int asked = 0;
-    const bool done = m.Forward(batch_of(dropped, 30, n - 30), dropped.store(), &scratch, [&] { return ++asked < stop_at; });
+    const bool done = m.Forward(batch_of(dropped, 30, n - 30), dropped.store(), &scratch,
+                                [&] { return ++news > 0 && ++asked < stop_at; }, counter);
     EXPECT_FALSE(done);
     EXPECT_EQ(asked, stop_at);  // never asked again after a "no"
     EXPECT_EQ(scratch, std::vector<float>(3, 7.0f)) << "a dropped pass leaves the logits alone";
@@ -296,7 +309,8 @@ TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
     m.Forward(batch_of(other, 0, 20), other.store(), &between);
   }
   int asked = 0;
-  EXPECT_TRUE(m.Forward(batch_of(dropped, 30, n - 30), dropped.store(), &got, [&] { return ++asked > 0; }));
+  EXPECT_TRUE(m.Forward(batch_of(dropped, 30, n - 30), dropped.store(), &got, [&] { return ++news > 0 && ++asked > 0; },
+                        counter));
   EXPECT_EQ(asked, asks);
   ASSERT_EQ(want.size(), got.size());
   EXPECT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * sizeof(float)));
@@ -313,12 +327,20 @@ TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
   }
 }
 
+TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
+  std::unique_ptr<Model> model = TinyQ8Model("tiny-dropped.gguf", 4);
+  ASSERT_TRUE(model);
+  ExpectDroppedRunAgainEqualsUndisturbed(*model, false);
+  ExpectDroppedRunAgainEqualsUndisturbed(*model, true);
+}
+
 // A forward pass paused between two stages of a layer, while
 // another batch (another sequence) runs a whole forward pass from inside
 // keep_going (the engine pauses a step so for a cache hit), goes on where it
 // stood: both give the logits of undisturbed runs, bit for bit, at every
-// point the pause can take.
-void ExpectPausedEqualsUndisturbed(Model& m) {
+// point the pause can take; with a news counter that every ask moves,
+// also between the work items of its attention stages.
+void ExpectPausedEqualsUndisturbed(Model& m, bool with_news) {
   const size_t n = 70, n_other = 20;
   std::vector<int32_t> prompt(n), other_prompt(n_other);
   for (size_t i = 0; i < n; ++i) prompt[i] = static_cast<int32_t>(1 + (i * 613) % 900);
@@ -335,15 +357,29 @@ void ExpectPausedEqualsUndisturbed(Model& m) {
     m.Forward(batch_of(a, prompt, n), a.store(), &want);
     m.Forward(batch_of(b, other_prompt, n_other), b.store(), &want_other);
   }
-  const int asks = Model::kAsksPerLayer * m.config().n_layer - 1;
+  std::atomic<uint64_t> news{0};
+  const std::atomic<uint64_t>* counter = with_news ? &news : nullptr;
+  int asks = Model::kAsksPerLayer * m.config().n_layer - 1;
+  if (with_news) {
+    Session probe(m, n, KvDtype::kF16);
+    std::vector<float> logits;
+    int asked = 0;
+    EXPECT_TRUE(m.Forward(batch_of(probe, prompt, n), probe.store(), &logits, [&] { return ++news > 0 && ++asked > 0; }, &news));
+    EXPECT_GT(asked, asks) << m.config().arch << ": the attention stages asked between their items";
+    asks = asked;
+  }
   for (int pause_at = 1; pause_at <= asks; ++pause_at) {
     Session paused(m, n, KvDtype::kF16), other(m, n, KvDtype::kF16);
     std::vector<float> got, got_other;
     int asked = 0;
-    const bool done = m.Forward(batch_of(paused, prompt, n), paused.store(), &got, [&] {
-      if (++asked == pause_at) m.Forward(batch_of(other, other_prompt, n_other), other.store(), &got_other);
-      return true;
-    });
+    const bool done = m.Forward(
+        batch_of(paused, prompt, n), paused.store(), &got,
+        [&] {
+          ++news;
+          if (++asked == pause_at) m.Forward(batch_of(other, other_prompt, n_other), other.store(), &got_other);
+          return true;
+        },
+        counter);
     EXPECT_TRUE(done);
     EXPECT_EQ(asked, asks);
     ASSERT_EQ(got.size(), want.size());
@@ -360,11 +396,13 @@ void ExpectPausedEqualsUndisturbed(Model& m) {
 TEST(MakeModel, AForwardPausedForAnotherEqualsTwoUndisturbedOnes) {
   std::unique_ptr<Model> model = TinyQ8Model("tiny-paused.gguf", 4);
   ASSERT_TRUE(model);
-  ExpectPausedEqualsUndisturbed(*model);
-  for (const char* builtin : {"bench-moe", "bench-gemma3"}) {
-    std::unique_ptr<Model> other_arch = ShrunkQ8Model(builtin);
-    ASSERT_TRUE(other_arch);
-    ExpectPausedEqualsUndisturbed(*other_arch);
+  for (bool with_news : {false, true}) {
+    ExpectPausedEqualsUndisturbed(*model, with_news);
+    for (const char* builtin : {"bench-moe", "bench-gemma3"}) {
+      std::unique_ptr<Model> other_arch = ShrunkQ8Model(builtin);
+      ASSERT_TRUE(other_arch);
+      ExpectPausedEqualsUndisturbed(*other_arch, with_news);
+    }
   }
 }
 
