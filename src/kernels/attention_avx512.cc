@@ -4,7 +4,7 @@
 // compiled with AVX-512 flags; it runs only after ActiveIsa() confirmed them.
 // No inline helpers shared with other files are instantiated here (the
 // linker could pick this copy for callers on other CPUs), except those of
-// tree_sum_avx512.h, which only AVX-512 files include.
+// tree_sum_avx512.h and exp_avx512.h, which only AVX-512 files include.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "kernels/dot.h"
+#include "kernels/exp_avx512.h"
 #include "kernels/kv_rows_simd.h"
 #include "kernels/tree_sum_avx512.h"
 
@@ -21,25 +22,7 @@ namespace {
 
 constexpr int kT = static_cast<int>(kLaneTile);
 
-// ExpLane in 16 lanes: the same operations, so the same bits per lane.
-inline __m512 Exp16(__m512 x) {
-  const __m512 lo = _mm512_set1_ps(-87.0f);
-  const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
-  x = _mm512_min_ps(_mm512_max_ps(x, lo), _mm512_set1_ps(88.0f));
-  const __m512 i = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  const __m512 f = _mm512_sub_ps(_mm512_sub_ps(x, _mm512_mul_ps(i, _mm512_set1_ps(0.693145751953125f))),
-                                 _mm512_mul_ps(i, _mm512_set1_ps(1.428606765330187e-06f)));
-  __m512 p = _mm512_set1_ps(1.3981999507e-3f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_add_ps(_mm512_fmadd_ps(_mm512_mul_ps(p, f), f, f), _mm512_set1_ps(1.0f));
-  const __m512i bits = _mm512_slli_epi32(_mm512_add_epi32(_mm512_cvtps_epi32(i), _mm512_set1_epi32(127)), 23);
-  return _mm512_maskz_mul_ps(static_cast<__mmask16>(~under), p, _mm512_castsi512_ps(bits));
-}
-
+using avx512::Exp16;
 using avx512::TreeSum;
 
 // G lane groups (1 to 3) against one tile. The groups share every K and V

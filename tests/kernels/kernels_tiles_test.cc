@@ -537,7 +537,7 @@ TEST(TileKernels, ExpSumAndHalfConversionMatchScalar) {
 void ExpectGateMatchesScalar(void (*DotKernels::*fn)(const float*, const float*, float*, size_t), uint32_t seed) {
   const DotKernels& ref = ScalarDotKernels();
   for (const DotKernels* k : SimdTables()) {
-    for (size_t n : {0u, 1u, 7u, 8u, 9u, 31u, 100u}) {
+    for (size_t n : {0u, 1u, 7u, 8u, 9u, 15u, 16u, 17u, 31u, 100u, 1536u}) {
       auto g = RandomFloats(n + 1, seed, 6.0f), u = RandomFloats(n + 1, seed + 1);
       if (n > 3) {
         g[1] = 100.0f;
@@ -553,6 +553,31 @@ void ExpectGateMatchesScalar(void (*DotKernels::*fn)(const float*, const float*,
 }
 
 TEST(TileKernels, SiluMulMatchesScalar) { ExpectGateMatchesScalar(&DotKernels::silu_mul, 15); }
+
+// Every SIMD table's gated activations take the same operations per lane
+// (ExpLane's, one division, one product), whatever their width and tail
+// handling: the same bits as the first SIMD table's (AVX2) at every size.
+TEST(TileKernels, GatedActivationsHaveTheSameBitsAtEveryLevel) {
+  const std::vector<const DotKernels*> tables = SimdTables();
+  if (tables.size() < 2) GTEST_SKIP() << "fewer than two SIMD levels on this CPU";
+  for (auto fn : {&DotKernels::silu_mul, &DotKernels::gelu_mul}) {
+    for (size_t n = 0; n <= 70; ++n) {
+      auto g = RandomFloats(n + 1, 31 + static_cast<uint32_t>(n), 12.0f), u = RandomFloats(n + 1, 7);
+      if (n > 3) {
+        g[1] = 100.0f;
+        g[2] = -100.0f;
+        g[3] = 0.0f;
+      }
+      std::vector<float> want(n);
+      (tables[0]->*fn)(g.data() + 1, u.data() + 1, want.data(), n);
+      for (const DotKernels* k : tables) {
+        std::vector<float> got(n, 1.0f);
+        (k->*fn)(g.data() + 1, u.data() + 1, got.data(), n);
+        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), n * sizeof(float))) << k->name << " n=" << n;
+      }
+    }
+  }
+}
 
 // GeGLU's tanh GELU in the sigmoid form, against the scalar tanh form.
 TEST(TileKernels, GeluMulMatchesScalar) { ExpectGateMatchesScalar(&DotKernels::gelu_mul, 17); }
