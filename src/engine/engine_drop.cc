@@ -108,7 +108,8 @@ HitArrival Engine::ArrivalAction(const StepInFlight& f, std::vector<WorkItem>* p
   }
   if (fresh.empty()) return HitArrival::kWait;
   const double elapsed_ms = NsToMs(NowNs() - f.t0_ns) - f.paused_ms;
-  const HitArrival action = ForHitArrival(elapsed_ms, f.predicted_ms, f.paused_ms, f.decodes, f.prompts_ending,
+  const double step_ms = StepMsByProgress(f.predicted_ms, elapsed_ms, model_.PassProgress());
+  const HitArrival action = ForHitArrival(elapsed_ms, step_ms, f.paused_ms, f.decodes, f.prompts_ending,
                                           step_budget_.StepMs(ShapeOf(fresh, new_acts)),
                                           step_budget_.StepMs(ShapeOf(plan, acts)), f.droppable, opt_.max_step_ms);
   if (action != HitArrival::kPause) return action;

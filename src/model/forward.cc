@@ -632,9 +632,11 @@ bool Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
   }
   size_t m = n;
   for (int l = 0; l < c.n_layer; ++l) {
+    if (forward_level_ == 1) outer_half_layers_done_ = 2 * l;
     if (l > 0 && !KeepGoing(s)) return false;
     AttentionBlock(l, batch, kv, s);
     if (s.dropped) return false;
+    if (forward_level_ == 1) outer_half_layers_done_ = 2 * l + 1;
     // Past the last attention only the rows that want logits matter: the
     // last FFN runs on those alone (a prefill chunk's other rows are done).
     if (l == c.n_layer - 1) m = KeepLogitRows(batch, s);

@@ -106,6 +106,12 @@ class Model {
   // How many times a layer keep_going is asked (the first layer's attention
   // half excepted: once less there).
   static constexpr int kAsksPerLayer = 5;
+  // For keep_going: the share of the outermost pass's layers done, a half
+  // layer (its attention half) at a time (0 to 1; 0 when none runs). On the
+  // thread that calls Forward.
+  double PassProgress() const {
+    return forward_level_ > 0 && config_.n_layer > 0 ? outer_half_layers_done_ / (2.0 * config_.n_layer) : 0.0;
+  }
   ~Model();
 
  private:
@@ -205,6 +211,7 @@ class Model {
   static constexpr int kForwardLevels = 2;
   std::unique_ptr<Scratch> scratch_[kForwardLevels];
   int forward_level_ = 0;  // Forwards running now, on the calling thread
+  int outer_half_layers_done_ = 0;  // the outermost Forward's (PassProgress)
   Numerics numerics_ = Numerics::kPrecise;
   Hash128 fingerprint_;
   double fingerprint_ms_ = 0;

@@ -156,6 +156,18 @@ inline bool DropStepPays(double elapsed_ms, double predicted_ms, double arrival_
 // 36 ms). Where pausing does not pay, a step with decodes is dropped when
 // that pays. All in ms; pure.
 enum class HitArrival { kWait, kPause, kDrop };
+
+// A step's whole time as its progress implies: elapsed_ms over the share
+// of its work done (its layers, 0 to 1) once at least kMinProgressForRate
+// is done, else the prediction. ForHitArrival weighs what remains of the
+// step; read off the prediction alone, a step running slower than predicted
+// seemed to be ending while layers were left (2026-12-07, a Zen 5 guest whose
+// speed moves by a third within minutes: a hit waited 12.8 ms for the end of
+// a 169 ms step predicted at 143, its own step 10.9 ms). All in ms; pure.
+inline constexpr double kMinProgressForRate = 0.1;
+inline double StepMsByProgress(double predicted_ms, double elapsed_ms, double done) {
+  return done >= kMinProgressForRate && done <= 1 ? elapsed_ms / done : predicted_ms;
+}
 inline constexpr double kPauseBudgetTargets = 2.0;
 inline HitArrival ForHitArrival(double elapsed_ms, double predicted_ms, double paused_ms, size_t step_decodes,
                                 size_t prompts_ending, double pause_step_ms, double drop_step_ms, bool droppable,

@@ -327,6 +327,42 @@ void ExpectDroppedRunAgainEqualsUndisturbed(Model& m, bool with_news) {
   }
 }
 
+// PassProgress, as keep_going sees it: the outermost pass's layers done,
+// rising half a layer at a time; a pass run inside keep_going leaves it alone;
+// 0 once no pass runs.
+TEST(MakeModel, PassProgressCountsTheOutermostPassLayers) {
+  std::unique_ptr<Model> model = TinyQ8Model("tiny-progress.gguf", 4);
+  ASSERT_TRUE(model);
+  Model& m = *model;
+  const size_t n = 20;
+  Session a(m, n, KvDtype::kF16), b(m, n, KvDtype::kF16);
+  auto batch_of = [&](Session& s) {
+    EXPECT_TRUE(s.Reserve(n).ok());
+    std::vector<BatchToken> batch;
+    for (size_t i = 0; i < n; ++i) batch.push_back({static_cast<int32_t>(1 + i), static_cast<int32_t>(i), s.block_table(), i + 1 == n});
+    return batch;
+  };
+  EXPECT_EQ(m.PassProgress(), 0.0);
+  std::vector<double> seen;
+  std::vector<float> logits, inner_logits;
+  EXPECT_TRUE(m.Forward(batch_of(a), a.store(), &logits, [&] {
+    seen.push_back(m.PassProgress());
+    if (seen.size() == 7) {
+      m.Forward(batch_of(b), b.store(), &inner_logits);
+      EXPECT_EQ(m.PassProgress(), seen.back()) << "a pass inside keep_going leaves the outer one's progress";
+    }
+    return true;
+  }));
+  EXPECT_EQ(m.PassProgress(), 0.0);
+  ASSERT_EQ(seen.size(), static_cast<size_t>(Model::kAsksPerLayer * 4 - 1));
+  EXPECT_EQ(seen.front(), 0.0);
+  EXPECT_EQ(seen.back(), 0.875);  // the last layer's feed-forward half
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_LE(seen[i - 1], seen[i]);
+  for (double p : {0.125, 0.25, 0.375, 0.5, 0.625, 0.75}) {
+    EXPECT_NE(std::find(seen.begin(), seen.end(), p), seen.end()) << p;
+  }
+}
+
 TEST(MakeModel, ADroppedForwardRunAgainEqualsAnUndisturbedOne) {
   std::unique_ptr<Model> model = TinyQ8Model("tiny-dropped.gguf", 4);
   ASSERT_TRUE(model);

@@ -320,6 +320,23 @@ TEST(StepBudget, AStepPausesForAHitWhenItsDecodesAndEndingPromptsLoseLess) {
   EXPECT_EQ(ForHitArrival(5, 140, 0, 0, 0, 9, 9, true, 0), H::kWait);      // no target: no trade
 }
 
+// What remains of a step is read off its progress once a tenth of its
+// layers are done: a step slower than predicted still has its layers left.
+TEST(StepBudget, AStepsTimeFollowsItsProgress) {
+  EXPECT_DOUBLE_EQ(StepMsByProgress(142.8, 5, 0.0), 142.8);   // nothing done: the prediction
+  EXPECT_DOUBLE_EQ(StepMsByProgress(142.8, 10, 0.05), 142.8); // too little done to rate
+  EXPECT_DOUBLE_EQ(StepMsByProgress(142.8, 156.8, 0.8), 196.0);
+  EXPECT_DOUBLE_EQ(StepMsByProgress(100, 30, 0.5), 60.0);     // faster than predicted: ends sooner
+  EXPECT_DOUBLE_EQ(StepMsByProgress(100, 30, 1.5), 100.0);    // no such share: the prediction
+  // 2026-12-07: a hit 156.8 ms into a step predicted at 142.8 ms, 80% of its
+  // layers done, one prompt ending in it; the hit's own step 10.9 ms. By the
+  // prediction the step was over (the hit waited 12.8 ms for its end); by
+  // its progress 39 ms remain, worth a pause.
+  using H = HitArrival;
+  EXPECT_EQ(ForHitArrival(156.8, 142.8, 0, 0, 1, 10.9, 10.9, true, 25), H::kWait);
+  EXPECT_EQ(ForHitArrival(156.8, StepMsByProgress(142.8, 156.8, 0.8), 0, 0, 1, 10.9, 10.9, true, 25), H::kPause);
+}
+
 // A pause that brings the step's decodes their next token within twice the
 // target (kPauseBudgetTargets), the pauses so far counted, is taken whatever
 // the decodes lose: that wait is inside what a step may cost them, and the
