@@ -537,7 +537,7 @@ bool Model::NewsSinceAsk(const Scratch& s) {
          s.news->load(std::memory_order_relaxed) != s.news_seen;
 }
 
-bool Model::ForEachAskingOnNews(size_t n, Scratch& s, const std::function<void(size_t, int)>& fn) {
+void Model::ForEachAskingOnNews(size_t n, Scratch& s, const std::function<void(size_t, int)>& fn) {
   const size_t threads = static_cast<size_t>(pool_->num_threads());
   for (size_t first = 0; first < n;) {
     // Items are handed out in order, so those run are [first, next).
@@ -553,9 +553,8 @@ bool Model::ForEachAskingOnNews(size_t n, Scratch& s, const std::function<void(s
       }
     });
     first = std::min(next.load(), n);
-    if (first < n && !KeepGoing(s)) return false;
+    if (first < n && !KeepGoing(s)) return;
   }
-  return true;
 }
 
 size_t Model::KeepLogitRows(std::span<const BatchToken> batch, Scratch& s) {

@@ -139,9 +139,9 @@ class Model {
   // Any thread of the pool during a stage; false without keep_going.
   static bool NewsSinceAsk(const Scratch& s);
   // fn(i, thread) over items [0, n) as ParallelForEach does, in rounds that
-  // end early when NewsSinceAsk, each followed by an ask: false if the
-  // pass was dropped there (items left undone).
-  bool ForEachAskingOnNews(size_t n, Scratch& s, const std::function<void(size_t, int)>& fn);
+  // end early when NewsSinceAsk, each followed by an ask; a drop there
+  // (s.dropped) leaves the remaining items undone.
+  void ForEachAskingOnNews(size_t n, Scratch& s, const std::function<void(size_t, int)>& fn);
   // s.out's n rows := RmsNorm(row, w) when w is not empty (gemma's post norms).
   void PostNorm(const std::vector<float>& w, size_t n, Scratch& s);
   // gate (in place) := act(gate) * up over n rows of n_ff, as the numerics do it.
