@@ -276,10 +276,11 @@ RopeParams Model::RopeParamsOf(bool swa) const {
   return rope;
 }
 
-void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s) {
+void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s,
+                           size_t* logit_rows) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
-  const size_t n = batch.size();
+  size_t n = batch.size();
   ForTokens(n, [&](size_t t0, size_t t1) {
     s.ops->rms_norm_rows(&s.x[t0 * c.n_embd], w.attn_norm.data(), &s.xb[t0 * c.n_embd], t1 - t0, c.n_embd, c.rms_eps);
   });
@@ -318,6 +319,19 @@ void Model::AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore
   } else if (ggml && default_scale) {
     AttendGgmlCompat(layer, batch, kv, s);
   } else {
+    if (logit_rows != nullptr) {
+      n = KeepLogitRows(batch, s);  // x's rows; q's and the batch's below
+      s.logit_batch.clear();
+      for (size_t t = 0, m = 0; t < batch.size(); ++t) {
+        if (!batch[t].want_logits) continue;
+        if (m != t) std::memcpy(&s.q[m * c.q_dim()], &s.q[t * c.q_dim()], c.q_dim() * sizeof(float));
+        s.logit_batch.push_back(batch[t]);
+        ++m;
+      }
+      batch = s.logit_batch;
+      *logit_rows = n;
+      if (n == 0) return;
+    }
     AttendTiled(layer, batch, kv, s);
   }
   if (!KeepGoing(s)) return;
@@ -633,12 +647,14 @@ bool Model::Forward(std::span<const BatchToken> batch, KvStore& kv, std::vector<
   for (int l = 0; l < c.n_layer; ++l) {
     if (forward_level_ == 1) outer_half_layers_done_ = 2 * l;
     if (l > 0 && !KeepGoing(s)) return false;
-    AttentionBlock(l, batch, kv, s);
+    const bool last = l == c.n_layer - 1;
+    size_t logit_rows = SIZE_MAX;
+    AttentionBlock(l, batch, kv, s, last ? &logit_rows : nullptr);
     if (s.dropped) return false;
     if (forward_level_ == 1) outer_half_layers_done_ = 2 * l + 1;
     // Past the last attention only the rows that want logits matter: the
     // last FFN runs on those alone (a prefill chunk's other rows are done).
-    if (l == c.n_layer - 1) m = KeepLogitRows(batch, s);
+    if (last) m = logit_rows != SIZE_MAX ? logit_rows : KeepLogitRows(batch, s);
     if (!KeepGoing(s)) return false;
     FeedForwardBlock(l, m, s);
     if (s.dropped) return false;

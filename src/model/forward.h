@@ -126,7 +126,13 @@ class Model {
   void ForTokens(size_t n, const std::function<void(size_t, size_t)>& fn);
   // The residual add after a block: s.x[n][n_embd] += s.out[n][n_embd].
   void Residual(size_t n, Scratch& s);
-  void AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
+  // With logit_rows (the last layer), where the tiled kernels attend, the
+  // rows past their K/V writes are cut to those with want_logits (moved to
+  // the front of q and x, *logit_rows their count): nothing reads the
+  // others' attention there (a prefill chunk's rows are done after it).
+  // Left at SIZE_MAX on the other paths, which attend every row.
+  void AttentionBlock(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s,
+                      size_t* logit_rows = nullptr);
   void AttendTiled(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   void AttendGgmlCompat(int layer, std::span<const BatchToken> batch, KvStore& kv, Scratch& s);
   // Sliding windows and soft-capped scores (AttendHeadExtras), per head.

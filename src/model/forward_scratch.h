@@ -55,6 +55,7 @@ struct Model::Scratch {
   // The last attention plan (BalanceAttnItems) and what it was made from:
   // every layer of a forward pass plans the same items, so it is made once.
   std::vector<AttnItem> plan_in, plan_out;
+  std::vector<BatchToken> logit_batch;  // the last layer's rows with want_logits (AttentionBlock)
   // The same for split-KV's span units (BalanceSpanUnits).
   std::vector<AttnItem> split_in, split_out;
   const DotKernels* kernels = nullptr;
