@@ -53,11 +53,12 @@ struct Model::Scratch {
   std::vector<float> attn_scratch;  // per-thread attention tiles
   std::vector<float> attn_parts;    // split-KV: one softmax state per span
   // The last attention plan (BalanceAttnItems) and what it was made from:
-  // every layer of a forward pass plans the same items, so it is made once.
+  // every layer of a forward pass plans the same items (the last one, cut
+  // to the logit rows, may plan its own), so it is made once or twice.
   std::vector<AttnItem> plan_in, plan_out;
-  std::vector<BatchToken> logit_batch;  // the last layer's rows with want_logits (AttentionBlock)
   // The same for split-KV's span units (BalanceSpanUnits).
   std::vector<AttnItem> split_in, split_out;
+  std::vector<BatchToken> logit_batch;  // the last layer's rows with want_logits (AttentionBlock)
   const DotKernels* kernels = nullptr;
   const RowOps* ops = nullptr;  // the per-token passes at the same level
   // The pass's keep_going (Forward; null or empty: none) and whether it
