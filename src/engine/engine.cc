@@ -533,6 +533,7 @@ bool Engine::Step() {
   std::vector<WorkItem> work;
   std::vector<Active*> acts;
   bool lone = false;
+  size_t prefill_depth = 0;  // what sized the step (Scheduler::PrefillDepth)
   std::vector<uint64_t> memo_ids;
   // Requests that arrive after this admission pass are looked at between
   // the layers of this step's forward pass (KeepStep), however long the
@@ -549,6 +550,7 @@ bool Engine::Step() {
     MutexLock lock(mu_);
     work = PlanWithBlocks();
     lone = scheduler_.LonePrefill();
+    prefill_depth = scheduler_.PrefillDepth();
     for (const WorkItem& w : work) acts.push_back(active_.at(w.id).get());
   }
   if (work.empty()) {
@@ -556,7 +558,7 @@ bool Engine::Step() {
     return false;
   }
   const StepShape shape = ShapeOf(work, acts);
-  NotePlannedStep(shape, lone);
+  NotePlannedStep(shape, lone, prefill_depth);
   const std::string items = StepItems(work, acts);
   StepInFlight watch = Watch(work, shape);
   const int64_t t0 = watch.t0_ns;

@@ -223,7 +223,7 @@ class Engine {
   void IdleSpin();
   bool Step();  // false when there was nothing to do
   static StepShape ShapeOf(const std::vector<WorkItem>& work, const std::vector<Active*>& acts);
-  void NotePlannedStep(const StepShape& shape, bool lone);
+  void NotePlannedStep(const StepShape& shape, bool lone, size_t prefill_depth);
   struct StepInFlight;
   // Runs the planned step (shape: what it holds) and returns what it ran,
   // drafts included. watch: the step as KeepStep sees it between layer stages

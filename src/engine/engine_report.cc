@@ -82,16 +82,16 @@ void Engine::LogStep(const std::string& items, const StepShape& ran, int64_t t0_
 // Steps predicted past the target, by what put them there: the decodes
 // alone, or the one-token floor a prompt always gets. Both are what the
 // CPU cannot do at this target; the budget does not drift to hide them.
-void Engine::NotePlannedStep(const StepShape& shape, bool lone) {
+void Engine::NotePlannedStep(const StepShape& shape, bool lone, size_t prefill_depth) {
   if (opt_.max_step_ms <= 0 || !step_budget_.knows_prefill_cost()) return;
   const double decode_ms = step_budget_.DecodeMs(shape.n_decode, shape.decode_context);
   const double ms = step_budget_.StepMs(shape);
   metrics_.Set("promptcache_step_predicted_ms", "", ms);
   // A step without decodes may be stretched past the target on purpose
-  // (StepBudget: its fixed part kept to a tenth); only past that is it over.
+  // (StepBudget: its fixed part kept to a tenth, at the depth it was planned
+  // for); only past that is it over.
   const double limit_ms =
-      shape.n_decode > 0 ? opt_.max_step_ms
-                         : step_budget_.PrefillOnlyStepMs(shape.chunks > 0 ? shape.chunk_depth / static_cast<double>(shape.chunks) : 0);
+      shape.n_decode > 0 ? opt_.max_step_ms : step_budget_.PrefillOnlyStepMs(static_cast<double>(prefill_depth));
   metrics_.Set("promptcache_prefill_cost_ms", "part=\"token_at_0\"", step_budget_.prefill_ms_per_token());
   metrics_.Set("promptcache_prefill_cost_ms", "part=\"per_1k_positions\"", 1000 * step_budget_.attention_ms_per_position());
   metrics_.Set("promptcache_prefill_cost_ms", "part=\"chunk_pass_per_1k_positions\"", 1000 * step_budget_.kv_pass_ms_per_position());

@@ -279,12 +279,17 @@ double Scheduler::DecodeContext() const {
   return n;
 }
 
+// The prompt whose turn comes first takes the step's chunk (the others get
+// what it leaves), so its depth prices the step's K/V pass. The shallowest
+// prompt in prefill priced it before: under load a prompt just admitted (or
+// one left a token a step by a deeper one's turn) sat near 0, so steps
+// without decodes deep in long prompts were sized as if at depth 0, about
+// 38 ms where their fixed part allowed 50 (mooncake at the AVX2 level,
+// 2026-12-08: a fifth to a quarter of those steps carried a 1-2 token piece
+// of a shallow prompt).
 size_t Scheduler::PrefillDepth() const {
-  size_t depth = SIZE_MAX;
-  for (const auto& [id, r] : running_) {
-    if (r.started && r.in_prefill()) depth = std::min(depth, r.num_computed());
-  }
-  return depth == SIZE_MAX ? 0 : depth;
+  const std::vector<uint64_t> turns = PrefillTurns();
+  return turns.empty() ? 0 : running_.at(turns.front()).num_computed();
 }
 
 bool Scheduler::LonePrefill() const {

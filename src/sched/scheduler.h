@@ -161,7 +161,8 @@ class Scheduler {
   size_t NumDecoding() const;
   // Their cached positions summed (what their attention reads).
   double DecodeContext() const;
-  // The cached positions of the shallowest prompt still in prefill (0: none).
+  // The cached positions of the prompt in prefill whose turn comes first
+  // (PrefillTurns; 0: none): where a step without decodes spends its chunk.
   size_t PrefillDepth() const;
   // One prompt in prefill and nothing else running or waiting: no one waits
   // on its steps.

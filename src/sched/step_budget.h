@@ -32,7 +32,8 @@
 //   without decodes: nobody streams, but a step is what an arriving request
 //     (a cache hit) waits behind: target - fixed_ms, stretched until the
 //     step's fixed part (fixed_ms, the weights read once, plus the chunk's
-//     K/V pass at the prompt's depth: what a one-token step there costs)
+//     K/V pass at the depth of the prompt whose turn comes first: what a
+//     one-token step there costs)
 //     is a tenth of the step (prefill at 90% of its long-chunk speed), but
 //     never past twice the target; once a prompt completes in the step
 //     (its first token waits for the step's end), only to the target
@@ -199,8 +200,8 @@ class StepBudget {
   void SetKvPass(double ms_per_position, size_t calibration_chunk);
 
   // The budget of a step that decodes n_decode sequences whose cached
-  // positions sum to decode_context; prefill_depth: where the shallowest
-  // prompt in prefill stands (sizes a step without decodes).
+  // positions sum to decode_context; prefill_depth: where the prompt whose
+  // turn comes first stands (sizes a step without decodes).
   PrefillBudget Prefill(size_t n_decode, double decode_context = 0, size_t prefill_depth = 0, bool lone = false) const;
   // Tokens of a prompt at position 0 that the shared budget allows (tests,
   // reports): Prefill(n_decode) priced at depth 0.

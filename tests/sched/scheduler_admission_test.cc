@@ -127,6 +127,50 @@ TEST(Scheduler, AStepThatGivesAFirstTokenEndsAtTheTarget) {
   EXPECT_NEAR(static_cast<double>(w[1].num_tokens), 11.0, 1.0);  // to the target's 21 ms, not 36
 }
 
+// A step without decodes is as long as its fixed part (the weights, and the
+// K/V pass at its chunk's depth) allows, at the depth of the prompt whose
+// turn comes first, not of a shallower one in prefill beside it: that one
+// gets what the first leaves. Both orders, both admission policies.
+TEST(Scheduler, AStepWithoutDecodesIsSizedAtTheDepthOfTheFirstTurn) {
+  StepBudget b(StepBudgetOptions{25, 4096, 16});
+  constexpr double kPassMs = 0.002;  // per cached position, once a chunk
+  b.SetKvPass(kPassMs, 32);
+  // 1 ms a token anywhere, plus a 32-token chunk's share of its pass.
+  b.SetPrefillProfile({{0.0, 1.0}, {4096.0, 1.0 + kPassMs * 4096 / 32}});
+  for (size_t n : {1, 2, 3}) b.Observe(StepShape{n, 0, 0, 0}, 3.5 + 0.5 * static_cast<double>(n));
+  ASSERT_NEAR(b.StepFixedMs(), 4.0, 0.01);
+  ASSERT_NEAR(b.PrefillOnlyStepMs(0), 40.0, 0.5);     // fixed part a tenth
+  ASSERT_NEAR(b.PrefillOnlyStepMs(2048), 50.0, 0.01);  // 8.1 ms fixed: capped at twice the target
+  for (Admission mode : {Admission::kCacheAware, Admission::kFifo}) {
+    for (bool deep_first : {true, false}) {
+      SchedulerOptions o = Opts(4096, 10000, 8, 64);
+      o.admission = mode;
+      Scheduler s(o);
+      // The deep prompt has 100 tokens left, the shallow one 1,000: first
+      // by cost (cache-aware) and, when it arrived first, by arrival.
+      const uint64_t deep = deep_first ? 1 : 2, shallow = deep_first ? 2 : 1;
+      ASSERT_EQ(s.Submit(At(1, deep_first ? 2148 : 1000, 0)), SubmitResult::kQueued);
+      ASSERT_EQ(s.Submit(At(2, deep_first ? 1000 : 2148, 1)), SubmitResult::kQueued);
+      s.Admit(2 * kMs);
+      s.Started(deep, 2048);
+      s.Started(shallow, 0);
+      const bool expect_deep = deep_first || mode == Admission::kCacheAware;
+      EXPECT_EQ(s.PrefillDepth(), expect_deep ? 2048u : 0u);
+      const std::vector<WorkItem> w = s.PlanStep(b);
+      ASSERT_FALSE(w.empty());
+      EXPECT_EQ(w[0].id, expect_deep ? deep : shallow);
+      // 46 ms of prefill at 2,048 (41 tokens and the 4.1 ms pass), not the
+      // 36 ms a step at the shallow prompt's depth would give (31 there).
+      const size_t depth = expect_deep ? 2048 : 0;
+      const size_t expect = b.PrefillTokensWithin(b.PrefillOnlyStepMs(static_cast<double>(depth)) - 4.0, depth);
+      EXPECT_EQ(w[0].num_tokens, expect) << (mode == Admission::kFifo ? "fifo" : "cache-aware");
+      if (expect_deep) {
+        EXPECT_GT(w[0].num_tokens, b.PrefillTokensWithin(b.PrefillOnlyStepMs(0) - 4.0, 2048) + 8);
+      }
+    }
+  }
+}
+
 // While others decode, a short prompt whose whole prefill fits in a step of
 // twice the target completes in one step (its first token is not put off by
 // whole steps for its last tokens); a longer one is chunked to the target.

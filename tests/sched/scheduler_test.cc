@@ -167,7 +167,8 @@ TEST(Scheduler, CachedTokensAreNotPrefilled) {
 
 // A prompt in prefill with nothing else running or waiting is lone (its
 // steps bound no one); another request waiting, or a second one running,
-// ends that. PrefillDepth is the shallowest prompt's cached positions.
+// ends that. PrefillDepth is the cached positions of the prompt whose turn
+// comes first (request 1: the earlier arrival, and 8 tokens left against 32).
 TEST(Scheduler, ALonePromptAndTheDepthOfPrefill) {
   Scheduler s(Opts());
   EXPECT_FALSE(s.LonePrefill());
@@ -182,7 +183,7 @@ TEST(Scheduler, ALonePromptAndTheDepthOfPrefill) {
   s.Admit(0);
   s.Started(2, 8);
   EXPECT_FALSE(s.LonePrefill());
-  EXPECT_EQ(s.PrefillDepth(), 8u);
+  EXPECT_EQ(s.PrefillDepth(), 32u);
   s.Advanced(1, 8);  // request 1 decodes now
   EXPECT_EQ(s.PrefillDepth(), 8u);
   EXPECT_FALSE(s.LonePrefill());
